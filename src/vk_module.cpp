@@ -1,0 +1,817 @@
+// ortops._vk: the native half of ortops, a thin pybind11 binding of Kompute's C++ API.
+//
+// Why a binding of our own rather than PyPI's kp module: kp 0.9.0's Python module records only
+// transfer-write -> shader-read barriers, per tensor, inside OpAlgoDispatch, and does not expose
+// OpMemoryBarrier. One step's dispatch is then not ordered before the next step's (a write-after-
+// write / read-after-write hazard that lavapipe hides because it runs dispatches one at a time).
+// Binding Kompute's C++ classes ourselves lets us
+//   * record execution+memory barriers with full access masks (OpBarrier below, one global
+//     VkMemoryBarrier rather than one buffer barrier per tensor: the recurrent loop orders every
+//     buffer at once, and a global barrier is what the Vulkan spec recommends for that);
+//   * dispatch without kp's per-tensor transfer barriers (OpDispatch), so a step costs one
+//     dispatch plus one barrier and nothing else;
+//   * write GPU timestamps exactly where we want them (OpTimestamp), not after every op;
+//   * create the Vulkan instance and device ourselves, so that the Khronos validation layer
+//     with synchronization validation can be switched on per process and its messages
+//     collected here (take_messages) for the tests to fail on.
+// Tensors (kp::Tensor), pipelines (kp::Algorithm) and command recording/submission
+// (kp::Sequence) remain Kompute's.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <kompute/Kompute.hpp>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+// ---------------------------------------------------------------- validation messages
+
+std::mutex g_messages_mutex;
+std::vector<std::string> g_messages;
+
+VKAPI_ATTR VkBool32 VKAPI_CALL
+onValidationMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                    VkDebugUtilsMessageTypeFlagsEXT /*types*/,
+                    const VkDebugUtilsMessengerCallbackDataEXT* data,
+                    void* /*user*/)
+{
+    // Info and verbose messages are chatter (loader, layer start-up); warnings and errors
+    // are what synchronization validation reports hazards as.
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        std::string text = data->pMessageIdName ? data->pMessageIdName : "";
+        text += ": ";
+        text += data->pMessage ? data->pMessage : "";
+        std::lock_guard<std::mutex> lock(g_messages_mutex);
+        g_messages.push_back(std::move(text));
+    }
+    return VK_FALSE;
+}
+
+std::vector<std::string>
+takeMessages()
+{
+    std::lock_guard<std::mutex> lock(g_messages_mutex);
+    std::vector<std::string> out;
+    out.swap(g_messages);
+    return out;
+}
+
+bool
+layerAvailable(const char* name)
+{
+    for (const auto& layer : vk::enumerateInstanceLayerProperties()) {
+        if (std::strcmp(layer.layerName, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+// ---------------------------------------------------------------- instance and device
+
+vk::Instance
+createInstance(bool validation, VkDebugUtilsMessengerCreateInfoEXT* messengerInfo)
+{
+    // Vulkan 1.2 for VkPhysicalDeviceDriverProperties and Vulkan 1.1 subgroup properties;
+    // lavapipe (Debian 12) and every current GPU driver offer it.
+    vk::ApplicationInfo app("ortops", 1, "ortops", 1, VK_API_VERSION_1_2);
+    std::vector<const char*> layers;
+    std::vector<const char*> extensions;
+    vk::ValidationFeatureEnableEXT syncValidation =
+      vk::ValidationFeatureEnableEXT::eSynchronizationValidation;
+    vk::ValidationFeaturesEXT features(syncValidation, {});
+    vk::InstanceCreateInfo info({}, &app);
+    if (validation) {
+        if (!layerAvailable(kValidationLayer)) {
+            throw std::runtime_error(
+              "ortops: Vulkan validation was requested (ORTOPS_VALIDATION) but the layer "
+              "VK_LAYER_KHRONOS_validation is not installed (Debian package: "
+              "vulkan-validationlayers)");
+        }
+        layers.push_back(kValidationLayer);
+        extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+        // Synchronization validation is off by default in the layer; ask for it here as well
+        // as through vk_layer_settings.txt so that the switch works without the settings file.
+        features.pNext = messengerInfo;
+        info.pNext = &features;
+    }
+    info.setPEnabledLayerNames(layers);
+    info.setPEnabledExtensionNames(extensions);
+    return vk::createInstance(info);
+}
+
+std::string
+deviceTypeName(vk::PhysicalDeviceType type)
+{
+    switch (type) {
+        case vk::PhysicalDeviceType::eDiscreteGpu:
+            return "discrete";
+        case vk::PhysicalDeviceType::eIntegratedGpu:
+            return "integrated";
+        case vk::PhysicalDeviceType::eVirtualGpu:
+            return "virtual";
+        case vk::PhysicalDeviceType::eCpu:
+            return "cpu";
+        default:
+            return "other";
+    }
+}
+
+int
+computeQueueFamily(const vk::PhysicalDevice& device)
+{
+    auto families = device.getQueueFamilyProperties();
+    for (uint32_t i = 0; i < families.size(); i++) {
+        if (families[i].queueFlags & vk::QueueFlagBits::eCompute) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+py::dict
+describe(const vk::PhysicalDevice& device, uint32_t index)
+{
+    auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
+                                       vk::PhysicalDeviceDriverProperties,
+                                       vk::PhysicalDeviceSubgroupProperties>();
+    const auto& props = chain.get<vk::PhysicalDeviceProperties2>().properties;
+    const auto& driver = chain.get<vk::PhysicalDeviceDriverProperties>();
+    const auto& subgroup = chain.get<vk::PhysicalDeviceSubgroupProperties>();
+    auto features = device.getFeatures2<vk::PhysicalDeviceFeatures2,
+                                        vk::PhysicalDeviceShaderFloat16Int8Features,
+                                        vk::PhysicalDevice16BitStorageFeatures>();
+    int family = computeQueueFamily(device);
+    uint32_t timestampBits = 0;
+    if (family >= 0) {
+        timestampBits = device.getQueueFamilyProperties()[family].timestampValidBits;
+    }
+    const auto& limits = props.limits;
+    py::dict d;
+    d["index"] = index;
+    d["name"] = std::string(props.deviceName.data());
+    d["type"] = deviceTypeName(props.deviceType);
+    d["vendor_id"] = props.vendorID;
+    d["device_id"] = props.deviceID;
+    d["api_version"] = std::to_string(VK_VERSION_MAJOR(props.apiVersion)) + "." +
+                       std::to_string(VK_VERSION_MINOR(props.apiVersion)) + "." +
+                       std::to_string(VK_VERSION_PATCH(props.apiVersion));
+    d["driver"] = std::string(driver.driverName.data());
+    d["driver_info"] = std::string(driver.driverInfo.data());
+    d["driver_version"] = props.driverVersion;
+    d["max_storage_buffer_range"] = limits.maxStorageBufferRange;
+    d["max_workgroup_size"] = py::make_tuple(limits.maxComputeWorkGroupSize[0],
+                                             limits.maxComputeWorkGroupSize[1],
+                                             limits.maxComputeWorkGroupSize[2]);
+    d["max_workgroup_invocations"] = limits.maxComputeWorkGroupInvocations;
+    d["max_workgroup_count"] = py::make_tuple(limits.maxComputeWorkGroupCount[0],
+                                              limits.maxComputeWorkGroupCount[1],
+                                              limits.maxComputeWorkGroupCount[2]);
+    d["max_shared_memory"] = limits.maxComputeSharedMemorySize;
+    d["max_push_constants_size"] = limits.maxPushConstantsSize;
+    d["subgroup_size"] = subgroup.subgroupSize;
+    d["float16"] = static_cast<bool>(
+      features.get<vk::PhysicalDeviceShaderFloat16Int8Features>().shaderFloat16);
+    d["storage16"] = static_cast<bool>(
+      features.get<vk::PhysicalDevice16BitStorageFeatures>().storageBuffer16BitAccess);
+    d["float64"] =
+      static_cast<bool>(features.get<vk::PhysicalDeviceFeatures2>().features.shaderFloat64);
+    d["timestamp_period_ns"] = limits.timestampPeriod;
+    d["timestamps"] = timestampBits > 0 && limits.timestampComputeAndGraphics;
+    return d;
+}
+
+std::vector<py::dict>
+enumerateDevices()
+{
+    std::vector<py::dict> out;
+    vk::Instance instance;
+    try {
+        instance = createInstance(false, nullptr);
+    } catch (const vk::SystemError&) {
+        // No ICD at all (VK_ERROR_INCOMPATIBLE_DRIVER): report no devices, the Python side
+        // says which package provides one.
+        return out;
+    }
+    auto devices = instance.enumeratePhysicalDevices();
+    for (uint32_t i = 0; i < devices.size(); i++) {
+        if (computeQueueFamily(devices[i]) >= 0) {
+            out.push_back(describe(devices[i], i));
+        }
+    }
+    instance.destroy();
+    return out;
+}
+
+// Owns the instance and device. Every Kompute object made from it holds a shared_ptr to
+// this, so the VkDevice outlives the buffers, pipelines and command pools made on it.
+struct Context
+{
+    vk::Instance instance;
+    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+    std::shared_ptr<vk::PhysicalDevice> physical;
+    std::shared_ptr<vk::Device> device;
+    std::shared_ptr<vk::Queue> queue;
+    uint32_t family = 0;
+    float timestampPeriod = 1.0f;
+    bool validation = false;
+
+    Context(uint32_t index, bool withValidation)
+      : validation(withValidation)
+    {
+        VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
+        messengerInfo.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+        messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                        VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+        messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                                    VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                                    VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+        messengerInfo.pfnUserCallback = onValidationMessage;
+        instance = createInstance(validation, &messengerInfo);
+        if (validation) {
+            auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+              instance.getProcAddr("vkCreateDebugUtilsMessengerEXT"));
+            if (create) {
+                create(instance, &messengerInfo, nullptr, &messenger);
+            }
+        }
+        auto devices = instance.enumeratePhysicalDevices();
+        if (index >= devices.size()) {
+            destroyInstance();
+            throw std::out_of_range("ortops: no Vulkan device with index " +
+                                    std::to_string(index));
+        }
+        physical = std::make_shared<vk::PhysicalDevice>(devices[index]);
+        int f = computeQueueFamily(*physical);
+        if (f < 0) {
+            destroyInstance();
+            throw std::runtime_error("ortops: Vulkan device has no compute queue");
+        }
+        family = static_cast<uint32_t>(f);
+        timestampPeriod = physical->getProperties().limits.timestampPeriod;
+        float priority = 1.0f;
+        vk::DeviceQueueCreateInfo queueInfo({}, family, 1, &priority);
+        vk::DeviceCreateInfo deviceInfo({}, queueInfo);
+        device = std::make_shared<vk::Device>(physical->createDevice(deviceInfo));
+        queue = std::make_shared<vk::Queue>(device->getQueue(family, 0));
+    }
+
+    void destroyInstance()
+    {
+        if (messenger != VK_NULL_HANDLE) {
+            auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+              instance.getProcAddr("vkDestroyDebugUtilsMessengerEXT"));
+            if (destroy) {
+                destroy(instance, messenger, nullptr);
+            }
+            messenger = VK_NULL_HANDLE;
+        }
+        instance.destroy();
+    }
+
+    ~Context()
+    {
+        if (device) {
+            device->waitIdle();
+            device->destroy();
+        }
+        destroyInstance();
+    }
+};
+
+// ---------------------------------------------------------------- buffers
+
+// A storage buffer of 32-bit words. "device" buffers are device-local with a host-visible
+// staging twin (inputs and outputs: the host writes/reads the staging memory, the sequence
+// copies); "storage" buffers are device-local only (weights, scratch); "host" buffers are
+// host-visible memory used directly by shaders (small, rarely used).
+struct Buffer
+{
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<kp::Tensor> tensor;
+    uint64_t bytes;
+
+    Buffer(std::shared_ptr<Context> c, uint64_t nbytes, const std::string& kind)
+      : ctx(std::move(c))
+      , bytes(nbytes)
+    {
+        kp::Tensor::TensorTypes type;
+        if (kind == "device") {
+            type = kp::Tensor::TensorTypes::eDevice;
+        } else if (kind == "storage") {
+            type = kp::Tensor::TensorTypes::eStorage;
+        } else if (kind == "host") {
+            type = kp::Tensor::TensorTypes::eHost;
+        } else {
+            throw std::invalid_argument("ortops: buffer kind must be device, storage or host, got " +
+                                        kind);
+        }
+        // Vulkan forbids zero-sized buffers; empty tensors get one word nobody reads.
+        uint64_t words = std::max<uint64_t>(1, (nbytes + 3) / 4);
+        if (words > 0xFFFFFFFFull) {
+            throw std::length_error("ortops: buffer of " + std::to_string(nbytes) +
+                                    " bytes exceeds Kompute's 2^32-element tensor size");
+        }
+        // Kompute copies its initial data into the mapped memory; zeros also make every
+        // fresh buffer deterministic.
+        std::vector<uint32_t> zeros(type == kp::Tensor::TensorTypes::eStorage ? 1 : words, 0);
+        tensor = std::make_shared<kp::Tensor>(ctx->physical,
+                                              ctx->device,
+                                              zeros.data(),
+                                              static_cast<uint32_t>(words),
+                                              4,
+                                              kp::Tensor::TensorDataTypes::eUnsignedInt,
+                                              type);
+    }
+
+    bool hostVisible() const
+    {
+        return tensor->tensorType() != kp::Tensor::TensorTypes::eStorage;
+    }
+
+    void checkRange(uint64_t offset, uint64_t n, const char* what) const
+    {
+        if (!hostVisible()) {
+            throw std::runtime_error(std::string("ortops: cannot ") + what +
+                                     " a device-only (storage) buffer from the host");
+        }
+        if (offset > bytes || n > bytes - offset) {
+            throw std::out_of_range(std::string("ortops: ") + what + " of " + std::to_string(n) +
+                                    " bytes at offset " + std::to_string(offset) +
+                                    " is outside a buffer of " + std::to_string(bytes) +
+                                    " bytes");
+        }
+    }
+
+    void write(py::buffer data, uint64_t offset)
+    {
+        py::buffer_info info = data.request();
+        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
+        checkRange(offset, n, "write");
+        if (!contiguous(info)) {
+            throw std::invalid_argument("ortops: buffer write needs C-contiguous data");
+        }
+        std::memcpy(static_cast<char*>(tensor->rawData()) + offset, info.ptr, n);
+    }
+
+    void read(py::buffer out, uint64_t offset)
+    {
+        py::buffer_info info = out.request(true);
+        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
+        checkRange(offset, n, "read");
+        if (!contiguous(info)) {
+            throw std::invalid_argument("ortops: buffer read needs a C-contiguous target");
+        }
+        std::memcpy(info.ptr, static_cast<char*>(tensor->rawData()) + offset, n);
+    }
+
+    static bool contiguous(const py::buffer_info& info)
+    {
+        py::ssize_t expected = info.itemsize;
+        for (py::ssize_t i = info.ndim - 1; i >= 0; i--) {
+            if (info.shape[i] != 1 && info.strides[i] != expected) {
+                return false;
+            }
+            expected *= info.shape[i];
+        }
+        return true;
+    }
+
+    vk::Buffer handle() const { return tensor->constructDescriptorBufferInfo().buffer; }
+};
+
+// ---------------------------------------------------------------- programs
+
+struct Program
+{
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<kp::Algorithm> algorithm;
+    uint32_t pushWords;
+    // Keeps the buffers alive as long as the descriptor set that names them.
+    std::vector<std::shared_ptr<Buffer>> buffers;
+};
+
+std::shared_ptr<Program>
+makeProgram(std::shared_ptr<Context> ctx,
+            py::bytes spirvBytes,
+            const std::vector<std::shared_ptr<Buffer>>& buffers,
+            const std::vector<uint32_t>& specialization,
+            uint32_t pushWords)
+{
+    std::string code = spirvBytes;
+    if (code.empty() || code.size() % 4 != 0) {
+        throw std::invalid_argument("ortops: SPIR-V must be a non-empty multiple of 4 bytes");
+    }
+    std::vector<uint32_t> spirv(code.size() / 4);
+    std::memcpy(spirv.data(), code.data(), code.size());
+    std::vector<std::shared_ptr<kp::Tensor>> tensors;
+    for (const auto& b : buffers) {
+        if (b->ctx != ctx) {
+            throw std::invalid_argument("ortops: a program's buffers must come from its context");
+        }
+        tensors.push_back(b->tensor);
+    }
+    auto program = std::make_shared<Program>();
+    program->ctx = ctx;
+    program->pushWords = pushWords;
+    program->buffers = buffers;
+    std::vector<uint32_t> push(pushWords, 0);
+    program->algorithm = std::make_shared<kp::Algorithm>(
+      ctx->device, tensors, spirv, kp::Workgroup({ 1, 1, 1 }), specialization, push);
+    return program;
+}
+
+// ---------------------------------------------------------------- operations
+
+// One dispatch with its own push constants and group counts. Kompute's OpAlgoDispatch also
+// records a transfer->shader barrier per tensor on every dispatch; ordering is ours to record
+// (OpBarrier), so this records the bind, the push and the dispatch only.
+class OpDispatch : public kp::OpBase
+{
+  public:
+    OpDispatch(std::shared_ptr<Program> program,
+               std::vector<uint32_t> push,
+               uint32_t x,
+               uint32_t y,
+               uint32_t z)
+      : mProgram(std::move(program))
+      , mPush(std::move(push))
+      , mX(x)
+      , mY(y)
+      , mZ(z)
+    {
+    }
+    void record(const vk::CommandBuffer& cb) override
+    {
+        auto& algo = *mProgram->algorithm;
+        if (!mPush.empty()) {
+            // Push constants are copied into the command buffer at record time, so a
+            // sequence recorded once replays each dispatch with its own step values.
+            algo.setPushConstants(mPush.data(), static_cast<uint32_t>(mPush.size()), 4);
+        }
+        algo.recordBindCore(cb);
+        algo.recordBindPush(cb);
+        cb.dispatch(mX, mY, mZ);
+    }
+    void preEval(const vk::CommandBuffer&) override {}
+    void postEval(const vk::CommandBuffer&) override {}
+
+  private:
+    std::shared_ptr<Program> mProgram;
+    std::vector<uint32_t> mPush;
+    uint32_t mX, mY, mZ;
+};
+
+struct Scope
+{
+    vk::PipelineStageFlags stage;
+    vk::AccessFlags writes;
+    vk::AccessFlags access;
+};
+
+Scope
+scopeOf(const std::string& name)
+{
+    using S = vk::PipelineStageFlagBits;
+    using A = vk::AccessFlagBits;
+    if (name == "compute") {
+        return { S::eComputeShader, A::eShaderWrite, A::eShaderRead | A::eShaderWrite };
+    }
+    if (name == "transfer") {
+        return { S::eTransfer, A::eTransferWrite, A::eTransferRead | A::eTransferWrite };
+    }
+    if (name == "host") {
+        return { S::eHost, A::eHostWrite, A::eHostRead | A::eHostWrite };
+    }
+    throw std::invalid_argument("ortops: barrier scope must be compute, transfer or host, got " +
+                                name);
+}
+
+// A global execution and memory dependency: every write of the source stage made available
+// and visible to every read and write of the destination stage. Reads in the source stage
+// are ordered too (execution dependency), which covers write-after-read.
+class OpBarrier : public kp::OpBase
+{
+  public:
+    OpBarrier(const std::string& src, const std::string& dst)
+      : mSrc(scopeOf(src))
+      , mDst(scopeOf(dst))
+    {
+    }
+    void record(const vk::CommandBuffer& cb) override
+    {
+        vk::MemoryBarrier barrier(mSrc.writes, mDst.access);
+        cb.pipelineBarrier(mSrc.stage, mDst.stage, {}, barrier, {}, {});
+    }
+    void preEval(const vk::CommandBuffer&) override {}
+    void postEval(const vk::CommandBuffer&) override {}
+
+  private:
+    Scope mSrc, mDst;
+};
+
+// Byte-range copy between two buffers' device memory (Kompute's recordCopyFrom copies whole
+// tensors only; a planner's regions are buffer-plus-offset).
+class OpCopy : public kp::OpBase
+{
+  public:
+    OpCopy(std::shared_ptr<Buffer> src, std::shared_ptr<Buffer> dst, vk::BufferCopy region)
+      : mSrc(std::move(src))
+      , mDst(std::move(dst))
+      , mRegion(region)
+    {
+    }
+    void record(const vk::CommandBuffer& cb) override
+    {
+        cb.copyBuffer(mSrc->handle(), mDst->handle(), mRegion);
+    }
+    void preEval(const vk::CommandBuffer&) override {}
+    void postEval(const vk::CommandBuffer&) override {}
+
+  private:
+    std::shared_ptr<Buffer> mSrc, mDst;
+    vk::BufferCopy mRegion;
+};
+
+class OpFill : public kp::OpBase
+{
+  public:
+    OpFill(std::shared_ptr<Buffer> dst, uint64_t offset, uint64_t size, uint32_t value)
+      : mDst(std::move(dst))
+      , mOffset(offset)
+      , mSize(size)
+      , mValue(value)
+    {
+    }
+    void record(const vk::CommandBuffer& cb) override
+    {
+        cb.fillBuffer(mDst->handle(), mOffset, mSize, mValue);
+    }
+    void preEval(const vk::CommandBuffer&) override {}
+    void postEval(const vk::CommandBuffer&) override {}
+
+  private:
+    std::shared_ptr<Buffer> mDst;
+    uint64_t mOffset, mSize;
+    uint32_t mValue;
+};
+
+class OpTimestamp : public kp::OpBase
+{
+  public:
+    OpTimestamp(vk::QueryPool pool, uint32_t index, uint32_t resetCount)
+      : mPool(pool)
+      , mIndex(index)
+      , mReset(resetCount)
+    {
+    }
+    void record(const vk::CommandBuffer& cb) override
+    {
+        if (mReset) {
+            cb.resetQueryPool(mPool, 0, mReset);
+        }
+        cb.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, mPool, mIndex);
+    }
+    void preEval(const vk::CommandBuffer&) override {}
+    void postEval(const vk::CommandBuffer&) override {}
+
+  private:
+    vk::QueryPool mPool;
+    uint32_t mIndex, mReset;
+};
+
+// ---------------------------------------------------------------- sequences
+
+struct Sequence
+{
+    std::shared_ptr<Context> ctx;
+    std::shared_ptr<kp::Sequence> seq;
+    vk::QueryPool pool;
+    uint32_t timestampCount = 0;
+    uint32_t timestampsWritten = 0;
+    bool running = false;
+
+    Sequence(std::shared_ptr<Context> c, uint32_t timestamps)
+      : ctx(std::move(c))
+      , timestampCount(timestamps)
+    {
+        seq = std::make_shared<kp::Sequence>(ctx->physical, ctx->device, ctx->queue, ctx->family, 0);
+        if (timestamps) {
+            vk::QueryPoolCreateInfo info({}, vk::QueryType::eTimestamp, timestamps);
+            pool = ctx->device->createQueryPool(info);
+        }
+    }
+    ~Sequence()
+    {
+        if (running) {
+            seq->evalAwait();
+        }
+        seq.reset();
+        if (pool) {
+            ctx->device->destroyQueryPool(pool);
+        }
+    }
+
+    void record(std::shared_ptr<kp::OpBase> op) { seq->record(op); }
+
+    void timestamp(uint32_t index)
+    {
+        if (index >= timestampCount) {
+            throw std::out_of_range("ortops: timestamp index " + std::to_string(index) +
+                                    " but the sequence has " + std::to_string(timestampCount));
+        }
+        // The first timestamp of a recording resets the whole pool, so a recorded sequence can
+        // be replayed and read again.
+        uint32_t reset = timestampsWritten == 0 ? timestampCount : 0;
+        record(std::make_shared<OpTimestamp>(pool, index, reset));
+        timestampsWritten++;
+    }
+
+    std::vector<double> timestamps()
+    {
+        std::vector<uint64_t> ticks(timestampCount, 0);
+        auto result = ctx->device->getQueryPoolResults(
+          pool,
+          0,
+          timestampCount,
+          ticks.size() * sizeof(uint64_t),
+          ticks.data(),
+          sizeof(uint64_t),
+          vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
+        if (result != vk::Result::eSuccess) {
+            throw std::runtime_error("ortops: timestamps not available");
+        }
+        std::vector<double> ns;
+        for (auto t : ticks) {
+            ns.push_back(static_cast<double>(t) * ctx->timestampPeriod);
+        }
+        return ns;
+    }
+
+    void clear()
+    {
+        seq->clear();
+        timestampsWritten = 0;
+    }
+};
+
+} // namespace
+
+PYBIND11_MODULE(_vk, m)
+{
+    m.doc() = "ortops' binding of Kompute's C++ API with full barriers and timestamps";
+
+    m.def("enumerate_devices", &enumerateDevices, "Describe every Vulkan device with a compute queue.");
+    m.def("take_messages", &takeMessages, "Validation messages since the last call (and clear them).");
+
+    py::class_<Context, std::shared_ptr<Context>>(m, "Context")
+      .def(py::init<uint32_t, bool>(), py::arg("index"), py::arg("validation") = false)
+      .def_readonly("validation", &Context::validation)
+      .def_readonly("timestamp_period_ns", &Context::timestampPeriod)
+      .def("buffer",
+           [](std::shared_ptr<Context> self, uint64_t nbytes, const std::string& kind) {
+               return std::make_shared<Buffer>(self, nbytes, kind);
+           },
+           py::arg("nbytes"),
+           py::arg("kind") = "device")
+      .def("program",
+           &makeProgram,
+           py::arg("spirv"),
+           py::arg("buffers"),
+           py::arg("specialization") = std::vector<uint32_t>{},
+           py::arg("push_words") = 0)
+      .def("sequence",
+           [](std::shared_ptr<Context> self, uint32_t timestamps) {
+               return std::make_shared<Sequence>(self, timestamps);
+           },
+           py::arg("timestamps") = 0)
+      .def("wait_idle", [](Context& self) { self.device->waitIdle(); });
+
+    py::class_<Buffer, std::shared_ptr<Buffer>>(m, "Buffer")
+      .def_readonly("nbytes", &Buffer::bytes)
+      .def_property_readonly("host_visible", &Buffer::hostVisible)
+      .def("write", &Buffer::write, py::arg("data"), py::arg("offset") = 0)
+      .def("read", &Buffer::read, py::arg("out"), py::arg("offset") = 0);
+
+    py::class_<Program, std::shared_ptr<Program>>(m, "Program")
+      .def_readonly("push_words", &Program::pushWords);
+
+    py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence")
+      .def("upload",
+           [](Sequence& s, const std::vector<std::shared_ptr<Buffer>>& buffers) {
+               std::vector<std::shared_ptr<kp::Tensor>> t;
+               for (auto& b : buffers) {
+                   t.push_back(b->tensor);
+               }
+               s.record(std::make_shared<kp::OpTensorSyncDevice>(t));
+           },
+           "Copy each buffer's staging memory to its device memory.")
+      .def("download",
+           [](Sequence& s, const std::vector<std::shared_ptr<Buffer>>& buffers) {
+               std::vector<std::shared_ptr<kp::Tensor>> t;
+               for (auto& b : buffers) {
+                   t.push_back(b->tensor);
+               }
+               // Kompute's OpTensorSyncLocal orders shader writes before its copy and its
+               // copy before host reads.
+               s.record(std::make_shared<kp::OpTensorSyncLocal>(t));
+           },
+           "Copy each buffer's device memory to its staging memory.")
+      .def("dispatch",
+           [](Sequence& s,
+              std::shared_ptr<Program> program,
+              uint32_t x,
+              uint32_t y,
+              uint32_t z,
+              std::vector<uint32_t> push) {
+               if (push.size() != program->pushWords) {
+                   throw std::invalid_argument("ortops: program takes " +
+                                               std::to_string(program->pushWords) +
+                                               " push-constant words, got " +
+                                               std::to_string(push.size()));
+               }
+               if (program->ctx != s.ctx) {
+                   throw std::invalid_argument("ortops: program and sequence contexts differ");
+               }
+               if (x == 0 || y == 0 || z == 0) {
+                   return; // an empty dispatch records nothing
+               }
+               s.record(std::make_shared<OpDispatch>(program, std::move(push), x, y, z));
+           },
+           py::arg("program"),
+           py::arg("x"),
+           py::arg("y") = 1,
+           py::arg("z") = 1,
+           py::arg("push") = std::vector<uint32_t>{})
+      .def("barrier",
+           [](Sequence& s, const std::string& src, const std::string& dst) {
+               s.record(std::make_shared<OpBarrier>(src, dst));
+           },
+           py::arg("src"),
+           py::arg("dst"))
+      .def("copy",
+           [](Sequence& s,
+              std::shared_ptr<Buffer> src,
+              std::shared_ptr<Buffer> dst,
+              uint64_t srcOffset,
+              uint64_t dstOffset,
+              uint64_t size) {
+               if (srcOffset + size > src->bytes || dstOffset + size > dst->bytes) {
+                   throw std::out_of_range("ortops: copy range outside its buffers");
+               }
+               if (size) {
+                   s.record(std::make_shared<OpCopy>(src, dst, vk::BufferCopy(srcOffset, dstOffset, size)));
+               }
+           },
+           py::arg("src"),
+           py::arg("dst"),
+           py::arg("src_offset") = 0,
+           py::arg("dst_offset") = 0,
+           py::arg("size"))
+      .def("fill",
+           [](Sequence& s, std::shared_ptr<Buffer> dst, uint64_t offset, uint64_t size, uint32_t value) {
+               if (offset % 4 || size % 4 || offset + size > ((dst->bytes + 3) / 4) * 4) {
+                   throw std::out_of_range("ortops: fill range must be word-aligned and inside the buffer");
+               }
+               if (size) {
+                   s.record(std::make_shared<OpFill>(dst, offset, size, value));
+               }
+           },
+           py::arg("buffer"),
+           py::arg("offset"),
+           py::arg("size"),
+           py::arg("value") = 0)
+      .def("timestamp", &Sequence::timestamp, py::arg("index"))
+      .def("timestamps", &Sequence::timestamps, "Timestamps of the last run, in nanoseconds.")
+      .def("eval",
+           [](Sequence& s) {
+               py::gil_scoped_release release;
+               s.seq->eval();
+           },
+           "Submit the recorded commands and wait for them.")
+      .def("eval_async",
+           [](Sequence& s) {
+               py::gil_scoped_release release;
+               s.seq->evalAsync();
+               s.running = true;
+           })
+      .def("eval_await",
+           [](Sequence& s) {
+               py::gil_scoped_release release;
+               s.seq->evalAwait();
+               s.running = false;
+           })
+      .def("clear", &Sequence::clear, "Forget the recorded commands.");
+}
