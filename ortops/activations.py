@@ -278,5 +278,6 @@ def apply(act: Activation, x) -> np.ndarray:
     if name == "Softsign":
         return x / (1.0 + np.abs(x))
     if name == "Softplus":
-        return np.logaddexp(0.0, x)
+        with np.errstate(invalid="ignore"):  # NaN in, NaN out, without a warning
+            return np.logaddexp(0.0, x)
     raise AssertionError(f"unhandled activation {name}")  # Activation.__post_init__ forbids this

@@ -326,6 +326,20 @@ def run_node(cfg: dict, feed: list) -> tuple:
     return tuple(outs) + (status,)
 
 
+def _as_node_error(e: BaseException, node: str, op: str) -> NodeRunError:
+    if isinstance(e, NodeRunError):
+        return e
+    text = str(e)
+    if isinstance(e, ValueError):
+        # validation's messages start with the operator, which ours names already
+        text = text[len(op) + 2:] if text.startswith(f"{op}: ") else text
+    else:
+        text = f"{type(e).__name__}: {text}"
+    err = NodeRunError(node, op, text)
+    err.__cause__ = e
+    return err
+
+
 def _failure_outputs(op: str, out_dt) -> tuple:
     # Gated output empty but status [1]: the Reshape after the node fails.
     outs = tuple(np.zeros((0,), out_dt) for _ in OUTPUTS[op])
@@ -357,9 +371,7 @@ def _hook(k_id, feed, attributes):
         key, node = cfg["key"], cfg["node"]
         outs = run_node(cfg, feed)
     except BaseException as e:  # noqa: BLE001 - must not propagate into C++
-        err = e if isinstance(e, NodeRunError) else NodeRunError(node, op, f"{type(e).__name__}: {e}")
-        if err is not e:
-            err.__cause__ = e
+        err = _as_node_error(e, node, op)
         _record_error(key, err)
         outs = _failure_outputs(op, out_dt)
     res = [k_id]

@@ -385,7 +385,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         gate_name = std_out[customop.OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
         new_nodes.append(helper.make_node(
             "Reshape", [new_out[customop.OUTPUTS[op].index(gate)], status], [gate_name],
-            name=info.unique(f"{name}/ortops_check")))
+            name=info.unique(f"{name}/ortops_check (on failure the reason is on stderr)")))
         if registry:
             layers[key] = layer
         elif weights == "registry":

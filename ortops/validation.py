@@ -202,29 +202,28 @@ def check_layer(
         hidden_size = int(hidden_size)
         if hidden_size <= 0:
             raise ValueError(f"{op}: hidden_size must be > 0, got {hidden_size}")
-        if R.shape[2] != hidden_size:
-            raise ValueError(
-                f"{op}: hidden_size = {hidden_size} does not match R's last dimension, "
-                f"R has shape {_shape(R)}"
-            )
+        source = ""
     else:
         hidden_size = int(R.shape[2])
         if hidden_size <= 0:
             raise ValueError(
                 f"{op}: hidden_size (R's last dimension) must be > 0, R has shape {_shape(R)}"
             )
+        # Without the attribute, a W/R disagreement is reported against R's last dimension.
+        source = f"; hidden_size = {hidden_size} from R's last dimension"
     H = hidden_size
     input_size = int(W.shape[2])
 
     _require_shape(op, "W", W, (num_directions, gates * H, input_size),
-                   f"num_directions, {gate_text}, input_size")
+                   f"num_directions, {gate_text}, input_size{source}")
     _require_shape(op, "R", R, (num_directions, gates * H, H),
                    f"num_directions, {gate_text}, hidden_size")
     if B is not None:
         _require_shape(op, "B", B, (num_directions, 2 * gates * H),
-                       f"num_directions, 2*{gate_text}")
+                       f"num_directions, 2*{gate_text}{source}")
     if P is not None:
-        _require_shape(op, "P", P, (num_directions, 3 * H), "num_directions, 3*hidden_size")
+        _require_shape(op, "P", P, (num_directions, 3 * H),
+                       f"num_directions, 3*hidden_size{source}")
 
     acts = resolve_activations(op, num_directions, activations, activation_alpha, activation_beta)
 

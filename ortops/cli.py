@@ -1,0 +1,361 @@
+"""The ``ortops`` command.
+
+    ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N] [--device D]
+    ortops info MODEL [--device D]
+    ortops devices
+    ortops bench [ARGS ...]
+
+``run`` runs MODEL with its recurrent nodes on the GPU. Inputs not given
+with ``--input`` are generated: floats uniform in [-1, 1) (seed ``--seed``),
+an int32 input that is a recurrent node's ``sequence_lens`` filled with the
+full sequence length, other integer inputs zeros, booleans False. A dynamic
+dimension is 1 unless set with ``--dim NAME=N`` (NAME is the symbolic
+dimension's name as the model declares it, e.g. ``--dim batch=8``).
+
+``--compare`` also runs the model on stock ONNX Runtime CPU and prints, per
+output, the scaled error max|a - b| / max|b| and both timings; the exit
+status is 1 when an error is above the tolerance (1e-5 for float32 outputs,
+2e-3 for float16). ONNX Runtime CPU refuses layout-1 and float16 recurrent
+nodes, so for such models it runs the equivalent layout-0 float32 model
+(``ortops.equivalent``) on the inputs widened to float32.
+
+Exit status: 0 success, 1 comparison above tolerance, 2 bad usage or an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
+_ORT_TYPES = {
+    "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+    "tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
+    "tensor(int16)": np.int16, "tensor(uint16)": np.uint16, "tensor(uint32)": np.uint32,
+    "tensor(uint64)": np.uint64, "tensor(bool)": np.bool_,
+}
+
+
+#: Where ``bench`` looks for bench.py (the repository's scripts/ folder).
+SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
+
+
+class CliError(Exception):
+    """An error to print as ``ortops: error: ...`` with exit status 2."""
+
+
+# -- progress ----------------------------------------------------------------------
+
+
+class Progress:
+    """A plain stderr progress bar (only drawn when there is more than one step)."""
+
+    def __init__(self, total: int, label: str, stream=None, width: int = 30):
+        self.total, self.label, self.width = total, label, width
+        self.stream = stream or sys.stderr
+        self.enabled = total > 1
+        self._last = -1
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        filled = self.width * done // self.total
+        if filled == self._last and done != self.total:
+            return  # redraw only when the bar moves
+        self._last = filled
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total}")
+        if done == self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+# -- inputs ------------------------------------------------------------------------------
+
+
+def _parse_pairs(items, what: str) -> dict:
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise CliError(f"{what} must look like NAME=VALUE, got {item!r}")
+        out[name] = value
+    return out
+
+
+def _load_inputs(pairs: dict) -> dict:
+    feeds = {}
+    for name, path in pairs.items():
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise CliError(f"cannot read --input {name}={path}: {e}") from None
+    return feeds
+
+
+def _sequence_lens_inputs(model) -> dict:
+    """Graph inputs feeding a recurrent node's sequence_lens -> (X name, seq axis)."""
+    inputs = {i.name for i in model.graph.input}
+    out = {}
+    for n in model.graph.node:
+        if n.op_type in ("LSTM", "GRU", "RNN") and len(n.input) > 4 and n.input[4] in inputs:
+            layout = next((a.i for a in n.attribute if a.name == "layout"), 0)
+            out[n.input[4]] = (n.input[0], 1 if layout else 0)
+    return out
+
+
+def make_feeds(sess, model, given: dict, dims: dict, seed: int) -> dict:
+    """Feeds for every graph input: ``given`` ones as they are, the rest
+    generated as the module docstring says."""
+    rng = np.random.default_rng(seed)
+    infos = {i.name: i for i in sess.get_inputs()}
+    unknown = sorted(set(given) - set(infos))
+    if unknown:
+        raise CliError(f"--input names {unknown} are not inputs of the model; its inputs: {sorted(infos)}")
+    feeds = dict(given)
+    lens_inputs = _sequence_lens_inputs(model)
+    shapes = {}
+    for name, info in infos.items():
+        shape = []
+        for d in info.shape:
+            if isinstance(d, int) and d >= 0:
+                shape.append(d)
+            elif isinstance(d, str) and d in dims:
+                shape.append(dims[d])
+            else:
+                shape.append(1)  # documented default for a dynamic dimension
+        shapes[name] = shape
+    for name, info in infos.items():
+        if name in feeds:
+            continue
+        dt = _ORT_TYPES.get(info.type)
+        if dt is None:
+            raise CliError(f"input {name!r} has type {info.type}; give it with --input")
+        shape = shapes[name]
+        if name in lens_inputs:
+            x_name, axis = lens_inputs[name]
+            x = feeds.get(x_name)
+            seq = x.shape[axis] if x is not None and x.ndim > axis else \
+                (shapes[x_name][axis] if x_name in shapes and len(shapes[x_name]) > axis else 1)
+            feeds[name] = np.full(shape, seq, dtype=dt)
+        elif np.issubdtype(dt, np.floating):
+            feeds[name] = rng.uniform(-1.0, 1.0, size=shape).astype(dt)
+        else:
+            feeds[name] = np.zeros(shape, dtype=dt)
+    return feeds
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def _timed(run, repeat: int, label: str):
+    bar = Progress(repeat, label)
+    times, out = [], None
+    for i in range(repeat):
+        t0 = time.perf_counter()
+        out = run()
+        times.append(time.perf_counter() - t0)
+        bar.update(i + 1)
+    return out, times
+
+
+def _fmt_times(times) -> str:
+    ms = np.array(times) * 1e3
+    if len(ms) == 1:
+        return f"{ms[0]:.3f} ms"
+    return f"median {np.median(ms):.3f} ms, min {ms.min():.3f} ms, mean {ms.mean():.3f} ms over {len(ms)} runs"
+
+
+def cmd_run(args) -> int:
+    import onnxruntime as ort
+
+    from ortops import rewrite
+    from ortops.session import InferenceSession
+
+    if args.repeat < 1:
+        raise CliError("--repeat must be at least 1")
+    model = rewrite.load_model(args.model)
+    dims = {k: _positive_int(v, f"--dim {k}") for k, v in _parse_pairs(args.dim, "--dim").items()}
+    sess = InferenceSession(model, providers=["CPUExecutionProvider"], device=args.device)
+    for p in sess.placement:
+        print(p.describe())
+    feeds = make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")), dims, args.seed)
+    names = [o.name for o in sess.get_outputs()]
+    sess.run(None, feeds)  # first run: pipelines and caches warm, not timed
+    outputs, times = _timed(lambda: sess.run(None, feeds), args.repeat, "ortops")
+    print(f"ortops GPU path: {_fmt_times(times)}")
+    for name, value in zip(names, outputs):
+        summary = f"min {value.min():.6g} max {value.max():.6g}" if value.size and value.dtype.kind == "f" else ""
+        print(f"  {name}: {value.dtype} {list(value.shape)} {summary}")
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+        for name, value in zip(names, outputs):
+            np.save(os.path.join(args.save, f"{_safe(name)}.npy"), value)
+    if not args.compare:
+        return 0
+
+    from ortops.equivalent import cpu_equivalent, cpu_feeds
+
+    equivalent = any(p.layout == 1 or p.dtype == "float16" for p in sess.placement) or any(
+        v.dtype == np.float16 for v in feeds.values())
+    ref_model = cpu_equivalent(model) if equivalent else model
+    ref_feeds = cpu_feeds(feeds) if equivalent else feeds
+    cpu = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    cpu.run(None, ref_feeds)
+    expected, cpu_times = _timed(lambda: cpu.run(None, ref_feeds), args.repeat, "ORT CPU")
+    what = "ONNX Runtime CPU" + (" (layout-0 float32 equivalent model)" if equivalent else "")
+    print(f"{what}: {_fmt_times(cpu_times)}")
+    worst_ok = True
+    for name, got, exp in zip(names, outputs, expected):
+        tol = TOLERANCE.get(got.dtype, 1e-5)
+        err = _scaled_error(got, exp)
+        ok = err <= tol
+        worst_ok &= ok
+        print(f"  {name}: scaled error {err:.3g} (tolerance {tol:g}) {'OK' if ok else 'ABOVE TOLERANCE'}")
+    return 0 if worst_ok else 1
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def _positive_int(text: str, what: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise CliError(f"{what} must be an integer, got {text!r}") from None
+    if v < 0:
+        raise CliError(f"{what} must be >= 0, got {v}")
+    return v
+
+
+def _scaled_error(got, expected) -> float:
+    g = np.asarray(got, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    if g.shape != e.shape:
+        return float("inf")
+    if g.size == 0:
+        return 0.0
+    if np.isnan(g).any() or np.isnan(e).any():
+        if not np.array_equal(np.isnan(g), np.isnan(e)):
+            return float("inf")
+        g, e = np.nan_to_num(g), np.nan_to_num(e)
+    diff = float(np.max(np.abs(g - e)))
+    scale = float(np.max(np.abs(e)))
+    return diff / scale if scale > 0 else diff
+
+
+def cmd_info(args) -> int:
+    from ortops import rewrite
+
+    model = rewrite.load_model(args.model)
+    print(f"{args.model}: IR {model.ir_version}, ai.onnx opset {rewrite.default_opset(model)}, "
+          f"{len(model.graph.node)} nodes")
+    inits = {t.name for t in model.graph.initializer}
+    for i in model.graph.input:
+        if i.name not in inits:
+            print(f"  input  {i.name}: {_type_text(i.type)}")
+    for o in model.graph.output:
+        print(f"  output {o.name}: {_type_text(o.type)}")
+    placement = rewrite.rewrite(model, weights="registry", device=args.device, tag="info").placement
+    if not placement:
+        print("no RNN/GRU/LSTM node in the main graph")
+    for p in placement:
+        print(p.describe())
+    return 0
+
+
+def _type_text(tp) -> str:
+    from onnx import TensorProto
+
+    tt = tp.tensor_type
+    dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
+    return f"{TensorProto.DataType.Name(tt.elem_type).lower()} [{', '.join(dims)}]"
+
+
+def cmd_devices(args) -> int:
+    from ortops.device import devices
+
+    found = devices()
+    if not found:
+        print("no Vulkan device with a compute queue was found")
+        return 1
+    for d in found:
+        print(d.describe() if hasattr(d, "describe") else str(d))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    import importlib.util
+
+    path = os.path.join(SCRIPTS_DIR, "bench.py")
+    if not os.path.isfile(path):
+        print("ortops bench: not available yet (scripts/bench.py is missing)", file=sys.stderr)
+        return 2
+    spec = importlib.util.spec_from_file_location("ortops_bench_script", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if not hasattr(mod, "main"):
+        print("ortops bench: scripts/bench.py has no main()", file=sys.stderr)
+        return 2
+    rc = mod.main(args.bench_args)
+    return int(rc or 0)
+
+
+_RUN_HELP = """Run MODEL with its recurrent nodes on the GPU.
+
+Inputs not given with --input are generated: floats uniform in [-1, 1),
+a recurrent node's sequence_lens input the full sequence length, other
+integers zeros. A dynamic dimension is 1 unless set with --dim NAME=N.
+--compare also runs stock ONNX Runtime CPU (the layout-0 float32
+equivalent model for layout-1 or float16 models) and exits 1 when a scaled
+error max|a-b|/max|b| is above 1e-5 (float32) or 2e-3 (float16)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ortops`` command."""
+    ap = argparse.ArgumentParser(prog="ortops", description="ONNX RNN/GRU/LSTM on the GPU through Vulkan.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a model with its recurrent nodes on the GPU",
+                       description=_RUN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("model")
+    r.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="an input from a .npy file")
+    r.add_argument("--dim", action="append", metavar="NAME=N", help="value of a dynamic dimension (default 1)")
+    r.add_argument("--compare", action="store_true", help="also run on stock ONNX Runtime CPU and compare")
+    r.add_argument("--repeat", type=int, default=1, help="timed runs (after one untimed warm-up run)")
+    r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
+    r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
+    r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")
+    r.set_defaults(func=cmd_run)
+    i = sub.add_parser("info", help="recurrent nodes of a model and where each runs")
+    i.add_argument("model")
+    i.add_argument("--device", default=None)
+    i.set_defaults(func=cmd_info)
+    d = sub.add_parser("devices", help="list Vulkan devices")
+    d.set_defaults(func=cmd_devices)
+    b = sub.add_parser("bench", help="benchmarks (scripts/bench.py)")
+    b.add_argument("bench_args", nargs=argparse.REMAINDER)
+    b.set_defaults(func=cmd_bench)
+    return ap
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``ortops`` command; returns the exit status."""
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CliError as e:
+        print(f"ortops: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - ORT's exceptions derive from Exception only
+        # Model, input and device errors: one readable line, no traceback.
+        print(f"ortops: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,409 @@
+"""RecurrentLayer: one ONNX RNN, GRU or LSTM layer on a Vulkan device, planned once per shape.
+
+A layer uploads its weights once. For each input shape (and set of optional inputs and
+requested outputs) it builds a plan: buffers, pipelines and one Kompute sequence recorded
+with every pass and barrier of a run. A call then only writes the inputs into mapped
+memory, submits that sequence once and copies the outputs out.
+
+How a run is recorded (see glsl/ for each pass):
+  1. input_projection: Xw = X . W^T for every step and direction (one batched Gemm);
+  2. state_init: state slot 0 and the cell state from initial_h / initial_c or zeros;
+  3. step, once per time step (twice for a GRU with linear_before_reset = 0), each followed
+     by a compute-to-compute barrier, since step s + 1 reads the hidden state step s wrote;
+  4. output_sequence (Y) and output_state (Y_h, Y_c), for the requested outputs only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ortops import validation
+from ortops.device import context
+from ortops.shaders import spirv
+
+_CELL = {"LSTM": 0, "GRU": 1, "RNN": 2}
+_DEFAULT_ACTIVATIONS = {
+    "LSTM": ("Sigmoid", "Tanh", "Tanh"),
+    "GRU": ("Sigmoid", "Tanh"),
+    "RNN": ("Tanh",),
+}
+OUTPUT_NAMES = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+_GEMM_TILE = 64
+_GROUP = 64          # local size of the state and output passes
+_MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations at most)
+_PLAN_CACHE = 8      # plans kept per layer (least recently used dropped)
+
+
+class UnsupportedLayerError(ValueError):
+    """The layer is valid ONNX but does not fit this device (e.g. a storage binding limit)."""
+
+
+def _bits(x) -> int:
+    return int(np.float32(x).view(np.uint32))
+
+
+def _words(nbytes: int) -> int:
+    return (nbytes + 3) // 4
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class ScratchSizes:
+    """Bytes of the two scratch regions a run needs (seed 000's XwLength and StateLength).
+
+    ``xw``: the input projection of every step and direction, float32
+    [dirs, seq, batch, gates * hidden]. ``state``: every step's hidden state
+    [seq + 1, dirs, batch, hidden], then the LSTM cell state or the GRU's z and r * h.
+    """
+
+    xw: int
+    state: int
+
+
+@dataclass
+class _Plan:
+    sequence: object
+    x: object
+    lens: object
+    h0: object
+    c0: object
+    outputs: dict
+    keep: list        # buffers and programs the recorded sequence refers to
+    timestamps: bool
+
+
+class RecurrentLayer:
+    """One RNN, GRU or LSTM layer with its weights on a Vulkan device.
+
+    ``op`` is "LSTM", "GRU" or "RNN"; weights and attributes are ONNX's (W, R as stored:
+    [dirs, gates * hidden, input] and [dirs, gates * hidden, hidden], gate order LSTM i, o, f,
+    c and GRU z, r, h; B [dirs, 2 * gates * hidden]; P [dirs, 3 * hidden] in the order i, o, f).
+    Tensors are float32 or float16 (all the same type); arithmetic and state are float32.
+    Every shape and attribute is checked before anything is recorded; bad ones raise
+    ValueError naming the operator, the argument, what was expected and what came.
+
+    Call the layer with X (and optionally sequence_lens, initial_h, initial_c) to run it;
+    see :meth:`__call__`. ``timestamps=True`` records GPU timestamps around the passes and
+    leaves the last run's GPU time in :attr:`last_gpu_time_ms`.
+    """
+
+    def __init__(self, op, W, R, B=None, P=None, *, hidden_size=None, direction="forward",
+                 layout=0, activations=None, activation_alpha=None, activation_beta=None,
+                 clip=None, input_forget=0, linear_before_reset=0, device=None,
+                 timestamps=False):
+        op = str(op).upper()
+        if op not in _CELL:
+            raise ValueError(f"ortops: op must be one of LSTM, GRU, RNN, got {op!r}")
+        self.spec = validation.check_layer(
+            op, W, R, B, P, hidden_size=hidden_size, direction=direction, layout=layout,
+            activations=activations, activation_alpha=activation_alpha,
+            activation_beta=activation_beta, clip=clip, input_forget=input_forget,
+            linear_before_reset=linear_before_reset,
+            allowed_dtypes=(np.float32, np.float16))
+        self.device, self._ctx = context(device)
+        self.timestamps = bool(timestamps) and self.device.timestamps
+        self.last_gpu_time_ms = None
+        self._lock = threading.Lock()
+        self._plans: OrderedDict = OrderedDict()
+        self._limit = self.device.max_storage_buffer_range
+        tensors = {"W": W, "R": R}
+        if B is not None:
+            tensors["B"] = B
+        if P is not None:
+            tensors["P"] = P
+        self._weights = self._upload({k: np.ascontiguousarray(v) for k, v in tensors.items()})
+        self.weight_bytes = sum(np.asarray(v).nbytes for v in tensors.values())
+        # Absent optional inputs bind a one-word buffer the shader never reads.
+        self._dummy = self._ctx.buffer(4, "storage")
+
+    # ------------------------------------------------------------------ public helpers
+
+    @property
+    def op(self) -> str:
+        return self.spec.op
+
+    def scratch_sizes(self, seq: int, batch: int) -> ScratchSizes:
+        """The two scratch regions a run of this shape needs, in bytes."""
+        s = self.spec
+        plane = s.num_directions * batch * s.hidden_size
+        extra = plane if s.op == "LSTM" else (2 * plane if s.op == "GRU" and not s.linear_before_reset else 0)
+        return ScratchSizes(
+            xw=4 * s.num_directions * seq * batch * s.gates * s.hidden_size,
+            state=4 * ((seq + 1) * plane + extra),
+        )
+
+    def allocate(self, nbytes: int):
+        """A device-only buffer on this layer's device, e.g. an arena for both scratch regions."""
+        return self._ctx.buffer(int(nbytes), "storage")
+
+    def memory_bytes(self, seq: int, batch: int) -> int:
+        """Device memory of a run of this shape: weights, scratch, inputs and outputs."""
+        s = self.spec
+        scratch = self.scratch_sizes(seq, batch)
+        item = s.dtype.itemsize
+        io = item * seq * batch * (s.input_size + s.num_directions * s.hidden_size)
+        io += item * 3 * s.num_directions * batch * s.hidden_size
+        return self.weight_bytes + scratch.xw + scratch.state + io
+
+    # ------------------------------------------------------------------ running
+
+    def __call__(self, X, sequence_lens=None, initial_h=None, initial_c=None, *, outputs=None,
+                 max_length=None, xw_scratch=None, state_scratch=None):
+        """Run the layer; return (Y, Y_h) for GRU/RNN or (Y, Y_h, Y_c) for LSTM.
+
+        Outputs are numpy arrays in the weights' dtype with ONNX's shapes for the layout. An
+        output not named in ``outputs`` (a collection of "Y", "Y_h", "Y_c"; default all) is
+        not computed and comes back as None. ``max_length`` is a host-side bound on the
+        sequence lengths (seed 000's MaxLength): the loop runs that many steps; it must be at
+        least every sequence length. ``xw_scratch`` and ``state_scratch`` are optional
+        ``(buffer, byte_offset)`` regions (buffers from :meth:`allocate`; both may be the same
+        arena) of at least :meth:`scratch_sizes` bytes; by default the plan owns its scratch.
+        """
+        s = self.spec
+        names = OUTPUT_NAMES[s.op]
+        if outputs is None:
+            wanted = names
+        else:
+            wanted = tuple(outputs)
+            for name in wanted:
+                if name not in names:
+                    raise ValueError(f"{s.op}: outputs may name {', '.join(names)}, got {name!r}")
+        seq, batch = validation.check_inputs(s, X, sequence_lens, initial_h, initial_c)
+        lens = None if sequence_lens is None else np.ascontiguousarray(sequence_lens, dtype=np.int32)
+        steps = self._steps(seq, lens, max_length)
+        shapes = validation.output_shapes(s, seq, batch)
+        if seq == 0 or batch == 0:
+            return self._empty(shapes, names, wanted, initial_h, initial_c)
+
+        key = (seq, batch, steps, lens is not None, initial_h is not None,
+               initial_c is not None, tuple(n for n in names if n in wanted),
+               self._region_key(xw_scratch), self._region_key(state_scratch))
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._build(seq, batch, steps, lens is not None, initial_h is not None,
+                                   initial_c is not None, key[6], xw_scratch, state_scratch)
+                self._plans[key] = plan
+                if len(self._plans) > _PLAN_CACHE:
+                    self._plans.popitem(last=False)
+            else:
+                self._plans.move_to_end(key)
+            plan.x.write(np.ascontiguousarray(X))
+            if lens is not None:
+                plan.lens.write(lens)
+            if initial_h is not None:
+                plan.h0.write(np.ascontiguousarray(initial_h))
+            if initial_c is not None:
+                plan.c0.write(np.ascontiguousarray(initial_c))
+            plan.sequence.eval()
+            if plan.timestamps:
+                t = plan.sequence.timestamps()
+                self.last_gpu_time_ms = (t[1] - t[0]) * 1e-6
+            result = []
+            for name in names:
+                if name in plan.outputs:
+                    out = np.empty(shapes[name], dtype=s.dtype)
+                    plan.outputs[name].read(out)
+                    result.append(out)
+                else:
+                    result.append(None)
+        return tuple(result)
+
+    # ------------------------------------------------------------------ internals
+
+    def _steps(self, seq, lens, max_length) -> int:
+        s = self.spec
+        if max_length is None:
+            return seq
+        steps = int(max_length)
+        if steps != max_length or not 0 <= steps <= seq:
+            raise ValueError(f"{s.op}: max_length must be an integer in [0, {seq}] (the sequence "
+                             f"length), got {max_length!r}")
+        longest = seq if lens is None else (int(lens.max()) if lens.size else 0)
+        if steps < longest:
+            what = "the sequence length (no sequence_lens)" if lens is None else \
+                f"sequence_lens[{int(np.argmax(lens))}] = {longest}"
+            raise ValueError(f"{s.op}: max_length = {steps} is shorter than {what}")
+        return steps
+
+    def _empty(self, shapes, names, wanted, initial_h, initial_c):
+        """seq = 0 or batch = 0: nothing runs; final states are the initial states or zeros."""
+        s = self.spec
+        initial = {"Y_h": initial_h, "Y_c": initial_c}
+        result = []
+        for name in names:
+            if name not in wanted:
+                result.append(None)
+            elif name == "Y" or initial.get(name) is None:
+                result.append(np.zeros(shapes[name], dtype=s.dtype))
+            else:
+                result.append(np.array(initial[name], dtype=s.dtype, copy=True))
+        return tuple(result)
+
+    @staticmethod
+    def _region_key(region):
+        if region is None:
+            return None
+        buf, offset = region
+        return (id(buf), int(offset))
+
+    def _check_binding(self, what: str, nbytes: int):
+        if nbytes > self._limit:
+            raise UnsupportedLayerError(
+                f"{self.spec.op}: unsupported layer on {self.device.name}: {what} needs "
+                f"{nbytes} bytes in one storage binding, above the device's "
+                f"maxStorageBufferRange of {self._limit} bytes")
+
+    def _region(self, what, region, nbytes):
+        """(buffer, offset in floats) for a scratch region, owned or caller-supplied."""
+        if region is None:
+            self._check_binding(what, nbytes)
+            return self._ctx.buffer(nbytes, "storage"), 0
+        buf, offset = region
+        offset = int(offset)
+        if offset < 0 or offset % 4:
+            raise ValueError(f"{self.spec.op}: {what} offset must be a non-negative multiple of "
+                             f"4 bytes, got {offset}")
+        if offset + nbytes > buf.nbytes:
+            raise ValueError(f"{self.spec.op}: {what} needs {nbytes} bytes at offset {offset}, "
+                             f"but its buffer holds {buf.nbytes}")
+        self._check_binding(f"{what} (its whole buffer is bound)", buf.nbytes)
+        return buf, offset // 4
+
+    def _upload(self, arrays: dict) -> dict:
+        """Weights go to device-only memory: staged, then copied by a compute pass (Kompute's
+        device-only tensors are storage buffers, not transfer destinations)."""
+        ctx = self._ctx
+        seq = ctx.sequence()
+        staging, stored, keep = [], {}, []
+        for name, a in arrays.items():
+            self._check_binding(name, a.nbytes)
+            host = ctx.buffer(a.nbytes, "device")
+            host.write(a)
+            staging.append(host)
+            stored[name] = ctx.buffer(a.nbytes, "storage")
+        seq.upload(staging)
+        seq.barrier("transfer", "compute")
+        for host, dev in zip(staging, stored.values()):
+            words = _words(dev.nbytes)
+            copy = ctx.program(spirv("copy_words"), [host, dev], [], 1)
+            keep.append(copy)
+            seq.dispatch(copy, min(_ceil(words, _GROUP), 65535), 1, 1, [words])
+        seq.barrier("compute", "compute")
+        seq.eval()
+        return stored
+
+    def _activation_constants(self):
+        s = self.spec
+        acts = list(s.activations)
+        if len(acts) == 1:
+            acts = acts * 2
+        general = any(tuple(a.name for a in d) != _DEFAULT_ACTIVATIONS[s.op] for d in s.activations)
+        codes, alphas, betas = [], [], []
+        for d in range(2):
+            slots = list(acts[d]) + [acts[d][-1]] * (3 - len(acts[d]))
+            codes += [a.code for a in slots]
+            alphas += [_bits(a.alpha) for a in slots]
+            betas += [_bits(a.beta) for a in slots]
+        # ids 19-24 codes, 25-30 alpha, 31-36 beta: per direction f, g, h
+        return general, codes[0:3] + codes[3:6] + alphas[0:3] + alphas[3:6] + betas[0:3] + betas[3:6]
+
+    def _build(self, seq, batch, steps, has_lens, has_h0, has_c0, wanted, xw_region, state_region):
+        s = self.spec
+        ctx, dtype = self._ctx, s.dtype
+        D, H, G = s.num_directions, s.hidden_size, s.gates
+        item = dtype.itemsize
+        sizes = self.scratch_sizes(seq, batch)
+        xw_buf, xw_off = self._region("the input projection scratch", xw_region, sizes.xw)
+        st_buf, st_off = self._region("the state scratch", state_region, sizes.state)
+        shapes = validation.output_shapes(s, seq, batch)
+
+        def io(name, n_elems):
+            nbytes = n_elems * item
+            self._check_binding(name, nbytes)
+            return ctx.buffer(nbytes, "device")
+
+        x = io("X", seq * batch * s.input_size)
+        lens = ctx.buffer(4 * batch, "device") if has_lens else None
+        h0 = io("initial_h", D * batch * H) if has_h0 else None
+        c0 = io("initial_c", D * batch * H) if has_c0 else None
+        outs = {name: io(name, int(np.prod(shapes[name]))) for name in wanted}
+        dummy = self._dummy
+        lens_b = lens if lens is not None else dummy
+        reverse0 = 1 if s.direction == "reverse" else 0
+        keep = [xw_buf, st_buf]
+
+        def program(name, buffers, spec, push_words=0):
+            p = ctx.program(spirv(name, dtype), buffers, [int(v) & 0xFFFFFFFF for v in spec], push_words)
+            keep.append(p)
+            return p
+
+        gemm = program("input_projection", [x, self._weights["W"], xw_buf],
+                       [G * H, s.input_size, seq, batch, s.layout, xw_off], 1)
+        init = program("state_init", [h0 or dummy, c0 or dummy, st_buf],
+                       [D, batch, H, seq, s.layout, int(has_h0), int(has_c0),
+                        int(s.op == "LSTM"), st_off])
+
+        general, act_consts = self._activation_constants()
+        nb = 1 if batch == 1 else 8
+        clip = s.clip
+        common = [int(s.has_bias), int(s.has_peepholes), int(clip is not None),
+                  _bits(clip) if clip is not None else 0, int(s.input_forget),
+                  int(s.linear_before_reset), int(has_lens), H, batch, seq, D, reverse0,
+                  xw_off, st_off]
+
+        def step_program(pass_, gates_in_pass):
+            units = max(1, _MAX_ROWS // gates_in_pass)
+            rows = gates_in_pass * units
+            spec = [_CELL[s.op], pass_, nb, units, int(general)] + common + act_consts
+            spec += [0] * (40 - len(spec)) + [rows]
+            buffers = [xw_buf, self._weights["R"], self._weights.get("B", dummy),
+                       self._weights.get("P", dummy), lens_b, st_buf]
+            groups = (_ceil(H, units), D, _ceil(batch, nb))
+            return program("step", buffers, spec, 1), groups
+
+        if s.op == "GRU" and not s.linear_before_reset:
+            passes = [step_program(1, 2), step_program(2, 1)]
+        else:
+            passes = [step_program(0, G)]
+
+        sequence = ctx.sequence(2 if self.timestamps else 0)
+        # Write-after-read against the previous run's last reads of the input buffers.
+        sequence.barrier("compute", "transfer")
+        sequence.upload([b for b in (x, lens, h0, c0) if b is not None])
+        sequence.barrier("transfer", "compute")
+        if self.timestamps:
+            sequence.timestamp(0)
+        if steps:
+            sequence.dispatch(gemm, _ceil(G * H, _GEMM_TILE), _ceil(steps * batch, _GEMM_TILE), D,
+                              [steps * batch])
+        sequence.dispatch(init, _ceil(D * batch * H, _GROUP), 1, 1, [])
+        sequence.barrier("compute", "compute")
+        for step in range(steps):
+            for prog, groups in passes:
+                sequence.dispatch(prog, *groups, [step])
+                sequence.barrier("compute", "compute")
+        for name, buf in outs.items():
+            if name == "Y":
+                words = _ceil(seq * D * batch * H * item, 4)
+                prog = program("output_sequence", [st_buf, lens_b, buf],
+                               [D, batch, H, seq, s.layout, int(has_lens), reverse0, st_off])
+                sequence.dispatch(prog, _ceil(words, _GROUP), 1, 1, [])
+            else:
+                words = _ceil(D * batch * H * item, 4)
+                prog = program("output_state", [st_buf, lens_b, buf],
+                               [D, batch, H, seq, s.layout, int(has_lens), int(name == "Y_c"),
+                                st_off, 1], 1)
+                sequence.dispatch(prog, _ceil(words, _GROUP), 1, 1, [steps])
+        if self.timestamps:
+            sequence.timestamp(1)
+        if outs:
+            sequence.download(list(outs.values()))
+        return _Plan(sequence, x, lens, h0, c0, outs, keep, self.timestamps)
