@@ -200,15 +200,13 @@ def resolve_activations(
         allowed.append(2)
     if len(names) not in allowed:
         if num_directions == 2:
-            expected = f"{slots} ({_SLOT_NAMES[op]}, used for both directions) or {2 * slots} (forward then reverse)"
+            expected = (f"{slots} names ({_SLOT_NAMES[op]}; used for both directions) or "
+                        f"{2 * slots} (forward then reverse) for a bidirectional layer")
         elif op == "RNN":
-            expected = "1 (f), or 2 of which the first is used"
+            expected = "1 name (f; 2 are accepted and the first used, as ORT does) for one direction"
         else:
-            expected = f"{slots} ({_SLOT_NAMES[op]})"
-        raise ValueError(
-            f"{op}: activations must list {expected} names for direction count "
-            f"{num_directions}, got {len(names)}: {names}"
-        )
+            expected = f"{slots} names ({_SLOT_NAMES[op]}) for one direction"
+        raise ValueError(f"{op}: activations must list {expected}, got {len(names)}: {names}")
 
     alpha_cursor = 0
     beta_cursor = 0
@@ -248,6 +246,11 @@ def apply(act: Activation, x) -> np.ndarray:
     Sigmoid 1/(1+exp(-x)) without overflow. A NaN input gives NaN except where
     a definition's comparison sends it to a constant branch
     (ThresholdedRelu: ``NaN > alpha`` is false, so 0). Relu keeps NaN.
+
+    Where ORT 1.32 CPU differs (seen through its RNN kernel): its Relu and
+    HardSigmoid turn a NaN into 0, and its Softplus overflows to inf above
+    x ~ 88 where this one returns ~x. For finite inputs in range the two agree
+    to float32 rounding (tests/test_reference.py).
     """
     x = np.array(x, dtype=np.float64)
     name = act.name

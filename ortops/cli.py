@@ -289,7 +289,7 @@ def cmd_devices(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(bench_args) -> int:
     import importlib.util
 
     path = os.path.join(SCRIPTS_DIR, "bench.py")
@@ -302,7 +302,7 @@ def cmd_bench(args) -> int:
     if not hasattr(mod, "main"):
         print("ortops bench: scripts/bench.py has no main()", file=sys.stderr)
         return 2
-    rc = mod.main(args.bench_args)
+    rc = mod.main(list(bench_args))
     return int(rc or 0)
 
 
@@ -337,16 +337,18 @@ def parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_info)
     d = sub.add_parser("devices", help="list Vulkan devices")
     d.set_defaults(func=cmd_devices)
-    b = sub.add_parser("bench", help="benchmarks (scripts/bench.py)")
-    b.add_argument("bench_args", nargs=argparse.REMAINDER)
-    b.set_defaults(func=cmd_bench)
+    # bench's arguments belong to scripts/bench.py; main() hands them over unparsed
+    sub.add_parser("bench", help="benchmarks (scripts/bench.py; arguments are passed to it)")
     return ap
 
 
 def main(argv=None) -> int:
     """Entry point of the ``ortops`` command; returns the exit status."""
-    args = parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["bench"]:
+            return cmd_bench(argv[1:])
+        args = parser().parse_args(argv)
         return args.func(args)
     except CliError as e:
         print(f"ortops: error: {e}", file=sys.stderr)

@@ -352,7 +352,9 @@ class RecurrentLayer:
                         int(s.op == "LSTM"), st_off])
 
         general, act_consts = self._activation_constants()
-        nb = 1 if batch == 1 else 8
+        # Batch rows per workgroup: a one-row kernel for a batch of one (carrying eight rows
+        # through the product when one is used costs registers and occupancy), else up to 8.
+        nb = min(batch, 8)
         clip = s.clip
         common = [int(s.has_bias), int(s.has_peepholes), int(clip is not None),
                   _bits(clip) if clip is not None else 0, int(s.input_forget),

@@ -109,8 +109,13 @@ class InferenceSession:
         so = register(sess_options)
         try:
             self._sess = ort.InferenceSession(rw.model.SerializeToString(), so, providers=providers, **kwargs)
-        except Exception:
+        except Exception as e:
             self._finalizer()
+            cpu = [p.describe() for p in rw.placement if p.where != "gpu"]
+            if cpu and hasattr(e, "add_note"):
+                # ORT's own message says only that it has no kernel; say why
+                # the node was not on the GPU (keeping ORT's exception type).
+                e.add_note("ortops: recurrent node(s) left to ONNX Runtime: " + "; ".join(cpu))
             raise
 
     # -- running -------------------------------------------------------------

@@ -270,7 +270,7 @@ def differential_cases(seed: int = 20261129, quick: bool = False) -> list[Case]:
     counter = 0
     for op in ("LSTM", "GRU", "RNN"):
         profiles = _PROFILES[op]
-        k = 0
+        k = acts_k = 0
         for direction in ("forward", "reverse", "bidirectional"):
             for layout in (0, 1):
                 for dtype in ("float32", "float16"):
@@ -280,8 +280,9 @@ def differential_cases(seed: int = 20261129, quick: bool = False) -> list[Case]:
                         k += 1
                         counter += 1
                         tag = prof.pop("tag")
-                        if prof.pop("acts", False):
-                            prof["acts"] = _ACTS[op][counter % len(_ACTS[op])]
+                        if prof.pop("acts", False):  # cycle through every activation set
+                            prof["acts"] = _ACTS[op][acts_k % len(_ACTS[op])]
+                            acts_k += 1
                         opsets = (7, 14, 22) if layout == 0 else (14, 22)
                         opset = opsets[counter % len(opsets)]
                         path = "convert" if counter % 4 == 0 else "session"

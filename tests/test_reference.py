@@ -15,7 +15,6 @@ import importlib
 import itertools
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper

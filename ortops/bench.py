@@ -1,0 +1,333 @@
+"""Benchmark harness: ortops beside stock ORT CPU, cuDNN and ORT's WebGPU EP, in one run.
+
+For each shape and precision it measures, medians of ``--runs`` runs after warm-up:
+  gpu_ms        GPU time of the layer, from Vulkan timestamps around its passes;
+  e2e_ms        end-to-end latency of a one-node model through ortops.InferenceSession
+                (numpy in, numpy out);
+  overhead_ms   e2e_ms - gpu_ms - the submit-and-wait round trip of an empty Kompute sequence;
+  ort1_ms / ortN_ms  stock ONNX Runtime CPU on the same model, one thread / all cores;
+  cudnn_ms / cudnn_e2e_ms  torch's nn.LSTM / nn.GRU on CUDA (cuDNN): GPU time from CUDA events,
+                and copy in + compute + copy out, where torch with CUDA imports;
+  webgpu_ms     ONNX Runtime's WebGPU plugin EP (onnxruntime-ep-webgpu) end to end, where it
+                finds an adapter.
+It writes perf.json, the table into perf.md (between its bench markers, keeping the prose)
+and, where matplotlib imports, perf.png into ``--out``.
+
+    python scripts/bench.py --out docs            # the five anchor shapes, float32 and float16
+    python scripts/bench.py --small --out /tmp/b  # small shapes (lavapipe)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+# cell, seq, batch, input, hidden, direction: the anchor table of the project's notes.
+ANCHOR_SHAPES = [
+    ("LSTM", 80, 1, 256, 256, "bidirectional"),
+    ("LSTM", 48, 8, 192, 96, "bidirectional"),
+    ("LSTM", 80, 8, 256, 256, "bidirectional"),
+    ("GRU", 80, 1, 256, 256, "bidirectional"),
+    ("LSTM", 200, 64, 512, 512, "bidirectional"),
+]
+SMALL_SHAPES = [
+    ("LSTM", 8, 1, 32, 32, "bidirectional"),
+    ("GRU", 8, 2, 32, 32, "bidirectional"),
+    ("RNN", 8, 2, 32, 32, "forward"),
+]
+_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def _median_ms(fn, runs: int, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def _weights(cell, inp, hidden, dirs, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    g = _GATES[cell]
+    s = 1.0 / np.sqrt(hidden)
+    W = rng.uniform(-s, s, (dirs, g * hidden, inp)).astype(dtype)
+    R = rng.uniform(-s, s, (dirs, g * hidden, hidden)).astype(dtype)
+    B = rng.uniform(-s, s, (dirs, 2 * g * hidden)).astype(dtype)
+    return W, R, B
+
+
+def one_node_model(cell, seq, batch, inp, hidden, direction, dtype):
+    """A model holding one recurrent node with its weights as initializers."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    dirs = 2 if direction == "bidirectional" else 1
+    W, R, B = _weights(cell, inp, hidden, dirs, dtype)
+    elem = TensorProto.FLOAT16 if dtype == np.float16 else TensorProto.FLOAT
+    outputs = ["Y", "Y_h"] + (["Y_c"] if cell == "LSTM" else [])
+    node = helper.make_node(cell, ["X", "W", "R", "B"], outputs, hidden_size=hidden,
+                            direction=direction)
+    graph = helper.make_graph(
+        [node], "bench",
+        [helper.make_tensor_value_info("X", elem, [seq, batch, inp])],
+        [helper.make_tensor_value_info(o, elem, None) for o in outputs],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"),
+         numpy_helper.from_array(B, "B")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+def _gpu_time(cell, seq, batch, inp, hidden, direction, dtype, runs, device):
+    from ortops.layer import RecurrentLayer
+
+    dirs = 2 if direction == "bidirectional" else 1
+    W, R, B = _weights(cell, inp, hidden, dirs, dtype)
+    layer = RecurrentLayer(cell, W, R, B, direction=direction, device=device, timestamps=True)
+    X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
+    for _ in range(3):
+        layer(X)
+    gpu = []
+    for _ in range(runs):
+        layer(X)
+        gpu.append(layer.last_gpu_time_ms)
+    layer_e2e = _median_ms(lambda: layer(X), runs)
+    memory = layer.memory_bytes(seq, batch)
+    sizes = layer.scratch_sizes(seq, batch)
+    return statistics.median(gpu), layer_e2e, memory, layer.weight_bytes + sizes.xw + sizes.state
+
+
+def _round_trip_ms(device, runs):
+    """Submit-and-wait of a prerecorded sequence doing nothing: the floor of any run."""
+    from ortops.device import context
+
+    _, ctx = context(device)
+    seq = ctx.sequence()
+    seq.barrier("compute", "compute")
+    return _median_ms(seq.eval, runs)
+
+
+def _ortops_session_ms(model, X, runs, device):
+    try:
+        from ortops.session import InferenceSession
+    except ImportError:
+        return None
+    sess = InferenceSession(model.SerializeToString(), device=device)
+    return _median_ms(lambda: sess.run(None, {"X": X}), runs)
+
+
+def _ort_cpu_ms(model, X, runs, threads):
+    import onnxruntime as ort
+
+    if X.dtype != np.float32:
+        return None  # stock ORT CPU has no float16 recurrent kernels
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return _median_ms(lambda: sess.run(None, {"X": X}), runs)
+
+
+def _webgpu_ms(model, X, runs):
+    try:
+        import onnxruntime as ort
+        import onnxruntime_ep_webgpu as wg
+    except ImportError:
+        return None
+    try:
+        name = wg.get_ep_name()
+        if not getattr(_webgpu_ms, "registered", False):
+            ort.register_execution_provider_library(name, wg.get_library_path())
+            _webgpu_ms.registered = True
+        devs = [d for d in ort.get_ep_devices() if d.ep_name == name]
+        if not devs:
+            return None
+        so = ort.SessionOptions()
+        so.add_provider_for_devices(devs, {})
+        sess = ort.InferenceSession(model.SerializeToString(), so)
+        return _median_ms(lambda: sess.run(None, {"X": X}), runs)
+    except Exception as exc:  # no adapter, or an older onnxruntime without plugin EPs
+        print(f"  webgpu EP unavailable: {exc}", file=sys.stderr)
+        return None
+
+
+def _cudnn_ms(cell, seq, batch, inp, hidden, direction, dtype, runs):
+    try:
+        import torch
+    except ImportError:
+        return None, None
+    if cell == "RNN" or not torch.cuda.is_available():
+        return None, None
+    torch.backends.cudnn.benchmark = True
+    cls = torch.nn.LSTM if cell == "LSTM" else torch.nn.GRU
+    tdtype = torch.float16 if dtype == np.float16 else torch.float32
+    net = cls(inp, hidden, bidirectional=direction == "bidirectional").cuda().to(tdtype).eval()
+    x_host = torch.randn(seq, batch, inp, dtype=tdtype)
+    x = x_host.cuda()
+    with torch.no_grad():
+        for _ in range(5):
+            net(x)
+        torch.cuda.synchronize()
+        gpu = []
+        for _ in range(runs):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            net(x)
+            b.record()
+            torch.cuda.synchronize()
+            gpu.append(a.elapsed_time(b))
+
+        def e2e():
+            y, _ = net(x_host.cuda())
+            y.cpu()
+            torch.cuda.synchronize()
+
+        return statistics.median(gpu), _median_ms(e2e, runs)
+
+
+def run(shapes, dtypes, runs, device=None, progress=True):
+    """Measure every shape and dtype; return a list of result dicts."""
+    from ortops.device import select
+
+    dev = select(device)
+    trip = _round_trip_ms(device, runs)
+    rows = []
+    for cell, seq, batch, inp, hidden, direction in shapes:
+        for dtype in dtypes:
+            dt = np.dtype(dtype)
+            label = f"{cell} {seq}x{batch}x{inp}->{hidden} {direction} {dt.name}"
+            if progress:
+                print(f"bench: {label}", file=sys.stderr, flush=True)
+            model = one_node_model(cell, seq, batch, inp, hidden, direction, dt.type)
+            X = np.random.default_rng(2).standard_normal((seq, batch, inp)).astype(dt)
+            gpu, layer_e2e, memory, budget = _gpu_time(cell, seq, batch, inp, hidden, direction,
+                                                        dt.type, runs, device)
+            e2e = _ortops_session_ms(model, X, runs, device)
+            cudnn, cudnn_e2e = _cudnn_ms(cell, seq, batch, inp, hidden, direction, dt.type, runs)
+            row = dict(
+                cell=cell, seq=seq, batch=batch, input=inp, hidden=hidden, direction=direction,
+                dtype=dt.name, gpu_ms=gpu, layer_call_ms=layer_e2e, e2e_ms=e2e,
+                overhead_ms=None if e2e is None else e2e - gpu - trip,
+                ort1_ms=_ort_cpu_ms(model, X, runs, 1),
+                ortN_ms=_ort_cpu_ms(model, X, runs, os.cpu_count() or 1),
+                cudnn_ms=cudnn, cudnn_e2e_ms=cudnn_e2e,
+                webgpu_ms=_webgpu_ms(model, X, runs),
+                memory_bytes=memory, memory_budget_bytes=budget,
+            )
+            rows.append(row)
+            if progress:
+                print("  " + ", ".join(f"{k}={v:.3f}" for k, v in row.items()
+                                       if k.endswith("_ms") and v is not None), file=sys.stderr)
+    return dict(device=str(dev), driver=f"{dev.driver} {dev.driver_info}", round_trip_ms=trip,
+                runs=runs, host=platform.node(), cpus=os.cpu_count(),
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                command="python " + " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
+                results=rows)
+
+
+def _fmt(v, digits=3):
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def markdown(report) -> str:
+    """The results as a markdown table."""
+    lines = [
+        f"Device: {report['device']}, driver {report['driver']}; {report['cpus']} CPU cores; "
+        f"{report['date']}; medians of {report['runs']} runs after warm-up.",
+        f"Kompute submit-and-wait round trip (empty sequence): {report['round_trip_ms']:.3f} ms.",
+        f"Command: `{report['command']}`",
+        "",
+        "| layer | dtype | ortops GPU ms | ortops e2e ms | host overhead ms | ORT CPU 1 thr ms "
+        "| ORT CPU all ms | cuDNN GPU ms | cuDNN e2e ms | WebGPU EP ms | memory MiB (budget) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["results"]:
+        name = f"{r['cell']} {r['seq']}×{r['batch']}×{r['input']}→{r['hidden']} {r['direction'][:5]}"
+        lines.append(
+            f"| {name} | {r['dtype']} | {_fmt(r['gpu_ms'])} | {_fmt(r['e2e_ms'])} | "
+            f"{_fmt(r['overhead_ms'])} | {_fmt(r['ort1_ms'], 2)} | {_fmt(r['ortN_ms'], 2)} | "
+            f"{_fmt(r['cudnn_ms'])} | {_fmt(r['cudnn_e2e_ms'])} | {_fmt(r['webgpu_ms'], 1)} | "
+            f"{r['memory_bytes'] / 2**20:.1f} ({1.5 * r['memory_budget_bytes'] / 2**20:.1f}) |")
+    return "\n".join(lines) + "\n"
+
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def write_table(path, table):
+    """Put the table between the bench markers of ``path``, keeping the prose around it."""
+    text = open(path).read() if os.path.exists(path) else f"# Performance\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text or END not in text:
+        text += f"\n{BEGIN}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w") as f:
+        f.write(f"{head}{BEGIN}\n{table}{END}{tail}")
+
+
+def plot(report, path):
+    """A bar chart of GPU and end-to-end times per layer (skipped without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = report["results"]
+    keys = [("gpu_ms", "ortops GPU"), ("e2e_ms", "ortops e2e"), ("ortN_ms", "ORT CPU all cores"),
+            ("cudnn_ms", "cuDNN GPU"), ("cudnn_e2e_ms", "cuDNN e2e"), ("webgpu_ms", "WebGPU EP")]
+    labels = [f"{r['cell']} {r['seq']}×{r['batch']}×{r['input']}→{r['hidden']}\n{r['dtype']}"
+              for r in rows]
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(rows)), 5))
+    width = 0.8 / len(keys)
+    for i, (k, name) in enumerate(keys):
+        xs = [j + i * width for j, r in enumerate(rows) if r.get(k)]
+        ys = [r[k] for r in rows if r.get(k)]
+        ax.bar(xs, ys, width, label=name)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms (log scale)")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_title(report["device"])
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and write perf.json, perf.md and perf.png."""
+    parser = argparse.ArgumentParser(prog="ortops bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="docs")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--small", action="store_true", help="small shapes (for lavapipe)")
+    parser.add_argument("--dtype", choices=["float32", "float16", "both"], default="both")
+    parser.add_argument("--device", default=None)
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    shapes = SMALL_SHAPES if args.small else ANCHOR_SHAPES
+    dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
+    report = run(shapes, dtypes, args.runs, args.device)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "perf.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    table = markdown(report)
+    write_table(os.path.join(args.out, "perf.md"), table)
+    plot(report, os.path.join(args.out, "perf.png"))
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

