@@ -5,8 +5,10 @@
 // W is used as stored, [dirs, gates*hidden, input], read through the transposed-B form, so
 // weights are never repacked. Each output has one float32 accumulator summed in increasing
 // k from +0, so the result is fixed by the shapes (deterministic run to run).
-// A workgroup computes a 64 x 64 tile of one direction, each thread 4 x 4 outputs, with K
-// staged through shared memory 16 at a time.
+// A workgroup computes a TILE x TILE tile of one direction (TILE = 16 * TPT), each thread
+// TPT x TPT outputs, with K staged through shared memory 16 at a time. TPT = 4 for small
+// products (more workgroups to spread over the device), 8 for large ones (twice the
+// multiply-adds per shared-memory load).
 #include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 16) in;
@@ -17,6 +19,7 @@ layout(constant_id = 2) const uint SEQ = 1;
 layout(constant_id = 3) const uint BATCH = 1;
 layout(constant_id = 4) const uint LAYOUT = 0;  // 1: X is [batch, seq, input]
 layout(constant_id = 5) const uint XW_OFFSET = 0; // in floats, inside the Xw binding
+layout(constant_id = 6) const uint TPT = 4;       // outputs per thread in each dimension
 
 layout(std430, binding = 0) readonly buffer XBuf { uint X[]; };
 layout(std430, binding = 1) readonly buffer WBuf { uint W[]; };
@@ -25,7 +28,7 @@ layout(std430, binding = 2) writeonly buffer XwBuf { uint Xw[]; };
 // rows: how many (step, batch row) rows to compute; the host's MaxLength bound shortens it.
 layout(push_constant) uniform Push { uint rows; } pc;
 
-const uint TILE = 64;
+const uint TILE = 16u * TPT;
 const uint KT = 16;
 shared float As[KT][TILE];
 shared float Bs[KT][TILE];
@@ -51,13 +54,13 @@ void main()
     uint tid = ty * 16u + tx;
     uint M = pc.rows;
 
-    float acc[4][4];
-    for (uint i = 0u; i < 4u; i++)
-        for (uint j = 0u; j < 4u; j++)
+    float acc[TPT][TPT];
+    for (uint i = 0u; i < TPT; i++)
+        for (uint j = 0u; j < TPT; j++)
             acc[i][j] = 0.0;
 
     for (uint k0 = 0u; k0 < K; k0 += KT) {
-        // 64 rows x 16 k of X and of W each: 1024 values, four per thread.
+        // TILE rows x 16 k of X and of W each, TPT * TPT / 4 values per thread.
         for (uint e = tid; e < TILE * KT; e += 256u) {
             uint r = e / KT;
             uint kk = e - r * KT;
@@ -69,21 +72,21 @@ void main()
         }
         barrier();
         for (uint kk = 0u; kk < KT; kk++) {
-            float a[4];
-            float b[4];
-            for (uint i = 0u; i < 4u; i++) a[i] = As[kk][ty + 16u * i];
-            for (uint j = 0u; j < 4u; j++) b[j] = Bs[kk][tx + 16u * j];
-            for (uint i = 0u; i < 4u; i++)
-                for (uint j = 0u; j < 4u; j++)
+            float a[TPT];
+            float b[TPT];
+            for (uint i = 0u; i < TPT; i++) a[i] = As[kk][ty + 16u * i];
+            for (uint j = 0u; j < TPT; j++) b[j] = Bs[kk][tx + 16u * j];
+            for (uint i = 0u; i < TPT; i++)
+                for (uint j = 0u; j < TPT; j++)
                     acc[i][j] += a[i] * b[j];
         }
         barrier();
     }
 
-    for (uint i = 0u; i < 4u; i++) {
+    for (uint i = 0u; i < TPT; i++) {
         uint m = m0 + ty + 16u * i;
         if (m >= M) continue;
-        for (uint j = 0u; j < 4u; j++) {
+        for (uint j = 0u; j < TPT; j++) {
             uint n = n0 + tx + 16u * j;
             if (n < N) {
                 STOREF(Xw, XW_OFFSET + (d * SEQ * BATCH + m) * N + n, acc[i][j]);

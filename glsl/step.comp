@@ -10,6 +10,12 @@
 // alone: no atomics, no subgroup operations, nothing that depends on scheduling, so a run
 // gives the same bits as the last on one device and driver.
 //
+// A thread carries RPT rows of R through the product for NB batch rows. For a batch of one,
+// RPT = 1: many threads, the shortest chain per step (the step is latency-bound). For larger
+// batches, RPT = the pass's gates (all gates of one unit): each h value loaded then feeds RPT
+// multiply-adds and each R value NB, instead of one load per multiply-add. Which thread
+// computes a partial sum does not change the order it is summed in.
+//
 // The hidden state of step s is read from state slot s and written to slot s + 1: no
 // workgroup reads what another writes in the same pass, and the barrier the host records
 // between passes orders the steps. Rows whose sequence has ended copy their state through,
@@ -21,7 +27,7 @@
 #define GENERAL_ACTIVATIONS
 #include "common.glsl"
 
-layout(local_size_x = 32, local_size_y_id = 40) in;   // 32 lanes x ROWS rows of R
+layout(local_size_x = 32, local_size_y_id = 41) in;   // 32 lanes x TY = ROWS / RPT
 
 layout(constant_id = 0) const uint CELL = 0;       // 0 LSTM (i o f c), 1 GRU (z r h), 2 RNN
 layout(constant_id = 1) const uint PASS = 0;       // 0 whole step; GRU lbr=0: 1 (z, r), 2 (h)
@@ -62,6 +68,8 @@ layout(constant_id = 34) const uint BETA1_F = 0;
 layout(constant_id = 35) const uint BETA1_G = 0;
 layout(constant_id = 36) const uint BETA1_H = 0;
 layout(constant_id = 40) const uint ROWS = 8;      // gates of this pass * UNITS
+layout(constant_id = 41) const uint TY = 8;        // threads per lane column = ROWS / RPT
+layout(constant_id = 42) const uint RPT = 1;       // R rows per thread
 
 layout(std430, binding = 0) readonly buffer XwBuf { uint Xw[]; };
 layout(std430, binding = 1) readonly buffer RBuf { uint R[]; };
@@ -123,33 +131,42 @@ void main()
     uint s = pc.step;
     bool backwards = (d == 1u) || (REVERSE0 != 0u);
 
-    // ---- recurrent products: R row (gate, unit) . h of NB batch rows
-    uint gateInPass = row / UNITS;
-    uint ui = row - gateInPass * UNITS;
-    uint u = u0 + ui;
-    uint gate = PASS == 2u ? 2u : gateInPass;
-    float acc[NB];
-    for (uint j = 0u; j < NB; j++) acc[j] = 0.0;
-    if (u < HIDDEN) {
-        uint rbase = (d * GH + gate * HIDDEN + u) * HIDDEN;
-        for (uint k = lane; k < HIDDEN; k += 32u) {
-            float w = LOADT(R, rbase + k);
-            for (uint j = 0u; j < NB; j++) {
-                uint b = min(b0 + j, BATCH - 1u);  // rows past the batch compute, then drop
-                // The candidate pass of a GRU multiplies r * h (from pass 1), not h.
-                uint hi = PASS == 2u ? G_BASE + PLANE + (d * BATCH + b) * HIDDEN + k
-                                     : STATE_OFFSET + s * PLANE + (d * BATCH + b) * HIDDEN + k;
-                acc[j] += w * LOADF(S, hi);
-            }
+    // ---- recurrent products: R rows (gate, unit) . h of NB batch rows
+    float acc[RPT][NB];
+    uint rbase[RPT];
+    bool live[RPT];
+    for (uint r = 0u; r < RPT; r++) {
+        uint rowR = row + r * TY;                 // row index = gateInPass * UNITS + unit
+        uint gateInPass = rowR / UNITS;
+        uint u = u0 + rowR - gateInPass * UNITS;
+        uint gate = PASS == 2u ? 2u : gateInPass;
+        live[r] = u < HIDDEN;
+        rbase[r] = (d * GH + gate * HIDDEN + min(u, HIDDEN - 1u)) * HIDDEN;
+        for (uint j = 0u; j < NB; j++) acc[r][j] = 0.0;
+    }
+    // The candidate pass of a GRU multiplies r * h (from pass 1), not h.
+    uint hbase = PASS == 2u ? G_BASE + PLANE + d * BATCH * HIDDEN
+                            : STATE_OFFSET + s * PLANE + d * BATCH * HIDDEN;
+    for (uint k = lane; k < HIDDEN; k += 32u) {
+        float w[RPT];
+        for (uint r = 0u; r < RPT; r++) w[r] = LOADT(R, rbase[r] + k);
+        for (uint j = 0u; j < NB; j++) {
+            uint b = min(b0 + j, BATCH - 1u);     // rows past the batch compute, then drop
+            float h = LOADF(S, hbase + b * HIDDEN + k);
+            for (uint r = 0u; r < RPT; r++) acc[r][j] += w[r] * h;
         }
     }
-    for (uint j = 0u; j < NB; j++) partial[(row * NB + j) * 32u + lane] = acc[j];
+    for (uint r = 0u; r < RPT; r++)
+        for (uint j = 0u; j < NB; j++)
+            partial[((row + r * TY) * NB + j) * 32u + lane] = live[r] ? acc[r][j] : 0.0;
     barrier();
     for (uint stride = 16u; stride > 0u; stride >>= 1u) {
         if (lane < stride) {
-            for (uint j = 0u; j < NB; j++) {
-                uint p = (row * NB + j) * 32u + lane;
-                partial[p] = partial[p] + partial[p + stride];
+            for (uint r = 0u; r < RPT; r++) {
+                for (uint j = 0u; j < NB; j++) {
+                    uint p = ((row + r * TY) * NB + j) * 32u + lane;
+                    partial[p] = partial[p] + partial[p + stride];
+                }
             }
         }
         barrier();
@@ -158,9 +175,9 @@ void main()
     // ---- gate arithmetic: one thread per (unit, batch row)
     uint t = row * 32u + lane;
     if (t >= UNITS * NB) return;
-    ui = t % UNITS;
+    uint ui = t % UNITS;
     uint j = t / UNITS;
-    u = u0 + ui;
+    uint u = u0 + ui;
     uint b = b0 + j;
     if (u >= HIDDEN || b >= BATCH) return;
 

@@ -289,21 +289,33 @@ def cmd_devices(args) -> int:
     return 0
 
 
-def cmd_bench(bench_args) -> int:
+def _bench_main():
+    """The benchmark's main(argv): ortops.bench (installed with the package),
+    else scripts/bench.py of a checkout, else None."""
+    try:
+        from ortops import bench
+    except ImportError:
+        bench = None
+    if bench is not None and hasattr(bench, "main"):
+        return bench.main
     import importlib.util
 
     path = os.path.join(SCRIPTS_DIR, "bench.py")
     if not os.path.isfile(path):
-        print("ortops bench: not available yet (scripts/bench.py is missing)", file=sys.stderr)
-        return 2
+        return None
     spec = importlib.util.spec_from_file_location("ortops_bench_script", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    if not hasattr(mod, "main"):
-        print("ortops bench: scripts/bench.py has no main()", file=sys.stderr)
+    return getattr(mod, "main", None)
+
+
+def cmd_bench(bench_args) -> int:
+    bench_main = _bench_main()
+    if bench_main is None:
+        print("ortops bench: not available yet (neither ortops.bench nor scripts/bench.py has a main)",
+              file=sys.stderr)
         return 2
-    rc = mod.main(list(bench_args))
-    return int(rc or 0)
+    return int(bench_main(list(bench_args)) or 0)
 
 
 _RUN_HELP = """Run MODEL with its recurrent nodes on the GPU.

