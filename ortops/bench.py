@@ -97,14 +97,17 @@ def _gpu_time(cell, seq, batch, inp, hidden, direction, dtype, runs, device):
     X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
     for _ in range(3):
         layer(X)
-    gpu = []
+    gpu, parts = [], []
     for _ in range(runs):
         layer(X)
         gpu.append(layer.last_gpu_time_ms)
+        parts.append(layer.last_gpu_profile)
+    profile = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
     layer_e2e = _median_ms(lambda: layer(X), runs)
     memory = layer.memory_bytes(seq, batch)
     sizes = layer.scratch_sizes(seq, batch)
-    return statistics.median(gpu), layer_e2e, memory, layer.weight_bytes + sizes.xw + sizes.state
+    return (statistics.median(gpu), layer_e2e, memory,
+            layer.weight_bytes + sizes.xw + sizes.state, profile)
 
 
 def _round_trip_ms(device, runs, poll=True):
@@ -120,6 +123,19 @@ def _round_trip_ms(device, runs, poll=True):
     if poll:
         seq.finish()
     return _median_ms(seq.eval, runs)
+
+
+def _eval_split_us(device, runs):
+    """Median microseconds of an empty run in submit, until its marker lands, in the fence wait."""
+    from ortops.device import context
+
+    _, ctx = context(device)
+    seq = ctx.sequence()
+    seq.barrier("compute", "compute")
+    seq.finish()
+    splits = [seq.profile_eval() for _ in range(runs + 3)][3:]
+    return {k: statistics.median(s[i] for s in splits)
+            for i, k in enumerate(("submit", "until_marker", "fence_wait"))}
 
 
 def _ortops_session_ms(model, X, runs, device):
@@ -199,12 +215,13 @@ def _cudnn_ms(cell, seq, batch, inp, hidden, direction, dtype, runs):
         return statistics.median(gpu), _median_ms(e2e, runs)
 
 
-def run(shapes, dtypes, runs, device=None, progress=True):
+def run(shapes, dtypes, runs, device=None, progress=True, baselines=True):
     """Measure every shape and dtype; return a list of result dicts."""
     from ortops.device import select
 
     dev = select(device)
     trip = _round_trip_ms(device, runs)
+    eval_split = _eval_split_us(device, runs)
     rows = []
     for cell, seq, batch, inp, hidden, direction in shapes:
         for dtype in dtypes:
@@ -214,19 +231,20 @@ def run(shapes, dtypes, runs, device=None, progress=True):
                 print(f"bench: {label}", file=sys.stderr, flush=True)
             model = one_node_model(cell, seq, batch, inp, hidden, direction, dt.type)
             X = np.random.default_rng(2).standard_normal((seq, batch, inp)).astype(dt)
-            gpu, layer_e2e, memory, budget = _gpu_time(cell, seq, batch, inp, hidden, direction,
+            gpu, layer_e2e, memory, budget, profile = _gpu_time(cell, seq, batch, inp, hidden, direction,
                                                         dt.type, runs, device)
             e2e = _ortops_session_ms(model, X, runs, device)
-            cudnn, cudnn_e2e = _cudnn_ms(cell, seq, batch, inp, hidden, direction, dt.type, runs)
+            cudnn, cudnn_e2e = (_cudnn_ms(cell, seq, batch, inp, hidden, direction, dt.type, runs)
+                                if baselines else (None, None))
             row = dict(
                 cell=cell, seq=seq, batch=batch, input=inp, hidden=hidden, direction=direction,
                 dtype=dt.name, gpu_ms=gpu, layer_call_ms=layer_e2e, e2e_ms=e2e,
                 overhead_ms=None if e2e is None else e2e - gpu - trip,
-                ort1_ms=_ort_cpu_ms(model, X, runs, 1),
-                ortN_ms=_ort_cpu_ms(model, X, runs, os.cpu_count() or 1),
+                ort1_ms=_ort_cpu_ms(model, X, runs, 1) if baselines else None,
+                ortN_ms=_ort_cpu_ms(model, X, runs, os.cpu_count() or 1) if baselines else None,
                 cudnn_ms=cudnn, cudnn_e2e_ms=cudnn_e2e,
-                webgpu_ms=_webgpu_ms(model, X, runs),
-                memory_bytes=memory, memory_budget_bytes=budget,
+                webgpu_ms=_webgpu_ms(model, X, runs) if baselines else None,
+                memory_bytes=memory, memory_budget_bytes=budget, gpu_profile=profile,
             )
             rows.append(row)
             if progress:
@@ -234,6 +252,7 @@ def run(shapes, dtypes, runs, device=None, progress=True):
                                        if k.endswith("_ms") and v is not None), file=sys.stderr)
     return dict(device=str(dev), driver=f"{dev.driver} {dev.driver_info}", round_trip_ms=trip,
                 round_trip_fence_ms=_round_trip_ms(device, runs, poll=False),
+                eval_split_us=eval_split,
                 runs=runs, host=platform.node(), cpus=os.cpu_count(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 command="python " + " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
@@ -322,12 +341,18 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true", help="small shapes (for lavapipe)")
     parser.add_argument("--dtype", choices=["float32", "float16", "both"], default="both")
     parser.add_argument("--device", default=None)
+    parser.add_argument("--shape", type=int, action="append",
+                        help="index into the shape list (repeatable; default all)")
+    parser.add_argument("--no-baselines", action="store_true",
+                        help="ortops only (no ORT CPU, cuDNN, WebGPU EP): for sweeps")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     shapes = SMALL_SHAPES if args.small else ANCHOR_SHAPES
+    if args.shape:
+        shapes = [shapes[i] for i in args.shape]
     dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
-    report = run(shapes, dtypes, args.runs, args.device)
+    report = run(shapes, dtypes, args.runs, args.device, baselines=not args.no_baselines)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "perf.json"), "w") as f:
         json.dump(report, f, indent=1)

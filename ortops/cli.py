@@ -292,13 +292,15 @@ def cmd_devices(args) -> int:
 def _bench_main():
     """The benchmark's main(argv): ortops.bench (installed with the package),
     else scripts/bench.py of a checkout, else None."""
+    import importlib
+    import importlib.util
+
     try:
-        from ortops import bench
+        bench = importlib.import_module("ortops.bench")
     except ImportError:
         bench = None
     if bench is not None and hasattr(bench, "main"):
         return bench.main
-    import importlib.util
 
     path = os.path.join(SCRIPTS_DIR, "bench.py")
     if not os.path.isfile(path):

@@ -37,6 +37,17 @@ _MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations a
 _PLAN_CACHE = 8      # plans kept per layer (least recently used dropped)
 
 
+def _batched_lanes_per_thread() -> int:
+    """Lanes per thread of the batched step kernel (1, 2 or 4); ORTOPS_LPT overrides it for
+    benchmarking. Every value gives the same bits (the tests check that)."""
+    import os
+
+    value = os.environ.get("ORTOPS_LPT", "").strip()
+    if value in ("1", "2", "4"):
+        return int(value)
+    return 4
+
+
 class UnsupportedLayerError(ValueError):
     """The layer is valid ONNX but does not fit this device (e.g. a storage binding limit)."""
 
@@ -90,7 +101,8 @@ class RecurrentLayer:
 
     Call the layer with X (and optionally sequence_lens, initial_h, initial_c) to run it;
     see :meth:`__call__`. ``timestamps=True`` records GPU timestamps around the passes and
-    leaves the last run's GPU time in :attr:`last_gpu_time_ms`.
+    leaves the last run's GPU time in :attr:`last_gpu_time_ms` and its split (projection and
+    state set-up, steps, outputs) in :attr:`last_gpu_profile`.
     """
 
     def __init__(self, op, W, R, B=None, P=None, *, hidden_size=None, direction="forward",
@@ -109,6 +121,7 @@ class RecurrentLayer:
         self.device, self._ctx = context(device)
         self.timestamps = bool(timestamps) and self.device.timestamps
         self.last_gpu_time_ms = None
+        self.last_gpu_profile = None
         self._lock = threading.Lock()
         self._plans: OrderedDict = OrderedDict()
         self._limit = self.device.max_storage_buffer_range
@@ -204,7 +217,10 @@ class RecurrentLayer:
             plan.sequence.eval()
             if plan.timestamps:
                 t = plan.sequence.timestamps()
-                self.last_gpu_time_ms = (t[1] - t[0]) * 1e-6
+                self.last_gpu_time_ms = (t[3] - t[0]) * 1e-6
+                self.last_gpu_profile = {"projection_ms": (t[1] - t[0]) * 1e-6,
+                                         "steps_ms": (t[2] - t[1]) * 1e-6,
+                                         "outputs_ms": (t[3] - t[2]) * 1e-6}
             result = []
             for name in names:
                 if name in plan.outputs:
@@ -366,17 +382,28 @@ class RecurrentLayer:
                   xw_off, st_off]
 
         def step_program(pass_, gates_in_pass):
+            lpt = 1
             if nb == 1:
                 # One R row per thread: the most threads, the shortest chain per step.
                 units = max(1, _MAX_ROWS // gates_in_pass)
                 rpt = 1
+            elif batch <= 8:
+                # One workgroup column of batch rows: still latency-bound, and one row per
+                # thread gives four times the threads (measured on the H200: 48x8x192->96
+                # took 0.26 ms this way against 0.35 ms with a unit's gates per thread).
+                units = max(1, _MAX_ROWS // gates_in_pass)
+                rpt = 1
             else:
-                # All gates of a unit per thread, so loads are shared by NB x gates products.
-                units = max(1, _MAX_ROWS // 2)
+                # Throughput-bound: all gates of a unit per thread, so each load feeds
+                # NB x gates multiply-adds, and LPT lanes per thread, so part of each
+                # reduction stays in registers. 128 threads a workgroup.
                 rpt = gates_in_pass
+                lpt = _batched_lanes_per_thread()
+                units = 4 * lpt
             rows = gates_in_pass * units
+            tl = 32 // lpt
             spec = [_CELL[s.op], pass_, nb, units, int(general)] + common + act_consts
-            spec += [0] * (40 - len(spec)) + [rows, rows // rpt, rpt]
+            spec += [0] * (40 - len(spec)) + [rows, rows // rpt, rpt, tl, lpt]
             buffers = [xw_buf, self._weights["R"], self._weights.get("B", dummy),
                        self._weights.get("P", dummy), lens_b, st_buf]
             groups = (_ceil(H, units), D, _ceil(batch, nb))
@@ -387,7 +414,7 @@ class RecurrentLayer:
         else:
             passes = [step_program(0, G)]
 
-        sequence = ctx.sequence(2 if self.timestamps else 0)
+        sequence = ctx.sequence(4 if self.timestamps else 0)
         # Write-after-read against the previous run's last reads of the input buffers.
         sequence.barrier("compute", "transfer")
         sequence.upload([b for b in (x, lens, h0, c0) if b is not None])
@@ -399,10 +426,14 @@ class RecurrentLayer:
                               [steps * batch])
         sequence.dispatch(init, _ceil(D * batch * H, _GROUP), 1, 1, [])
         sequence.barrier("compute", "compute")
+        if self.timestamps:
+            sequence.timestamp(1)
         for step in range(steps):
             for prog, groups in passes:
                 sequence.dispatch(prog, *groups, [step])
                 sequence.barrier("compute", "compute")
+        if self.timestamps:
+            sequence.timestamp(2)
         for name, buf in outs.items():
             if name == "Y":
                 words = _ceil(seq * D * batch * H * item, 4)
@@ -416,7 +447,7 @@ class RecurrentLayer:
                                 st_off, 1], 1)
                 sequence.dispatch(prog, _ceil(words, _GROUP), 1, 1, [steps])
         if self.timestamps:
-            sequence.timestamp(1)
+            sequence.timestamp(3)
         # Results go to host-cached memory (fast to read), then the end-of-run marker that
         # eval() polls; its barriers make the copies visible to the host.
         sequence.barrier("compute", "transfer")

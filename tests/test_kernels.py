@@ -168,32 +168,39 @@ def assert_differs(op, t, attrs, t_off, attrs_off, what):
 # Per cell: (seq, batch, input, hidden); hidden sizes odd so they divide no workgroup.
 OPTION_SHAPES = {"LSTM": (5, 3, 7, 7), "GRU": (5, 3, 6, 9), "RNN": (6, 3, 5, 11)}
 CLIP = 0.5
-COMMON_OPTIONS = ("no_bias", "bias", "lens", "initial", "clip", "all")
+# Every set but no_bias has a bias. "all" is bias, lens, initial states, clip and (LSTM)
+# peepholes; not input_forget, which would leave the forget gate's peephole unused.
+COMMON_OPTIONS = ("no_bias", "lens", "initial", "clip", "all")
 CELL_OPTIONS = {"LSTM": ("peepholes", "input_forget"), "GRU": (), "RNN": ()}
+# float16 changes how the tensors are loaded and stored, not the arithmetic: it runs the sets
+# that load no optional tensor and every one (and, for LSTM, the forget-gate peephole).
+FLOAT16_OPTIONS = ("no_bias", "all", "peepholes")
 
 
 def option_cases():
     for op in ("LSTM", "GRU", "RNN"):
         for option in COMMON_OPTIONS + CELL_OPTIONS[op]:
             for lbr in ((0, 1) if op == "GRU" else (0,)):
-                yield pytest.param(op, option, lbr,
-                                   id=f"{op}-{option}" + (f"-lbr{lbr}" if op == "GRU" else ""))
+                for dtype in DTYPES:
+                    if dtype == np.float16 and option not in FLOAT16_OPTIONS:
+                        continue
+                    name = f"{op}-{option}" + (f"-lbr{lbr}" if op == "GRU" else "")
+                    yield pytest.param(op, option, lbr, dtype,
+                                       id=f"{name}-{np.dtype(dtype).name}")
 
 
-def option_case(op, option, lbr, direction, layout, dtype, *, switched_off=None):
-    """(inputs, attrs) of one option set; ``switched_off`` names one feature to leave out."""
+def option_case(op, option, lbr, direction, layout, dtype, *, without=None):
+    """(inputs, attrs) of one option set (or "bias": the bias alone); ``without`` names one
+    feature to leave out, for the check that the feature matters."""
     seq, batch, input_size, hidden = OPTION_SHAPES[op]
-    everything = option == "all"
-    features = {f for f in ("bias", "lens", "initial", "clip", "peepholes", "input_forget")
-                if everything or option == f}
-    if option != "no_bias":
-        features.add("bias")
-    if everything and op != "LSTM":
-        features -= {"peepholes", "input_forget"}
-    features.discard(switched_off)
+    if option == "all":
+        features = {"bias", "lens", "initial", "clip"} | ({"peepholes"} if op == "LSTM" else set())
+    else:
+        features = {option} | ({"bias"} if option != "no_bias" else set())
+    features.discard(without)
     t = make_inputs(op, seq=seq, batch=batch, input_size=input_size, hidden=hidden,
                     direction=direction, layout=layout, dtype=dtype,
-                    seed=seed_of(op, option, lbr, direction, layout),
+                    seed=seed_of(op, lbr, direction, layout),
                     bias="bias" in features,
                     lens=[seq - 2, 0, seq] if "lens" in features else None,
                     initial="initial" in features, peepholes="peepholes" in features)
@@ -203,25 +210,26 @@ def option_case(op, option, lbr, direction, layout, dtype, *, switched_off=None)
     if op == "LSTM":
         attrs["input_forget"] = int("input_forget" in features)
     if op == "GRU":
-        attrs["linear_before_reset"] = 0 if switched_off == "linear_before_reset" else lbr
+        attrs["linear_before_reset"] = 0 if without == "linear_before_reset" else lbr
     return t, attrs
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("layout", (0, 1))
 @pytest.mark.parametrize("direction", DIRECTIONS)
-@pytest.mark.parametrize("op, option, lbr", list(option_cases()))
-def test_options(op, option, lbr, direction, layout, dtype):
+@pytest.mark.parametrize("op, option, lbr, dtype", list(option_cases()))
+def test_options(op, option, lbr, dtype, direction, layout):
     t, attrs = option_case(op, option, lbr, direction, layout, dtype)
     check_case(op, t, attrs)
     # The option must matter, or agreeing with the reference would not show it is implemented.
-    if option not in ("no_bias", "all"):
-        t_off, attrs_off = option_case(op, option, lbr, direction, layout, dtype,
-                                       switched_off=option)
+    if option == "no_bias":
+        t_on, attrs_on = option_case(op, "bias", lbr, direction, layout, dtype)
+        assert_differs(op, t_on, attrs_on, t, attrs, "bias")
+    elif option != "all":
+        t_off, attrs_off = option_case(op, option, lbr, direction, layout, dtype, without=option)
         assert_differs(op, t, attrs, t_off, attrs_off, option)
     if op == "GRU" and lbr == 1:
         t_off, attrs_off = option_case(op, option, lbr, direction, layout, dtype,
-                                       switched_off="linear_before_reset")
+                                       without="linear_before_reset")
         assert_differs(op, t, attrs, t_off, attrs_off, "linear_before_reset")
 
 
@@ -270,8 +278,14 @@ def rotation(op, shift, sets):
     return [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(n)]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("sets", (1, 2), ids=("one-set", "per-direction"))
+# The activations are float32 arithmetic in both precisions: float16 runs the per-direction
+# rotation only.
+ACTIVATION_RUNS = [pytest.param(1, np.float32, id="one-set-float32"),
+                   pytest.param(2, np.float32, id="per-direction-float32"),
+                   pytest.param(2, np.float16, id="per-direction-float16")]
+
+
+@pytest.mark.parametrize("sets, dtype", ACTIVATION_RUNS)
 @pytest.mark.parametrize("shift", range(len(ACTIVATIONS)))
 @pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
 def test_activations(op, shift, sets, dtype):
@@ -351,13 +365,18 @@ def test_empty(empty, op, direction, layout, dtype):
 CELLS = {"LSTM": ("LSTM", 0), "GRU": ("GRU", 0), "GRU-lbr": ("GRU", 1), "RNN": ("RNN", 0)}
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("batch", (1, 9, 17))
+# float32 at batch 1, 9 and 17; float16 (odd element counts in packed halves) at 1 and 17.
+SIZE_RUNS = [pytest.param(b, d, id=f"b{b}-{np.dtype(d).name}")
+             for b, d in ((1, np.float32), (9, np.float32), (17, np.float32),
+                          (1, np.float16), (17, np.float16))]
+
+
+@pytest.mark.parametrize("batch, dtype", SIZE_RUNS)
 @pytest.mark.parametrize("hidden", (1, 3, 33, 65))
 @pytest.mark.parametrize("cell", list(CELLS))
 def test_odd_hidden_and_large_batch(cell, hidden, batch, dtype):
     # Hidden sizes that divide no workgroup (units per step workgroup: LSTM 2, GRU 4 and 8,
-    # RNN 8; Gemm tile 64), batches past one eight-row tile, odd float16 element counts.
+    # RNN 8; Gemm tile 64), batches past one eight-row tile.
     op, lbr = CELLS[cell]
     seq = 4
     rng = np.random.default_rng(seed_of("lens", batch))
@@ -383,19 +402,23 @@ def test_single_unit_single_row(op, dtype):
 
 # --------------------------------------------------------------------------- recognizer
 
-# Seed 000's text-line recognizer: bidirectional LSTM, (seq, batch, input, hidden). Full size;
-# on lavapipe each run takes one to two seconds. The batch-8 case has padded lines.
-RECOGNIZER = {
-    "seq80-b1-in256-h256": (80, 1, 256, 256, None),
-    "seq48-b8-in192-h96": (48, 8, 192, 96, [48, 40, 33, 48, 12, 27, 48, 1]),
-    "seq8-b8-in256-h256": (8, 8, 256, 256, None),
-}
+# Seed 000's text-line recognizer: bidirectional LSTM, (seq, batch, input, hidden, lens), at
+# full size (on lavapipe a run takes 1.3 to 1.8 s, and a case runs three times). The batch-8
+# case has padded lines. float16 runs the batch-8 shape at full size and the hidden-256 one
+# with the sequence cut from 80 to 16.
+RECOGNIZER = [
+    pytest.param((80, 1, 256, 256, None), np.float32, id="seq80-b1-in256-h256-float32"),
+    pytest.param((48, 8, 192, 96, [48, 40, 33, 48, 12, 27, 48, 1]), np.float32,
+                 id="seq48-b8-in192-h96-float32"),
+    pytest.param((48, 8, 192, 96, [48, 40, 33, 48, 12, 27, 48, 1]), np.float16,
+                 id="seq48-b8-in192-h96-float16"),
+    pytest.param((16, 1, 256, 256, None), np.float16, id="seq16-b1-in256-h256-float16"),
+]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("shape", list(RECOGNIZER))
+@pytest.mark.parametrize("shape, dtype", RECOGNIZER)
 def test_recognizer_shapes(shape, dtype):
-    seq, batch, input_size, hidden, lens = RECOGNIZER[shape]
+    seq, batch, input_size, hidden, lens = shape
     t = make_inputs("LSTM", seq=seq, batch=batch, input_size=input_size, hidden=hidden,
                     dtype=dtype, seed=seed_of("recognizer", shape), lens=lens)
     check_case("LSTM", t, {"direction": "bidirectional"})
