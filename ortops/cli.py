@@ -40,10 +40,6 @@ _ORT_TYPES = {
 }
 
 
-#: Where ``bench`` looks for bench.py (the repository's scripts/ folder).
-SCRIPTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
-
-
 class CliError(Exception):
     """An error to print as ``ortops: error: ...`` with exit status 2."""
 
@@ -250,7 +246,7 @@ def _scaled_error(got, expected) -> float:
 
 
 def cmd_info(args) -> int:
-    from ortops import rewrite
+    from ortops import rewrite, session
 
     model = rewrite.load_model(args.model)
     print(f"{args.model}: IR {model.ir_version}, ai.onnx opset {rewrite.default_opset(model)}, "
@@ -261,7 +257,7 @@ def cmd_info(args) -> int:
             print(f"  input  {i.name}: {_type_text(i.type)}")
     for o in model.graph.output:
         print(f"  output {o.name}: {_type_text(o.type)}")
-    placement = rewrite.rewrite(model, weights="registry", device=args.device, tag="info").placement
+    placement = session.placement(model, device=args.device)
     if not placement:
         print("no RNN/GRU/LSTM node in the main graph")
     for p in placement:
@@ -289,35 +285,16 @@ def cmd_devices(args) -> int:
     return 0
 
 
-def _bench_main():
-    """The benchmark's main(argv): ortops.bench (installed with the package),
-    else scripts/bench.py of a checkout, else None."""
-    import importlib
-    import importlib.util
-
-    try:
-        bench = importlib.import_module("ortops.bench")
-    except ImportError:
-        bench = None
-    if bench is not None and hasattr(bench, "main"):
-        return bench.main
-
-    path = os.path.join(SCRIPTS_DIR, "bench.py")
-    if not os.path.isfile(path):
-        return None
-    spec = importlib.util.spec_from_file_location("ortops_bench_script", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return getattr(mod, "main", None)
-
-
 def cmd_bench(bench_args) -> int:
-    bench_main = _bench_main()
-    if bench_main is None:
-        print("ortops bench: not available yet (neither ortops.bench nor scripts/bench.py has a main)",
-              file=sys.stderr)
-        return 2
+    from ortops.bench import main as bench_main
+
     return int(bench_main(list(bench_args)) or 0)
+
+
+def cmd_demo(demo_args) -> int:
+    from ortops.demo import main as demo_main
+
+    return int(demo_main(list(demo_args)) or 0)
 
 
 _RUN_HELP = """Run MODEL with its recurrent nodes on the GPU.
@@ -351,8 +328,9 @@ def parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_info)
     d = sub.add_parser("devices", help="list Vulkan devices")
     d.set_defaults(func=cmd_devices)
-    # bench's arguments belong to scripts/bench.py; main() hands them over unparsed
-    sub.add_parser("bench", help="benchmarks (scripts/bench.py; arguments are passed to it)")
+    # bench's and demo's arguments are their own; main() hands them over unparsed
+    sub.add_parser("bench", help="benchmarks (ortops.bench; arguments are passed to it)")
+    sub.add_parser("demo", help="a chain of 1,000 dependent GPU passes, checked on the host")
     return ap
 
 
@@ -362,6 +340,8 @@ def main(argv=None) -> int:
     try:
         if argv[:1] == ["bench"]:
             return cmd_bench(argv[1:])
+        if argv[:1] == ["demo"]:
+            return cmd_demo(argv[1:])
         args = parser().parse_args(argv)
         return args.func(args)
     except CliError as e:

@@ -38,7 +38,9 @@ from onnx import TensorProto, helper, numpy_helper
 from ortops import customop
 
 RECURRENT = ("LSTM", "GRU", "RNN")
-MIN_OPSET, MAX_OPSET = 7, 22
+#: Operator versions the custom ops implement (one semantics: layout came in
+#: 14, types in 22). A model of opset 23 or later still uses version 22.
+SUPPORTED_VERSIONS = (7, 14, 22)
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 _DTYPES = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16", TensorProto.DOUBLE: "float64"}
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64}
@@ -126,6 +128,27 @@ def default_opset(model: onnx.ModelProto) -> int:
         if imp.domain in ("", "ai.onnx"):
             return imp.version
     raise ModelError("the model imports no ai.onnx opset")
+
+
+def op_version(op: str, opset: int) -> int | None:
+    """Version of ``op`` that ai.onnx opset ``opset`` uses (None if unknown)."""
+    try:
+        return onnx.defs.get_schema(op, opset, "").since_version
+    except Exception:  # onnx raises SchemaError for an opset before the op existed
+        return None
+
+
+def _subgraph_nodes(graph, owner: str = ""):
+    """(node, owner description) for every node inside subgraphs of ``graph``."""
+    for n in graph.node:
+        for a in n.attribute:
+            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else (
+                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else [])
+            for sg in subs:
+                where = f"{n.op_type} node {n.name or '(unnamed)'!r}, attribute {a.name}"
+                for inner in sg.node:
+                    yield inner, where
+                yield from _subgraph_nodes(sg, where)
 
 
 def _attrs(node) -> dict:
@@ -309,8 +332,10 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             placement.append(NodePlacement(where="cpu", reason=reason, **base))
             new_nodes.append(node)
 
-        if not MIN_OPSET <= opset <= MAX_OPSET:
-            stay(f"opset {opset} is outside the supported {MIN_OPSET}..{MAX_OPSET}")
+        version = op_version(op, opset)
+        if version not in SUPPORTED_VERSIONS:
+            stay(f"{op}-{version} (ai.onnx opset {opset}) is not one of the supported versions "
+                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}")
             continue
         if dtype is None:
             stay("element type unknown or not float32/float16/float64"
@@ -398,6 +423,17 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             weights="constant, uploaded once" if constant else "inputs, compared each run",
             outputs=tuple(used), **base))
 
+    for node, where in _subgraph_nodes(g):
+        if node.op_type in RECURRENT and node.domain in ("", "ai.onnx"):
+            raw = _attrs(node)
+            x_type = info.types.get(node.input[0]) if node.input else None
+            placement.append(NodePlacement(
+                index=index, name=node.name or f"{node.op_type}_{index}", op=node.op_type,
+                dtype=_DTYPES.get(x_type[0]) if x_type else None, direction=str(raw.get("direction", "forward")),
+                layout=int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"), where="cpu",
+                reason=f"inside a subgraph ({where}); only main-graph nodes are rewritten"))
+            index += 1
+
     del g.node[:]
     g.node.extend(new_nodes)
     g.initializer.extend(extra_inits)
@@ -420,12 +456,3 @@ def _drop_unused_constants(g) -> None:
     if len(nodes) != len(g.node):
         del g.node[:]
         g.node.extend(nodes)
-
-
-def inspect(model) -> list[NodePlacement]:
-    """Placement of every recurrent node of ``model`` without keeping layers.
-
-    It builds the layers to ask the kernels (as a session would) and drops
-    them with the returned rewrite.
-    """
-    return rewrite(model, weights="registry", tag="inspect-" + uuid.uuid4().hex[:8]).placement

@@ -28,7 +28,7 @@ from ortops.rewrite import ModelError, NodePlacement, load_model, rewrite
 
 _MARK = "ortops.custom_ops_registered"
 
-__all__ = ["InferenceSession", "convert", "register", "ModelError", "NodePlacement"]
+__all__ = ["InferenceSession", "convert", "register", "placement", "ModelError", "NodePlacement"]
 
 
 def register(sess_options: ort.SessionOptions | None = None) -> ort.SessionOptions:
@@ -216,6 +216,16 @@ class InferenceSession:
         """Recurrent nodes running on the GPU."""
         return [p for p in self.placement if p.where == "gpu"]
 
+    def __getattr__(self, name):
+        # Anything else onnxruntime's session offers (run_async, set_providers,
+        # get_input_memory_infos, ...) is forwarded unchanged.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        sess = self.__dict__.get("_sess")
+        if sess is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (or the session is closed)")
+        return getattr(sess, name)
+
     def close(self) -> None:
         """Release the device layers now (the session is unusable after)."""
         self._finalizer()
@@ -228,6 +238,3 @@ class InferenceSession:
         self.close()
         return False
 
-
-__all__.append("placement")
-ModelError = ModelError

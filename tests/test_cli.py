@@ -182,20 +182,20 @@ def test_devices_real(capsys):
     assert all(d.name in out for d in found)
 
 
-def test_bench_delegates_or_says_not_available(tmp_path, capsys, monkeypatch):
-    try:
-        from ortops import bench
-    except ImportError:
-        bench = None
-    if bench is not None:
-        assert cli._bench_main() is bench.main
-    monkeypatch.setitem(sys.modules, "ortops.bench", None)  # as if the module were missing
-    monkeypatch.setattr(cli, "SCRIPTS_DIR", str(tmp_path))
-    assert cli.main(["bench"]) == 2
-    assert "not available yet" in capsys.readouterr().err
-    (tmp_path / "bench.py").write_text("def main(argv):\n    print('bench got', argv)\n    return 0\n")
-    assert cli.main(["bench", "--quick", "x"]) == 0
-    assert "bench got ['--quick', 'x']" in capsys.readouterr().out
+def test_bench_small_writes_report(tmp_path, capsys):
+    assert cli.main(["bench", "--small", "--shape", "2", "--dtype", "float32", "--runs", "1",
+                     "--no-baselines", "--out", str(tmp_path)]) == 0
+    import json
+
+    report = json.loads((tmp_path / "perf.json").read_text())
+    (row,) = report["results"]
+    assert row["cell"] == "RNN" and row["gpu_ms"] > 0 and row["e2e_ms"] > 0
+    assert "RNN 8×2×32→32" in (tmp_path / "perf.md").read_text()
+
+
+def test_demo_runs_the_chain(capsys):
+    assert cli.main(["demo", "--steps", "10", "--size", "64"]) == 0
+    assert "exact" in capsys.readouterr().out
 
 
 def test_progress_bar_draws_to_the_end():

@@ -172,9 +172,9 @@ CLIP = 0.5
 # peepholes; not input_forget, which would leave the forget gate's peephole unused.
 COMMON_OPTIONS = ("no_bias", "lens", "initial", "clip", "all")
 CELL_OPTIONS = {"LSTM": ("peepholes", "input_forget"), "GRU": (), "RNN": ()}
-# float16 changes how the tensors are loaded and stored, not the arithmetic: it runs the sets
-# that load no optional tensor and every one (and, for LSTM, the forget-gate peephole).
-FLOAT16_OPTIONS = ("no_bias", "all", "peepholes")
+# float16 changes how the tensors are loaded and stored, not the arithmetic: it runs the set
+# that loads every optional tensor (B, P, sequence_lens, initial_h, initial_c).
+FLOAT16_OPTIONS = ("all",)
 
 
 def option_cases():
@@ -278,11 +278,11 @@ def rotation(op, shift, sets):
     return [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(n)]
 
 
-# The activations are float32 arithmetic in both precisions: float16 runs the per-direction
-# rotation only.
-ACTIVATION_RUNS = [pytest.param(1, np.float32, id="one-set-float32"),
-                   pytest.param(2, np.float32, id="per-direction-float32"),
-                   pytest.param(2, np.float16, id="per-direction-float16")]
+# The activations are float32 arithmetic in both precisions, and how a set is given (one for
+# both directions, or one per direction) is resolved on the host: the one-set rotation runs
+# in float16, the per-direction rotation in float32.
+ACTIVATION_RUNS = [pytest.param(1, np.float16, id="one-set-float16"),
+                   pytest.param(2, np.float32, id="per-direction-float32")]
 
 
 @pytest.mark.parametrize("sets, dtype", ACTIVATION_RUNS)
@@ -365,10 +365,9 @@ def test_empty(empty, op, direction, layout, dtype):
 CELLS = {"LSTM": ("LSTM", 0), "GRU": ("GRU", 0), "GRU-lbr": ("GRU", 1), "RNN": ("RNN", 0)}
 
 
-# float32 at batch 1, 9 and 17; float16 (odd element counts in packed halves) at 1 and 17.
+# float32 at batch 1, 9 and 17; float16 (odd element counts in packed halves) at 17.
 SIZE_RUNS = [pytest.param(b, d, id=f"b{b}-{np.dtype(d).name}")
-             for b, d in ((1, np.float32), (9, np.float32), (17, np.float32),
-                          (1, np.float16), (17, np.float16))]
+             for b, d in ((1, np.float32), (9, np.float32), (17, np.float32), (17, np.float16))]
 
 
 @pytest.mark.parametrize("batch, dtype", SIZE_RUNS)
@@ -427,10 +426,9 @@ def test_recognizer_shapes(shape, dtype):
 # --------------------------------------------------------------------------- consistency
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("direction", DIRECTIONS)
 @pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
-def test_layout_1_is_layout_0_transposed(op, direction, dtype):
+def test_layout_1_is_layout_0_transposed(op, direction, dtype=np.float32):
     # Same data in both layouts: the arithmetic order is fixed by the shapes, so the bits agree.
     t0 = make_inputs(op, seq=5, batch=3, input_size=6, hidden=7, direction=direction,
                      dtype=dtype, seed=seed_of("layout", op, direction), lens=[3, 5, 0],

@@ -172,7 +172,7 @@ def test_outputs_subsets(op):
 
 @pytest.mark.parametrize("op, bad", [("GRU", "Y_c"), ("RNN", "Y_c"), ("LSTM", "y"), ("LSTM", "Z")])
 def test_outputs_unknown_name(op, bad):
-    w = make_weights(op, seed=3)
+    w = make_weights(op, directions=1, seed=3)
     layer = new_layer(op, w)
     x = make_inputs(op, w, seq=3, batch=2)
     with pytest.raises(ValueError, match=rf"^{op}: outputs may name .*got '{bad}'"):

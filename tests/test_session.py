@@ -7,7 +7,6 @@ project's tolerances: scaled error 1e-5 for float32, 2e-3 for float16.
 
 import importlib.util
 import json
-import os
 import pathlib
 import sys
 
@@ -393,3 +392,36 @@ def test_invalid_graph_fails_at_creation_with_ort_message():
     # and the process goes on: a good model still runs
     case = _lstm_with_lens()
     assert_close(ortops.InferenceSession(case.model).run(None, case.feeds), stock(case.model, case.feeds))
+
+
+def test_recurrent_node_in_a_subgraph_is_reported_and_runs_on_ort():
+    case = node_case("sub", "GRU", seq=3, batch=2, inp=3, hidden=4, bias=True, rng=np.random.default_rng(13))
+    g = case.model.graph
+    gru = g.node[0]
+    # then-branch: the GRU on the outer X; else-branch: the same GRU's output
+    # computed in the main graph (so the main graph has a GPU node too).
+    then_g = helper.make_graph([helper.make_node("GRU", list(gru.input), ["tY", "tY_h"], name="gru_in_if",
+                                                 hidden_size=4)],
+                               "then", [], [helper.make_tensor_value_info("tY_h", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Identity", ["Y_h"], ["eY_h"])], "else", [],
+                               [helper.make_tensor_value_info("eY_h", TensorProto.FLOAT, None)])
+    g.input.append(helper.make_tensor_value_info("cond", TensorProto.BOOL, []))
+    g.node.append(helper.make_node("If", ["cond"], ["out"], name="branch", then_branch=then_g, else_branch=else_g))
+    g.output.append(helper.make_tensor_value_info("out", TensorProto.FLOAT, None))
+    sess = ortops.InferenceSession(case.model, providers=["CPUExecutionProvider"])
+    where = {p.name: p for p in sess.placement}
+    assert where["gru_node"].where == "gpu"
+    assert where["gru_in_if"].where == "cpu" and "inside a subgraph (If node 'branch'" in where["gru_in_if"].reason
+    for cond in (True, False):
+        feeds = dict(case.feeds, cond=np.array(cond))
+        assert_close(sess.run(None, feeds), stock(case.model, feeds))
+
+
+def test_other_session_methods_are_forwarded():
+    case = _lstm_with_lens()
+    sess = ortops.InferenceSession(case.model, providers=["CPUExecutionProvider"])
+    assert sess.get_modelmeta().graph_name == case.model.graph.name
+    assert isinstance(sess.get_tuning_results(), list)  # forwarded through __getattr__
+    sess.close()
+    with pytest.raises(AttributeError, match="closed"):
+        sess.get_tuning_results()
