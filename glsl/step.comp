@@ -6,19 +6,20 @@
 // A workgroup owns UNITS hidden units of one direction and NB batch rows, and the R rows of
 // the gates this pass needs (ROWS = gates * UNITS). Each R row is reduced by 32 lanes: lane l
 // sums k = l, l + 32, ... in increasing order, then the 32 partial sums are combined by a
-// fixed halving tree in shared memory (16, 8, 4, 2, 1). The order is fixed by the shapes
-// alone: no atomics, no subgroup operations, nothing that depends on scheduling, so a run
-// gives the same bits as the last on one device and driver.
+// fixed halving tree (16, 8, 4, 2, 1). The order is fixed by the shapes alone: no atomics,
+// no subgroup operations, nothing that depends on scheduling, so a run gives the same bits as
+// the last on one device and driver.
 //
-// A thread carries RPT rows of R through the product for NB batch rows. For a batch of one,
+// A thread carries RPT rows of R through the product for NB batch rows. For small batches,
 // RPT = 1: many threads, the shortest chain per step (the step is latency-bound). For larger
 // batches, RPT = the pass's gates (all gates of one unit): each h value loaded then feeds RPT
-// multiply-adds and each R value NB, instead of one load per multiply-add. A thread may also
-// own LPT of the 32 lanes (lanes t, t + 32/LPT, ...): it forms their partial sums and the
-// first log2(LPT) levels of the halving tree in registers, leaving fewer levels to shared
-// memory. Which thread computes a partial sum or a tree node does not change the order of
-// the arithmetic, so every variant gives the same bits.
-//
+// multiply-adds and each R value NB, instead of one load per multiply-add.
+// The lanes' partial sums meet in shared memory once; then one thread per (row, batch row)
+// runs that row's whole halving tree in registers (one barrier, every thread busy, instead of
+// a barrier per tree level with half the lanes idle at each), and the gate threads read the
+// sums after a second barrier. Which thread computes a partial sum or a tree does not change
+// the order of the arithmetic.
+
 // The hidden state of step s is read from state slot s and written to slot s + 1: no
 // workgroup reads what another writes in the same pass, and the barrier the host records
 // between passes orders the steps. Rows whose sequence has ended copy their state through,
@@ -30,7 +31,7 @@
 #define GENERAL_ACTIVATIONS
 #include "common.glsl"
 
-layout(local_size_x_id = 43, local_size_y_id = 41) in;   // TL = 32 / LPT threads x TY = ROWS / RPT
+layout(local_size_x = 32, local_size_y_id = 41) in;   // 32 lanes x TY = ROWS / RPT
 
 layout(constant_id = 0) const uint CELL = 0;       // 0 LSTM (i o f c), 1 GRU (z r h), 2 RNN
 layout(constant_id = 1) const uint PASS = 0;       // 0 whole step; GRU lbr=0: 1 (z, r), 2 (h)
@@ -73,8 +74,6 @@ layout(constant_id = 36) const uint BETA1_H = 0;
 layout(constant_id = 40) const uint ROWS = 8;      // gates of this pass * UNITS
 layout(constant_id = 41) const uint TY = 8;        // threads per lane column = ROWS / RPT
 layout(constant_id = 42) const uint RPT = 1;       // R rows per thread
-layout(constant_id = 43) const uint TL = 32;       // threads per row = 32 / LPT
-layout(constant_id = 44) const uint LPT = 1;       // lanes per thread
 
 layout(std430, binding = 0) readonly buffer XwBuf { uint Xw[]; };
 layout(std430, binding = 1) readonly buffer RBuf { uint R[]; };
@@ -85,7 +84,10 @@ layout(std430, binding = 5) buffer StateBuf { uint S[]; };
 
 layout(push_constant) uniform Push { uint step; } pc;
 
-shared float partial[ROWS * NB * TL];
+// Partial sums of (row, batch row) pair p at [p * 33 + lane]: the stride of 33 words keeps
+// both the lane-wise writes and the pair-wise reads free of shared-memory bank conflicts.
+shared float partial[ROWS * NB * 33];
+shared float sums[ROWS * NB];
 
 const uint GATES = CELL == 0u ? 4u : (CELL == 1u ? 3u : 1u);
 const uint GH = GATES * HIDDEN;
@@ -123,7 +125,7 @@ float bias(uint d, uint which, uint gate, uint u)
 // The reduced dot product of R row (gate, unit) with batch row j of the workgroup.
 float rec(uint gateInPass, uint ui, uint j)
 {
-    return partial[((gateInPass * UNITS + ui) * NB + j) * TL];
+    return sums[(gateInPass * UNITS + ui) * NB + j];
 }
 
 void main()
@@ -137,7 +139,7 @@ void main()
     bool backwards = (d == 1u) || (REVERSE0 != 0u);
 
     // ---- recurrent products: R rows (gate, unit) . h of NB batch rows
-    float acc[LPT][RPT][NB];
+    float acc[RPT][NB];
     uint rbase[RPT];
     bool live[RPT];
     for (uint r = 0u; r < RPT; r++) {
@@ -147,52 +149,36 @@ void main()
         uint gate = PASS == 2u ? 2u : gateInPass;
         live[r] = u < HIDDEN;
         rbase[r] = (d * GH + gate * HIDDEN + min(u, HIDDEN - 1u)) * HIDDEN;
-        for (uint q = 0u; q < LPT; q++)
-            for (uint j = 0u; j < NB; j++) acc[q][r][j] = 0.0;
+        for (uint j = 0u; j < NB; j++) acc[r][j] = 0.0;
     }
     // The candidate pass of a GRU multiplies r * h (from pass 1), not h.
     uint hbase = PASS == 2u ? G_BASE + PLANE + d * BATCH * HIDDEN
                             : STATE_OFFSET + s * PLANE + d * BATCH * HIDDEN;
-    for (uint k0 = 0u; k0 < HIDDEN; k0 += 32u) {
-        for (uint q = 0u; q < LPT; q++) {
-            uint k = k0 + lane + q * TL;          // lane lane + q * TL sums k = lane + 32 i
-            if (k < HIDDEN) {
-                float w[RPT];
-                for (uint r = 0u; r < RPT; r++) w[r] = LOADT(R, rbase[r] + k);
-                for (uint j = 0u; j < NB; j++) {
-                    uint b = min(b0 + j, BATCH - 1u);   // rows past the batch compute, then drop
-                    float h = LOADF(S, hbase + b * HIDDEN + k);
-                    for (uint r = 0u; r < RPT; r++) acc[q][r][j] += w[r] * h;
-                }
-            }
+    for (uint k = lane; k < HIDDEN; k += 32u) {
+        float w[RPT];
+        for (uint r = 0u; r < RPT; r++) w[r] = LOADT(R, rbase[r] + k);
+        for (uint j = 0u; j < NB; j++) {
+            uint b = min(b0 + j, BATCH - 1u);     // rows past the batch compute, then drop
+            float h = LOADF(S, hbase + b * HIDDEN + k);
+            for (uint r = 0u; r < RPT; r++) acc[r][j] += w[r] * h;
         }
-    }
-    // Tree levels whose pairs are both in this thread's lanes: strides 16 .. TL.
-    for (uint stride = 16u; stride >= TL; stride >>= 1u) {
-        uint half_ = stride / TL;
-        for (uint q = 0u; q < half_; q++)
-            for (uint r = 0u; r < RPT; r++)
-                for (uint j = 0u; j < NB; j++) acc[q][r][j] = acc[q][r][j] + acc[q + half_][r][j];
     }
     for (uint r = 0u; r < RPT; r++)
         for (uint j = 0u; j < NB; j++)
-            partial[((row + r * TY) * NB + j) * TL + lane] = live[r] ? acc[0][r][j] : 0.0;
+            partial[((row + r * TY) * NB + j) * 33u + lane] = live[r] ? acc[r][j] : 0.0;
     barrier();
-    // The rest of the tree across the TL threads of each row.
-    for (uint stride = TL / 2u; stride > 0u; stride >>= 1u) {
-        if (lane < stride) {
-            for (uint r = 0u; r < RPT; r++) {
-                for (uint j = 0u; j < NB; j++) {
-                    uint p = ((row + r * TY) * NB + j) * TL + lane;
-                    partial[p] = partial[p] + partial[p + stride];
-                }
-            }
-        }
-        barrier();
+    // One thread per (row, batch row) pair: the halving tree over its 32 lane sums.
+    uint t = row * 32u + lane;
+    if (t < ROWS * NB) {
+        float v[32];
+        for (uint l = 0u; l < 32u; l++) v[l] = partial[t * 33u + l];
+        for (uint stride = 16u; stride > 0u; stride >>= 1u)
+            for (uint l = 0u; l < stride; l++) v[l] = v[l] + v[l + stride];
+        sums[t] = v[0];
     }
+    barrier();
 
     // ---- gate arithmetic: one thread per (unit, batch row)
-    uint t = row * TL + lane;
     if (t >= UNITS * NB) return;
     uint ui = t % UNITS;
     uint j = t / UNITS;

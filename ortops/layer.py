@@ -37,19 +37,6 @@ _MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations a
 _PLAN_CACHE = 8      # plans kept per layer (least recently used dropped)
 
 
-def _batched_lanes_per_thread() -> int:
-    """Lanes per thread of the batched step kernel (1, 2 or 4); ORTOPS_LPT overrides it for
-    benchmarking. Every value gives the same bits (the tests check that). 1 is the default:
-    on the H200, 200x64x512->512 took 8.7 ms of steps with 1, 11.2 ms with 2 and 36 ms with 4
-    (the extra accumulators cost more occupancy than the shorter shared-memory tree saves)."""
-    import os
-
-    value = os.environ.get("ORTOPS_LPT", "").strip()
-    if value in ("1", "2", "4"):
-        return int(value)
-    return 1
-
-
 class UnsupportedLayerError(ValueError):
     """The layer is valid ONNX but does not fit this device (e.g. a storage binding limit)."""
 
@@ -384,7 +371,6 @@ class RecurrentLayer:
                   xw_off, st_off]
 
         def step_program(pass_, gates_in_pass):
-            lpt = 1
             if nb == 1:
                 # One R row per thread: the most threads, the shortest chain per step.
                 units = max(1, _MAX_ROWS // gates_in_pass)
@@ -397,15 +383,12 @@ class RecurrentLayer:
                 rpt = 1
             else:
                 # Throughput-bound: all gates of a unit per thread, so each load feeds
-                # NB x gates multiply-adds, and LPT lanes per thread, so part of each
-                # reduction stays in registers. 128 threads a workgroup.
+                # NB x gates multiply-adds. 128 threads a workgroup.
                 rpt = gates_in_pass
-                lpt = _batched_lanes_per_thread()
-                units = 4 * lpt
+                units = 4
             rows = gates_in_pass * units
-            tl = 32 // lpt
             spec = [_CELL[s.op], pass_, nb, units, int(general)] + common + act_consts
-            spec += [0] * (40 - len(spec)) + [rows, rows // rpt, rpt, tl, lpt]
+            spec += [0] * (40 - len(spec)) + [rows, rows // rpt, rpt]
             buffers = [xw_buf, self._weights["R"], self._weights.get("B", dummy),
                        self._weights.get("P", dummy), lens_b, st_buf]
             groups = (_ceil(H, units), D, _ceil(batch, nb))

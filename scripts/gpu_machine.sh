@@ -18,8 +18,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export ORTOPS_KOMPUTE_SDIST=$PWD/build/deps/kp-0.9.0.tar.gz KOMPUTE_PYTHON_NUM_PARALLEL_THREADS=8
 export CMAKE_BUILD_PARALLEL_LEVEL=16 PYTHONUNBUFFERED=1
-( time python3 -m pip install -q --no-build-isolation --no-deps . ) > "$OUT/build.txt" 2>&1 \
-  || { tail -50 "$OUT/build.txt"; exit 1; }
+( time python3 -m pip install -q --no-build-isolation --no-deps . ) > /tmp/build.txt 2>&1 \
+  || { tail -50 /tmp/build.txt; exit 1; }
 # -P: don't put the source tree ahead of the installed package on sys.path.
 py() { python3 -P "$@"; }
 py -m ortops.cli devices > "$OUT/devices.txt" 2>&1 || \

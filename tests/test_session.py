@@ -384,7 +384,7 @@ def test_invalid_graph_fails_at_creation_with_ort_message():
                           [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
                           [numpy_helper.from_array(np.zeros((8, 2), np.float32), "W"),
                            numpy_helper.from_array(np.zeros((1, 8, 2), np.float32), "R")])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
     with pytest.raises(Exception) as info:
         sess = ortops.InferenceSession(model, providers=["CPUExecutionProvider"])
         sess.run(None, {"X": np.zeros((1, 1, 2), np.float32)})
