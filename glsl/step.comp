@@ -1,5 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+// Loops over RPT, NB and the 32 lanes must unroll so that acc[] and v[] stay in registers.
+#extension GL_EXT_control_flow_attributes : enable
 // Pass 3: one time step of every direction and every batch row (for a GRU with
 // linear_before_reset = 0, the first or second half of the step, PASS 1 and 2).
 //
@@ -142,38 +144,38 @@ void main()
     float acc[RPT][NB];
     uint rbase[RPT];
     bool live[RPT];
-    for (uint r = 0u; r < RPT; r++) {
+    [[unroll]] for (uint r = 0u; r < RPT; r++) {
         uint rowR = row + r * TY;                 // row index = gateInPass * UNITS + unit
         uint gateInPass = rowR / UNITS;
         uint u = u0 + rowR - gateInPass * UNITS;
         uint gate = PASS == 2u ? 2u : gateInPass;
         live[r] = u < HIDDEN;
         rbase[r] = (d * GH + gate * HIDDEN + min(u, HIDDEN - 1u)) * HIDDEN;
-        for (uint j = 0u; j < NB; j++) acc[r][j] = 0.0;
+        [[unroll]] for (uint j = 0u; j < NB; j++) acc[r][j] = 0.0;
     }
     // The candidate pass of a GRU multiplies r * h (from pass 1), not h.
     uint hbase = PASS == 2u ? G_BASE + PLANE + d * BATCH * HIDDEN
                             : STATE_OFFSET + s * PLANE + d * BATCH * HIDDEN;
     for (uint k = lane; k < HIDDEN; k += 32u) {
         float w[RPT];
-        for (uint r = 0u; r < RPT; r++) w[r] = LOADT(R, rbase[r] + k);
-        for (uint j = 0u; j < NB; j++) {
+        [[unroll]] for (uint r = 0u; r < RPT; r++) w[r] = LOADT(R, rbase[r] + k);
+        [[unroll]] for (uint j = 0u; j < NB; j++) {
             uint b = min(b0 + j, BATCH - 1u);     // rows past the batch compute, then drop
             float h = LOADF(S, hbase + b * HIDDEN + k);
-            for (uint r = 0u; r < RPT; r++) acc[r][j] += w[r] * h;
+            [[unroll]] for (uint r = 0u; r < RPT; r++) acc[r][j] += w[r] * h;
         }
     }
-    for (uint r = 0u; r < RPT; r++)
-        for (uint j = 0u; j < NB; j++)
+    [[unroll]] for (uint r = 0u; r < RPT; r++)
+        [[unroll]] for (uint j = 0u; j < NB; j++)
             partial[((row + r * TY) * NB + j) * 33u + lane] = live[r] ? acc[r][j] : 0.0;
     barrier();
     // One thread per (row, batch row) pair: the halving tree over its 32 lane sums.
     uint t = row * 32u + lane;
     if (t < ROWS * NB) {
         float v[32];
-        for (uint l = 0u; l < 32u; l++) v[l] = partial[t * 33u + l];
-        for (uint stride = 16u; stride > 0u; stride >>= 1u)
-            for (uint l = 0u; l < stride; l++) v[l] = v[l] + v[l + stride];
+        [[unroll]] for (uint l = 0u; l < 32u; l++) v[l] = partial[t * 33u + l];
+        [[unroll]] for (uint stride = 16u; stride > 0u; stride >>= 1u)
+            [[unroll]] for (uint l = 0u; l < stride; l++) v[l] = v[l] + v[l + stride];
         sums[t] = v[0];
     }
     barrier();
