@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
+from ortops.compare import scaled_error, tolerance
+
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
     "tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
@@ -207,8 +208,8 @@ def cmd_run(args) -> int:
     print(f"{what}: {_fmt_times(cpu_times)}")
     worst_ok = True
     for name, got, exp in zip(names, outputs, expected):
-        tol = TOLERANCE.get(got.dtype, 1e-5)
-        err = _scaled_error(got, exp)
+        tol = tolerance(got.dtype)
+        err = scaled_error(got, exp)
         ok = err <= tol
         worst_ok &= ok
         print(f"  {name}: scaled error {err:.3g} (tolerance {tol:g}) {'OK' if ok else 'ABOVE TOLERANCE'}")
@@ -227,22 +228,6 @@ def _positive_int(text: str, what: str) -> int:
     if v < 0:
         raise CliError(f"{what} must be >= 0, got {v}")
     return v
-
-
-def _scaled_error(got, expected) -> float:
-    g = np.asarray(got, dtype=np.float64)
-    e = np.asarray(expected, dtype=np.float64)
-    if g.shape != e.shape:
-        return float("inf")
-    if g.size == 0:
-        return 0.0
-    if np.isnan(g).any() or np.isnan(e).any():
-        if not np.array_equal(np.isnan(g), np.isnan(e)):
-            return float("inf")
-        g, e = np.nan_to_num(g), np.nan_to_num(e)
-    diff = float(np.max(np.abs(g - e)))
-    scale = float(np.max(np.abs(e)))
-    return diff / scale if scale > 0 else diff
 
 
 def cmd_info(args) -> int:

@@ -26,11 +26,16 @@ _NO_DEVICE = (
 def _native():
     try:
         from ortops import _vk
-    except ImportError as exc:  # the loader itself (libvulkan.so.1) is missing
-        raise RuntimeError(
-            f"ortops: the native module could not be loaded ({exc}). It needs the Vulkan "
-            "loader: apt-get install libvulkan1 mesa-vulkan-drivers"
-        ) from exc
+    except ImportError as exc:
+        import ortops
+
+        if "libvulkan" in str(exc):
+            hint = "it needs the Vulkan loader: apt-get install libvulkan1 mesa-vulkan-drivers"
+        else:
+            hint = (f"this ortops ({os.path.dirname(ortops.__file__)}) has no compiled module: "
+                    "install it (scripts/setup.sh or pip install .) and import it from outside "
+                    "the source tree (or with python -P)")
+        raise RuntimeError(f"ortops: the native module could not be loaded ({exc}); {hint}") from exc
     return _vk
 
 

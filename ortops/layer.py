@@ -371,14 +371,10 @@ class RecurrentLayer:
                   xw_off, st_off]
 
         def step_program(pass_, gates_in_pass):
-            if nb == 1:
-                # One R row per thread: the most threads, the shortest chain per step.
-                units = max(1, _MAX_ROWS // gates_in_pass)
-                rpt = 1
-            elif batch <= 8:
-                # One workgroup column of batch rows: still latency-bound, and one row per
-                # thread gives four times the threads (measured on the H200: 48x8x192->96
-                # took 0.26 ms this way against 0.35 ms with a unit's gates per thread).
+            if batch <= 8:
+                # Latency-bound: one R row per thread, the most threads and the shortest
+                # chain per step (on the H200, 48x8x192->96 took 0.26 ms this way against
+                # 0.35 ms with a unit's gates per thread).
                 units = max(1, _MAX_ROWS // gates_in_pass)
                 rpt = 1
             else:

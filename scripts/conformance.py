@@ -46,7 +46,8 @@ try:  # the installed package (with its native module); else this checkout
 except ImportError:
     sys.path.insert(0, ROOT)
 
-TOLERANCE = {"float32": 1e-5, "float16": 2e-3}
+from ortops.compare import scaled_error, tolerance  # noqa: E402
+
 _ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
 _NP = {"float32": np.float32, "float16": np.float16}
 _OUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
@@ -330,23 +331,6 @@ def cases(quick: bool = False) -> list[Case]:
 # -- running ------------------------------------------------------------------------------
 
 
-def scaled_error(got: np.ndarray, expected: np.ndarray) -> float:
-    """max|got - expected| / max|expected| (max|got - expected| if expected is all 0)."""
-    g = np.asarray(got, dtype=np.float64)
-    e = np.asarray(expected, dtype=np.float64)
-    if g.shape != e.shape:
-        return float("inf")
-    if g.size == 0:
-        return 0.0
-    if np.isnan(g).any() or np.isnan(e).any():
-        if not np.array_equal(np.isnan(g), np.isnan(e)):
-            return float("inf")
-        g, e = np.nan_to_num(g), np.nan_to_num(e)
-    diff = float(np.max(np.abs(g - e)))
-    scale = float(np.max(np.abs(e)))
-    return diff / scale if scale > 0 else diff
-
-
 def oracle_outputs(case: Case) -> list[np.ndarray]:
     """Expected outputs of a case, in the model's output order."""
     if case.expected is not None:
@@ -391,7 +375,7 @@ def _ortops_session(case: Case, device):
 
 def run_case(case: Case, device=None) -> Result:
     """Run one case twice through ortops and compare with its oracle."""
-    tol = TOLERANCE[case.dtype]
+    tol = tolerance(case.dtype)
     t0 = time.perf_counter()
 
     def result(err, identical, passed, msg=""):
@@ -497,14 +481,22 @@ def main(argv=None) -> int:
             print(f"\nFAIL {r.case}: {r.message}", file=sys.stderr)
         print(f"\r[{i}/{n}]", end="", file=sys.stderr, flush=True)
 
+    from ortops.device import validation_enabled, validation_messages
+
     results = run(device=args.device, quick=args.quick, progress=progress)
     print(file=sys.stderr)
     failed = [r for r in results if not r.passed]
-    print(f"{len(results) - len(failed)} of {len(results)} cases passed")
+    # Under ORTOPS_VALIDATION=1 (as CI runs it) any validation message fails the job.
+    messages = validation_messages() if validation_enabled() else []
+    for m in messages[:5]:
+        print(f"validation: {m[:400]}", file=sys.stderr)
     if not args.no_report:
         write_report(results, args.out, args.device)
         print(f"report: {args.out}")
-    return 1 if failed else 0
+    if validation_enabled():
+        print(f"synchronization validation: {len(messages)} message(s)")
+    print(f"conformance: {len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed or messages else 0
 
 
 if __name__ == "__main__":

@@ -46,4 +46,5 @@ ORTOPS_KOMPUTE_SDIST="$PWD/build/deps/kp-0.9.0.tar.gz" \
 if [ -f scripts/make_models.py ] && [ ! -f models/recognizer.onnx ]; then
   $VPY scripts/make_models.py
 fi
-echo "setup: done ($($VPY -c 'import ortops; print(ortops.devices()[0] if ortops.devices() else "no Vulkan device")'))"
+# -P: import the installed package, not the source tree beside this script.
+echo "setup: done ($($VPY -P -c 'import ortops; print(ortops.devices()[0] if ortops.devices() else "no Vulkan device")'))"

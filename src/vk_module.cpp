@@ -296,11 +296,73 @@ struct Context
 // ---------------------------------------------------------------- buffers
 
 // Anything a transfer command can name: Kompute tensors and our host-side readback buffers.
+bool
+contiguousBuffer(const py::buffer_info& info)
+{
+    py::ssize_t expected = info.itemsize;
+    for (py::ssize_t i = info.ndim - 1; i >= 0; i--) {
+        if (info.shape[i] != 1 && info.strides[i] != expected) {
+            return false;
+        }
+        expected *= info.shape[i];
+    }
+    return true;
+}
+
 struct Memory
 {
     uint64_t bytes = 0;
     virtual ~Memory() = default;
     virtual vk::Buffer handle() const = 0;
+    // Host address of the buffer's mapped memory, or nullptr for device-only memory.
+    virtual void* mapped() const = 0;
+    // Make device writes visible to the host / host writes visible to the device, where the
+    // memory is not coherent.
+    virtual void invalidate() {}
+    virtual void flush() {}
+
+    char* range(uint64_t offset, uint64_t n, const char* what) const
+    {
+        if (!mapped()) {
+            throw std::runtime_error(std::string("ortops: cannot ") + what +
+                                     " a device-only (storage) buffer from the host");
+        }
+        if (offset > bytes || n > bytes - offset) {
+            throw std::out_of_range(std::string("ortops: ") + what + " of " + std::to_string(n) +
+                                    " bytes at offset " + std::to_string(offset) +
+                                    " is outside a buffer of " + std::to_string(bytes) +
+                                    " bytes");
+        }
+        return static_cast<char*>(mapped()) + offset;
+    }
+
+    void write(py::buffer data, uint64_t offset)
+    {
+        py::buffer_info info = data.request();
+        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
+        char* dst = range(offset, n, "write");
+        if (!contiguousBuffer(info)) {
+            throw std::invalid_argument("ortops: buffer write needs C-contiguous data");
+        }
+        {
+            py::gil_scoped_release release;
+            std::memcpy(dst, info.ptr, n);
+        }
+        flush();
+    }
+
+    void read(py::buffer out, uint64_t offset)
+    {
+        py::buffer_info info = out.request(true);
+        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
+        const char* src = range(offset, n, "read");
+        if (!contiguousBuffer(info)) {
+            throw std::invalid_argument("ortops: buffer read needs a C-contiguous target");
+        }
+        invalidate();
+        py::gil_scoped_release release;
+        std::memcpy(info.ptr, src, n);
+    }
 };
 
 
@@ -308,9 +370,6 @@ struct Memory
 // staging twin (inputs and outputs: the host writes/reads the staging memory, the sequence
 // copies); "storage" buffers are device-local only (weights, scratch); "host" buffers are
 // host-visible memory used directly by shaders (small, rarely used).
-bool
-contiguousBuffer(const py::buffer_info& info);
-
 struct Buffer : Memory
 {
     std::shared_ptr<Context> ctx;
@@ -349,62 +408,15 @@ struct Buffer : Memory
                                               type);
     }
 
-    bool hostVisible() const
+    void* mapped() const override
     {
-        return tensor->tensorType() != kp::Tensor::TensorTypes::eStorage;
-    }
-
-    void checkRange(uint64_t offset, uint64_t n, const char* what) const
-    {
-        if (!hostVisible()) {
-            throw std::runtime_error(std::string("ortops: cannot ") + what +
-                                     " a device-only (storage) buffer from the host");
-        }
-        if (offset > bytes || n > bytes - offset) {
-            throw std::out_of_range(std::string("ortops: ") + what + " of " + std::to_string(n) +
-                                    " bytes at offset " + std::to_string(offset) +
-                                    " is outside a buffer of " + std::to_string(bytes) +
-                                    " bytes");
-        }
-    }
-
-    void write(py::buffer data, uint64_t offset)
-    {
-        py::buffer_info info = data.request();
-        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
-        checkRange(offset, n, "write");
-        if (!contiguousBuffer(info)) {
-            throw std::invalid_argument("ortops: buffer write needs C-contiguous data");
-        }
-        std::memcpy(static_cast<char*>(tensor->rawData()) + offset, info.ptr, n);
-    }
-
-    void read(py::buffer out, uint64_t offset)
-    {
-        py::buffer_info info = out.request(true);
-        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
-        checkRange(offset, n, "read");
-        if (!contiguousBuffer(info)) {
-            throw std::invalid_argument("ortops: buffer read needs a C-contiguous target");
-        }
-        std::memcpy(info.ptr, static_cast<char*>(tensor->rawData()) + offset, n);
+        // Kompute maps the staging memory of device tensors and the memory of host tensors.
+        return tensor->tensorType() == kp::Tensor::TensorTypes::eStorage ? nullptr
+                                                                          : tensor->rawData();
     }
 
     vk::Buffer handle() const override { return tensor->constructDescriptorBufferInfo().buffer; }
 };
-
-bool
-contiguousBuffer(const py::buffer_info& info)
-{
-    py::ssize_t expected = info.itemsize;
-    for (py::ssize_t i = info.ndim - 1; i >= 0; i--) {
-        if (info.shape[i] != 1 && info.strides[i] != expected) {
-            return false;
-        }
-        expected *= info.shape[i];
-    }
-    return true;
-}
 
 // Host memory the device copies results into. Kompute's staging memory is the first
 // host-visible coherent type, which on discrete GPUs is uncached (write-combined): fine for
@@ -416,7 +428,7 @@ struct HostBuffer : Memory
     std::shared_ptr<Context> ctx;
     vk::Buffer buffer;
     vk::DeviceMemory memory;
-    void* mapped = nullptr;
+    void* pointer = nullptr;
     bool coherent = false;
 
     HostBuffer(std::shared_ptr<Context> c, uint64_t nbytes, bool needCoherent)
@@ -459,7 +471,7 @@ struct HostBuffer : Memory
         }
         memory = ctx->device->allocateMemory(vk::MemoryAllocateInfo(reqs.size, chosen));
         ctx->device->bindBufferMemory(buffer, memory, 0);
-        mapped = ctx->device->mapMemory(memory, 0, VK_WHOLE_SIZE);
+        pointer = ctx->device->mapMemory(memory, 0, VK_WHOLE_SIZE);
     }
 
     ~HostBuffer() override
@@ -471,47 +483,24 @@ struct HostBuffer : Memory
 
     vk::Buffer handle() const override { return buffer; }
 
-    void checkRange(uint64_t offset, uint64_t n, const char* what) const
-    {
-        if (offset > bytes || n > bytes - offset) {
-            throw std::out_of_range(std::string("ortops: ") + what + " of " + std::to_string(n) +
-                                    " bytes at offset " + std::to_string(offset) +
-                                    " is outside a buffer of " + std::to_string(bytes) +
-                                    " bytes");
-        }
-    }
+    void* mapped() const override { return pointer; }
 
-    void read(py::buffer out, uint64_t offset)
+    void invalidate() override
     {
-        py::buffer_info info = out.request(true);
-        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
-        checkRange(offset, n, "read");
-        if (!contiguousBuffer(info)) {
-            throw std::invalid_argument("ortops: buffer read needs a C-contiguous target");
-        }
         if (!coherent) {
             ctx->device->invalidateMappedMemoryRanges(vk::MappedMemoryRange(memory, 0, VK_WHOLE_SIZE));
         }
-        py::gil_scoped_release release;
-        std::memcpy(info.ptr, static_cast<char*>(mapped) + offset, n);
     }
 
-    void write(py::buffer data, uint64_t offset)
+    void flush() override
     {
-        py::buffer_info info = data.request();
-        uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
-        checkRange(offset, n, "write");
-        if (!contiguousBuffer(info)) {
-            throw std::invalid_argument("ortops: buffer write needs C-contiguous data");
-        }
-        std::memcpy(static_cast<char*>(mapped) + offset, info.ptr, n);
         if (!coherent) {
             ctx->device->flushMappedMemoryRanges(vk::MappedMemoryRange(memory, 0, VK_WHOLE_SIZE));
         }
     }
 
-    uint32_t word() const { return __atomic_load_n(static_cast<uint32_t*>(mapped), __ATOMIC_ACQUIRE); }
-    void setWord(uint32_t v) { __atomic_store_n(static_cast<uint32_t*>(mapped), v, __ATOMIC_RELEASE); }
+    uint32_t word() const { return __atomic_load_n(static_cast<uint32_t*>(pointer), __ATOMIC_ACQUIRE); }
+    void setWord(uint32_t v) { __atomic_store_n(static_cast<uint32_t*>(pointer), v, __ATOMIC_RELEASE); }
 };
 
 // ---------------------------------------------------------------- programs
@@ -665,29 +654,6 @@ class OpCopy : public kp::OpBase
   private:
     std::shared_ptr<Memory> mSrc, mDst;
     vk::BufferCopy mRegion;
-};
-
-class OpFill : public kp::OpBase
-{
-  public:
-    OpFill(std::shared_ptr<Memory> dst, uint64_t offset, uint64_t size, uint32_t value)
-      : mDst(std::move(dst))
-      , mOffset(offset)
-      , mSize(size)
-      , mValue(value)
-    {
-    }
-    void record(const vk::CommandBuffer& cb) override
-    {
-        cb.fillBuffer(mDst->handle(), mOffset, mSize, mValue);
-    }
-    void preEval(const vk::CommandBuffer&) override {}
-    void postEval(const vk::CommandBuffer&) override {}
-
-  private:
-    std::shared_ptr<Memory> mDst;
-    uint64_t mOffset, mSize;
-    uint32_t mValue;
 };
 
 // The last command of a run: once everything before it has completed, write 1 into a
@@ -965,6 +931,16 @@ struct Sequence
     }
 };
 
+std::vector<std::shared_ptr<kp::Tensor>>
+tensorsOf(const std::vector<std::shared_ptr<Buffer>>& buffers)
+{
+    std::vector<std::shared_ptr<kp::Tensor>> tensors;
+    for (const auto& b : buffers) {
+        tensors.push_back(b->tensor);
+    }
+    return tensors;
+}
+
 } // namespace
 
 PYBIND11_MODULE(_vk, m)
@@ -1004,17 +980,17 @@ PYBIND11_MODULE(_vk, m)
       .def("wait_idle", [](Context& self) { self.device->waitIdle(); });
 
     py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
-      .def_readonly("nbytes", &Memory::bytes);
+      .def_readonly("nbytes", &Memory::bytes)
+      .def_property_readonly("host_visible", [](const Memory& mem) { return mem.mapped() != nullptr; })
+      .def("write", &Memory::write, py::arg("data"), py::arg("offset") = 0,
+           "Copy C-contiguous data into the mapped memory at a byte offset.")
+      .def("read", &Memory::read, py::arg("out"), py::arg("offset") = 0,
+           "Copy the mapped memory at a byte offset into a C-contiguous array.");
 
     py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer")
-      .def_readonly("coherent", &HostBuffer::coherent)
-      .def("write", &HostBuffer::write, py::arg("data"), py::arg("offset") = 0)
-      .def("read", &HostBuffer::read, py::arg("out"), py::arg("offset") = 0);
+      .def_readonly("coherent", &HostBuffer::coherent);
 
-    py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer")
-      .def_property_readonly("host_visible", &Buffer::hostVisible)
-      .def("write", &Buffer::write, py::arg("data"), py::arg("offset") = 0)
-      .def("read", &Buffer::read, py::arg("out"), py::arg("offset") = 0);
+    py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer");
 
     py::class_<Program, std::shared_ptr<Program>>(m, "Program")
       .def_readonly("push_words", &Program::pushWords);
@@ -1022,22 +998,14 @@ PYBIND11_MODULE(_vk, m)
     py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence")
       .def("upload",
            [](Sequence& s, const std::vector<std::shared_ptr<Buffer>>& buffers) {
-               std::vector<std::shared_ptr<kp::Tensor>> t;
-               for (auto& b : buffers) {
-                   t.push_back(b->tensor);
-               }
-               s.record(std::make_shared<kp::OpTensorSyncDevice>(t));
+               s.record(std::make_shared<kp::OpTensorSyncDevice>(tensorsOf(buffers)));
            },
            "Copy each buffer's staging memory to its device memory.")
       .def("download",
            [](Sequence& s, const std::vector<std::shared_ptr<Buffer>>& buffers) {
-               std::vector<std::shared_ptr<kp::Tensor>> t;
-               for (auto& b : buffers) {
-                   t.push_back(b->tensor);
-               }
                // Kompute's OpTensorSyncLocal orders shader writes before its copy and its
                // copy before host reads.
-               s.record(std::make_shared<kp::OpTensorSyncLocal>(t));
+               s.record(std::make_shared<kp::OpTensorSyncLocal>(tensorsOf(buffers)));
            },
            "Copy each buffer's device memory to its staging memory.")
       .def("dispatch",
@@ -1091,19 +1059,6 @@ PYBIND11_MODULE(_vk, m)
            py::arg("src_offset") = 0,
            py::arg("dst_offset") = 0,
            py::arg("size"))
-      .def("fill",
-           [](Sequence& s, std::shared_ptr<Memory> dst, uint64_t offset, uint64_t size, uint32_t value) {
-               if (offset % 4 || size % 4 || offset + size > ((dst->bytes + 3) / 4) * 4) {
-                   throw std::out_of_range("ortops: fill range must be word-aligned and inside the buffer");
-               }
-               if (size) {
-                   s.record(std::make_shared<OpFill>(dst, offset, size, value));
-               }
-           },
-           py::arg("buffer"),
-           py::arg("offset"),
-           py::arg("size"),
-           py::arg("value") = 0)
       .def("profile_eval",
            [](Sequence& s) {
                py::gil_scoped_release release;

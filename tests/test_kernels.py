@@ -365,13 +365,12 @@ def test_empty(empty, op, direction, layout, dtype):
 CELLS = {"LSTM": ("LSTM", 0), "GRU": ("GRU", 0), "GRU-lbr": ("GRU", 1), "RNN": ("RNN", 0)}
 
 
-# Every hidden size with the one-row kernel (batch 1) and with the eight-row one (batch 9 or
-# 17, one row into the second or third tile); float16 (odd element counts in packed halves)
-# for two of them. Each step kernel compiles for its shape, so the product of every size with
-# every batch would cost minutes on lavapipe.
-SIZE_RUNS = [(h, 1, np.float32) for h in (1, 3, 33, 65)]
-SIZE_RUNS += [(1, 9, np.float32), (3, 17, np.float32), (33, 9, np.float32), (65, 17, np.float32)]
-SIZE_RUNS += [(3, 9, np.float16), (65, 17, np.float16)]
+# Per cell, hidden sizes with the one-row step kernel (batch 1) and with the eight-row one
+# (batch 9 or 17: one row into the second or third tile), so that each size meets a partial
+# workgroup of units and a partial batch tile somewhere. Each new shape compiles its kernels
+# (about a second on lavapipe), so this is not the full product of sizes and batches.
+SIZE_RUNS = [(1, 1, np.float32), (33, 1, np.float32), (3, 17, np.float32), (65, 9, np.float32),
+             (33, 17, np.float32), (65, 17, np.float16)]
 
 
 @pytest.mark.parametrize("hidden, batch, dtype", [
@@ -394,28 +393,29 @@ def test_odd_hidden_and_large_batch(cell, hidden, batch, dtype):
     check_case(op, t, attrs)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
-def test_single_unit_single_row(op, dtype):
-    # The smallest layer: one direction, one row, one hidden unit (one float16 per output).
+def test_single_unit_single_row_float16(op):
+    # The smallest layer: one direction, one row, one hidden unit. In float16 every output has
+    # an odd element count, so its last 32-bit word holds one half (a bidirectional layer's
+    # outputs always have an even count).
     t = make_inputs(op, seq=3, batch=1, input_size=5, hidden=1, direction="forward",
-                    dtype=dtype, seed=seed_of("one", op), initial=True)
+                    dtype=np.float16, seed=seed_of("one", op), initial=True)
     check_case(op, t, {"direction": "forward"})
 
 
 # --------------------------------------------------------------------------- recognizer
 
-# Seed 000's text-line recognizer: bidirectional LSTM, (seq, batch, input, hidden, lens), at
-# full size (on lavapipe a run takes 1.3 to 1.8 s, and a case runs three times). The batch-8
-# case has padded lines. float16 runs the batch-8 shape at full size and the hidden-256 one
-# with the sequence cut from 80 to 16.
+# Seed 000's text-line recognizer: bidirectional LSTM, (seq, batch, input, hidden, lens). float32
+# at full size (on lavapipe a run takes one to two seconds, and a case runs three times); the
+# batch-8 case has padded lines. float16 at full input and hidden size with the sequence cut
+# (80 to 16, 48 to 12).
+LINES = [48, 40, 33, 48, 12, 27, 48, 1]
 RECOGNIZER = [
     pytest.param((80, 1, 256, 256, None), np.float32, id="seq80-b1-in256-h256-float32"),
-    pytest.param((48, 8, 192, 96, [48, 40, 33, 48, 12, 27, 48, 1]), np.float32,
-                 id="seq48-b8-in192-h96-float32"),
-    pytest.param((48, 8, 192, 96, [48, 40, 33, 48, 12, 27, 48, 1]), np.float16,
-                 id="seq48-b8-in192-h96-float16"),
+    pytest.param((48, 8, 192, 96, LINES), np.float32, id="seq48-b8-in192-h96-float32"),
     pytest.param((16, 1, 256, 256, None), np.float16, id="seq16-b1-in256-h256-float16"),
+    pytest.param((12, 8, 192, 96, [min(n, 12) for n in LINES]), np.float16,
+                 id="seq12-b8-in192-h96-float16"),
 ]
 
 
@@ -430,37 +430,40 @@ def test_recognizer_shapes(shape, dtype):
 # --------------------------------------------------------------------------- consistency
 
 
+# These reuse the option matrix's "all" layers (same shapes and flags, so the same compiled
+# kernels) with related data.
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("direction", DIRECTIONS)
-@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
-def test_layout_1_is_layout_0_transposed(op, direction, dtype=np.float32):
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_layout_1_is_layout_0_transposed(cell, direction, dtype):
     # Same data in both layouts: the arithmetic order is fixed by the shapes, so the bits agree.
-    t0 = make_inputs(op, seq=5, batch=3, input_size=6, hidden=7, direction=direction,
-                     dtype=dtype, seed=seed_of("layout", op, direction), lens=[3, 5, 0],
-                     initial=True, peepholes=op == "LSTM")
+    op, lbr = CELLS[cell]
+    t0, attrs = option_case(op, "all", lbr, direction, 0, dtype)
     t1 = dict(t0, X=t0["X"].transpose(1, 0, 2).copy(),
               initial_h=t0["initial_h"].transpose(1, 0, 2).copy())
     if op == "LSTM":
         t1["initial_c"] = t0["initial_c"].transpose(1, 0, 2).copy()
-    out0 = run_layer(make_layer(op, t0, {"direction": direction}), t0)
-    out1 = run_layer(make_layer(op, t1, {"direction": direction, "layout": 1}), t1)
+    out0 = run_layer(make_layer(op, t0, attrs), t0)
+    out1 = run_layer(make_layer(op, t1, dict(attrs, layout=1)), t1)
     assert_same_bits("Y", "layout 1", out0[0].transpose(2, 0, 1, 3), out1[0])
     for name, a, b in zip(OUTPUTS[op][1:], out0[1:], out1[1:]):
         assert_same_bits(name, "layout 1", a.transpose(1, 0, 2), b)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
-def test_bidirectional_is_forward_and_reverse(op, dtype):
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_bidirectional_is_forward_and_reverse(cell, dtype):
     # Each half of a bidirectional layer gives the bits of a one-direction layer with its weights.
-    t = make_inputs(op, seq=5, batch=3, input_size=6, hidden=7, dtype=dtype,
-                    seed=seed_of("halves", op), lens=[3, 5, 0], initial=True,
-                    peepholes=op == "LSTM")
-    both = run_layer(make_layer(op, t, {"direction": "bidirectional"}), t)
+    op, lbr = CELLS[cell]
+    t, attrs = option_case(op, "all", lbr, "bidirectional", 0, dtype)
+    both = run_layer(make_layer(op, t, attrs), t)
     for d, direction in enumerate(("forward", "reverse")):
         # W, R, B, P and the initial states (layout 0) all lead with the direction axis.
         half = {k: (v if k in ("X", "sequence_lens") or v is None else v[d:d + 1].copy())
                 for k, v in t.items()}
-        one = run_layer(make_layer(op, half, {"direction": direction}), half)
+        one = run_layer(make_layer(op, half, dict(attrs, direction=direction)), half)
         assert_same_bits("Y", direction, both[0][:, d:d + 1], one[0])
         for name, a, b in zip(OUTPUTS[op][1:], both[1:], one[1:]):
             assert_same_bits(name, direction, a[d:d + 1], b)
