@@ -35,6 +35,7 @@ OUTPUT_NAMES = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "
 _GROUP = 64          # local size of the state and output passes
 _MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations at most)
 _PLAN_CACHE = 8      # plans kept per layer (least recently used dropped)
+_LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 128 x 128 tile is used
 
 
 class UnsupportedLayerError(ValueError):
@@ -59,7 +60,8 @@ class ScratchSizes:
 
     ``xw``: the input projection of every step and direction, float32
     [dirs, seq, batch, gates * hidden]. ``state``: every step's hidden state
-    [seq + 1, dirs, batch, hidden], then the LSTM cell state or the GRU's z and r * h.
+    [seq + 1, dirs, batch, hidden], then the LSTM cell state [dirs, batch, hidden], or for a
+    GRU with linear_before_reset = 0 its z and r * h (two more [dirs, batch, hidden] planes).
     """
 
     xw: int
@@ -161,7 +163,7 @@ class RecurrentLayer:
 
         Outputs are numpy arrays in the weights' dtype with ONNX's shapes for the layout. An
         output not named in ``outputs`` (a collection of "Y", "Y_h", "Y_c"; default all) is
-        not computed and comes back as None. ``max_length`` is a host-side bound on the
+        not computed and comes back as None; a single name may be given as a string. ``max_length`` is a host-side bound on the
         sequence lengths (seed 000's MaxLength): the loop runs that many steps; it must be at
         least every sequence length. ``xw_scratch`` and ``state_scratch`` are optional
         ``(buffer, byte_offset)`` regions (buffers from :meth:`allocate`; both may be the same
@@ -172,7 +174,7 @@ class RecurrentLayer:
         if outputs is None:
             wanted = names
         else:
-            wanted = tuple(outputs)
+            wanted = (outputs,) if isinstance(outputs, str) else tuple(outputs)
             for name in wanted:
                 if name not in names:
                     raise ValueError(f"{s.op}: outputs may name {', '.join(names)}, got {name!r}")
@@ -352,7 +354,7 @@ class RecurrentLayer:
 
         # Large products take the 128 x 128 tile; small ones the 64 x 64 tile, which gives
         # four times as many workgroups to spread over the device.
-        tpt = 8 if steps * batch * G * H * D >= (1 << 22) else 4
+        tpt = 8 if steps * batch * G * H * D >= _LARGE_PROJECTION else 4
         tile = 16 * tpt
         gemm = program("input_projection", [x, self._weights["W"], xw_buf],
                        [G * H, s.input_size, seq, batch, s.layout, xw_off, tpt], 1)

@@ -11,8 +11,8 @@ Every case:
     agreement means something.
 
 Weights are drawn uniform in +-1.5/sqrt(fan_in) (W: input size, R: hidden size), biases in
-+-0.5, so pre-activations have a spread of about 0.7: the activations work in their curved
-range, not at 0 or +-1. Option cases also check that the option changes the reference
++-0.5, so pre-activations have a standard deviation of about 0.6 to 0.7 (measured on the
+option cases): the activations work in their curved range, not at 0 or +-1. Option cases also check that the option changes the reference
 result, so that a kernel ignoring it would fail.
 
 Shapes are small (lavapipe under validation in CI) except the text-line recognizer shapes,
@@ -21,6 +21,7 @@ which run at full size.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 
 import numpy as np
@@ -170,8 +171,15 @@ OPTION_SHAPES = {"LSTM": (5, 3, 7, 7), "GRU": (5, 3, 6, 9), "RNN": (6, 3, 5, 11)
 CLIP = 0.5
 # Every set but no_bias has a bias. "all" is bias, lens, initial states, clip and (LSTM)
 # peepholes; not input_forget, which would leave the forget gate's peephole unused.
-COMMON_OPTIONS = ("no_bias", "lens", "initial", "clip", "all")
-CELL_OPTIONS = {"LSTM": ("peepholes", "input_forget"), "GRU": (), "RNN": ()}
+# Every cell x direction x layout runs the sets in EVERY_DIRECTION, GRU with
+# linear_before_reset 0 and 1, so each option runs in every direction and layout (inside
+# "all"). The sets that switch one option on alone run bidirectional (both directions'
+# arithmetic in one layer), in both layouts. The layout does not change the step kernel, the
+# other options do: each (set, direction, dtype) compiles one (about a second on lavapipe).
+EVERY_DIRECTION = {"LSTM": ("no_bias", "all", "input_forget"), "GRU": ("no_bias", "all"),
+                   "RNN": ("no_bias", "all")}
+ALONE = {"LSTM": ("lens", "initial", "clip", "peepholes"), "GRU": ("lens", "initial", "clip"),
+         "RNN": ("lens", "initial", "clip")}
 # float16 changes how the tensors are loaded and stored, not the arithmetic: it runs the set
 # that loads every optional tensor (B, P, sequence_lens, initial_h, initial_c).
 FLOAT16_OPTIONS = ("all",)
@@ -179,14 +187,15 @@ FLOAT16_OPTIONS = ("all",)
 
 def option_cases():
     for op in ("LSTM", "GRU", "RNN"):
-        for option in COMMON_OPTIONS + CELL_OPTIONS[op]:
-            for lbr in ((0, 1) if op == "GRU" else (0,)):
-                for dtype in DTYPES:
-                    if dtype == np.float16 and option not in FLOAT16_OPTIONS:
-                        continue
-                    name = f"{op}-{option}" + (f"-lbr{lbr}" if op == "GRU" else "")
-                    yield pytest.param(op, option, lbr, dtype,
-                                       id=f"{name}-{np.dtype(dtype).name}")
+        for option in EVERY_DIRECTION[op] + ALONE[op]:
+            directions = DIRECTIONS if option in EVERY_DIRECTION[op] else ("bidirectional",)
+            for lbr, dtype, direction, layout in itertools.product(
+                    (0, 1) if op == "GRU" else (0,), DTYPES, directions, (0, 1)):
+                if dtype == np.float16 and option not in FLOAT16_OPTIONS:
+                    continue
+                name = f"{op}-{option}" + (f"-lbr{lbr}" if op == "GRU" else "")
+                yield pytest.param(op, option, lbr, dtype, direction, layout,
+                                   id=f"{name}-{np.dtype(dtype).name}-{direction}-{layout}")
 
 
 def option_case(op, option, lbr, direction, layout, dtype, *, without=None):
@@ -214,9 +223,7 @@ def option_case(op, option, lbr, direction, layout, dtype, *, without=None):
     return t, attrs
 
 
-@pytest.mark.parametrize("layout", (0, 1))
-@pytest.mark.parametrize("direction", DIRECTIONS)
-@pytest.mark.parametrize("op, option, lbr, dtype", list(option_cases()))
+@pytest.mark.parametrize("op, option, lbr, dtype, direction, layout", list(option_cases()))
 def test_options(op, option, lbr, dtype, direction, layout):
     t, attrs = option_case(op, option, lbr, direction, layout, dtype)
     check_case(op, t, attrs)
@@ -245,9 +252,10 @@ def test_zero_length_row_gives_zero_final_state():
 
 # --------------------------------------------------------------------------- activations
 
-# (alpha, beta) of the activations that take them, inside the data's range so that every
-# branch (ThresholdedRelu's threshold, HardSigmoid's clamps, LeakyRelu's and Elu's negative
-# side) is taken. activation_params shifts them per position so each slot's value is distinct.
+# (alpha, beta) of the activations that take them, chosen for pre-activations of about +-1:
+# ThresholdedRelu's threshold and HardSigmoid's linear range lie inside that range (the
+# defaults would make ThresholdedRelu a Relu and Affine zero). activation_params shifts them
+# per position so each slot's value is distinct.
 ACT_PARAMS = {
     "Affine": (0.7, 0.2),
     "LeakyRelu": (0.15, None),
@@ -278,15 +286,18 @@ def rotation(op, shift, sets):
     return [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(n)]
 
 
-# The activations are float32 arithmetic in both precisions, and how a set is given (one for
-# both directions, or one per direction) is resolved on the host: the one-set rotation runs
-# in float16, the per-direction rotation in float32.
-ACTIVATION_RUNS = [pytest.param(1, np.float16, id="one-set-float16"),
-                   pytest.param(2, np.float32, id="per-direction-float32")]
+# The one-set rotation (11 cases per cell) puts every activation in every slot of both
+# directions, in float32. With one set both directions get the same constants, so the
+# per-direction rotation shows each direction reads its own: four shifts per cell (each slot
+# has a different activation in the two directions), in float16 (the activations are float32
+# arithmetic in both precisions). Each case compiles its own step kernel.
+ACTIVATION_RUNS = [pytest.param(shift, 1, np.float32, id=f"one-set-{shift}-float32")
+                   for shift in range(len(ACTIVATIONS))]
+ACTIVATION_RUNS += [pytest.param(shift, 2, np.float16, id=f"per-direction-{shift}-float16")
+                    for shift in (0, 3, 6, 9)]
 
 
-@pytest.mark.parametrize("sets, dtype", ACTIVATION_RUNS)
-@pytest.mark.parametrize("shift", range(len(ACTIVATIONS)))
+@pytest.mark.parametrize("shift, sets, dtype", ACTIVATION_RUNS)
 @pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
 def test_activations(op, shift, sets, dtype):
     names = rotation(op, shift, sets)
@@ -302,12 +313,18 @@ def test_activations(op, shift, sets, dtype):
     check_case(op, t, attrs)
 
 
-def test_rotation_covers_every_activation_in_every_slot():
-    for op in SLOTS:
-        for sets in (1, 2):
-            seen = {(k, rotation(op, s, sets)[k]) for s in range(len(ACTIVATIONS))
-                    for k in range(SLOTS[op] * sets)}
-            assert len(seen) == SLOTS[op] * sets * len(ACTIVATIONS)
+def test_activation_runs_cover_every_slot():
+    # Guards the activation matrix: the one-set runs put every activation in every slot, and
+    # every per-direction run gives the two directions different activations in every slot.
+    runs = [p.values for p in ACTIVATION_RUNS]
+    for op, n in SLOTS.items():
+        seen = {(k, name) for shift, sets, _ in runs if sets == 1
+                for k, name in enumerate(rotation(op, shift, 1))}
+        assert len(seen) == n * len(ACTIVATIONS)
+        for shift, sets, _ in runs:
+            if sets == 2:
+                names = rotation(op, shift, 2)
+                assert all(a != b for a, b in zip(names[:n], names[n:]))
 
 
 @pytest.mark.parametrize("op, names", [
@@ -365,9 +382,9 @@ def test_empty(empty, op, direction, layout, dtype):
 CELLS = {"LSTM": ("LSTM", 0), "GRU": ("GRU", 0), "GRU-lbr": ("GRU", 1), "RNN": ("RNN", 0)}
 
 
-# Per cell, hidden sizes with the one-row step kernel (batch 1) and with the eight-row one
-# (batch 9 or 17: one row into the second or third tile), so that each size meets a partial
-# workgroup of units and a partial batch tile somewhere. Each new shape compiles its kernels
+# Per cell, hidden sizes with the one-row step kernel (batch 1) and with the batched one
+# (batch 9 or 17: one row into the second or third eight-row tile), so that each size meets a
+# partial workgroup of units and a partial batch tile somewhere. Each new shape compiles its kernels
 # (about a second on lavapipe), so this is not the full product of sizes and batches.
 SIZE_RUNS = [(1, 1, np.float32), (33, 1, np.float32), (3, 17, np.float32), (65, 9, np.float32),
              (33, 17, np.float32), (65, 17, np.float16)]
@@ -377,8 +394,8 @@ SIZE_RUNS = [(1, 1, np.float32), (33, 1, np.float32), (3, 17, np.float32), (65, 
     pytest.param(*r, id=f"h{r[0]}-b{r[1]}-{np.dtype(r[2]).name}") for r in SIZE_RUNS])
 @pytest.mark.parametrize("cell", list(CELLS))
 def test_odd_hidden_and_large_batch(cell, hidden, batch, dtype):
-    # Hidden sizes that divide no workgroup (units per step workgroup: LSTM 2, GRU 4 and 8,
-    # RNN 8; Gemm tile 64), batches past one eight-row tile.
+    # Hidden sizes that divide no workgroup (ortops.layer gives a step workgroup 2 to 8 hidden
+    # units, the Gemm a 64 x 64 tile), batches past one eight-row tile.
     op, lbr = CELLS[cell]
     seq = 4
     rng = np.random.default_rng(seed_of("lens", batch))

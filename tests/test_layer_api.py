@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 
 import numpy as np
 import pytest
@@ -37,9 +36,8 @@ CELL_RUNS += [pytest.param("LSTM", np.float16, id="LSTM-float16")]
 # --------------------------------------------------------------------------- helpers
 
 
-def make_weights(op, *, input_size=6, hidden=7, directions=2, dtype=np.float32, seed=0,
-                 peepholes=None):
-    """W, R, B (and P for an LSTM unless peepholes=False), keyed as the API names them."""
+def make_weights(op, *, input_size=6, hidden=7, directions=2, dtype=np.float32, seed=0):
+    """W, R, B (and P for an LSTM), keyed as the API names them."""
     rng = np.random.default_rng(seed)
     G, D, H = GATES[op], directions, hidden
 
@@ -49,7 +47,7 @@ def make_weights(op, *, input_size=6, hidden=7, directions=2, dtype=np.float32, 
     w = {"W": draw((D, G * H, input_size), 1.5 / np.sqrt(input_size)),
          "R": draw((D, G * H, H), 1.5 / np.sqrt(H)),
          "B": draw((D, 2 * G * H), 0.5)}
-    if op == "LSTM" and peepholes is not False:
+    if op == "LSTM":
         w["P"] = draw((D, 3 * H), 0.8)
     return w
 
@@ -85,17 +83,16 @@ def call(layer, x, **kwargs):
 
 
 def assert_bits(got, expected, what):
+    """Outputs (None where not requested) equal bit for bit."""
     assert len(got) == len(expected), what
-    for name, a, b in zip(OUTPUTS_BY_LEN[len(got)], got, expected):
+    names = OUTPUTS["LSTM"] if len(got) == 3 else OUTPUTS["GRU"]
+    for name, a, b in zip(names, got, expected):
         if b is None:
             assert a is None, f"{what}: {name} should be None"
             continue
         assert a is not None, f"{what}: {name} is None"
         assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: {name} dtype/shape"
         assert a.tobytes() == b.tobytes(), f"{what}: {name} has different bits"
-
-
-OUTPUTS_BY_LEN = {3: OUTPUTS["LSTM"], 2: OUTPUTS["GRU"]}
 
 
 def scaled_error(got, ref):
@@ -183,6 +180,9 @@ def test_outputs_subsets(op):
     # A list works as well as a tuple; and the empty shapes honour outputs= too.
     assert_bits(call(layer, x, outputs=["Y_h"]), (None, full[1]) + (None,) * (len(full) - 2),
                 "outputs=['Y_h']")
+    # A single name as a string is that one name, not its characters.
+    assert_bits(call(layer, x, outputs="Y_h"), (None, full[1]) + (None,) * (len(full) - 2),
+                "outputs='Y_h'")
     empty = make_inputs(op, w, seq=0, batch=3, layout=1)
     got = call(layer, empty, outputs=("Y_h",))
     assert got[0] is None and got[1] is not None and all(g is None for g in got[2:])
@@ -308,10 +308,11 @@ def test_caller_scratch_in_one_arena(cell, dtype):
             got = call(layer, x, xw_scratch=xw, state_scratch=state)
             assert_bits(got, owned, f"{order} gap {gap}, run {k}")
     # Another layer using the same arena in between does not disturb the next run.
-    other = new_layer(op, make_weights(op, dtype=dtype, seed=10), **attrs)
-    other_sizes = other.scratch_sizes(6, 3)
-    assert other_sizes == layer.scratch_sizes(6, 3)
-    call(other, x, xw_scratch=xw, state_scratch=state)
+    w_other = make_weights(op, dtype=dtype, seed=10)
+    other = new_layer(op, w_other, **attrs)
+    assert other.scratch_sizes(6, 3) == layer.scratch_sizes(6, 3)
+    assert_bits(call(other, x, xw_scratch=xw, state_scratch=state),
+                FUNCTIONAL[op](**x, **w_other, **attrs), "the other layer in the arena")
     assert_bits(call(layer, x, xw_scratch=xw, state_scratch=state), owned, "after another layer")
 
 
@@ -323,7 +324,7 @@ def test_caller_scratch_errors():
     sizes = layer.scratch_sizes(5, 2)
     arena, xw, state = arena_regions(layer, 5, 2, "xw-state")
     bad_calls = [
-        # One byte short of each region.
+        # Each region too small (by 1 byte and by 4).
         (dict(xw_scratch=(layer.allocate(16 + sizes.xw - 1), 16), state_scratch=state),
          r"^LSTM: the input projection scratch needs \d+ bytes at offset 16, but its buffer holds"),
         (dict(xw_scratch=xw, state_scratch=(layer.allocate(sizes.state + 4), 8)),
