@@ -1,7 +1,5 @@
 """The ``ortops`` command (ortops.cli.main)."""
 
-import importlib.util
-import pathlib
 import re
 import sys
 
@@ -12,19 +10,13 @@ import pytest
 
 from ortops import cli, customop
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from _scripts import load_script
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(f"_ortops_script_{name}", ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
-make_models = _script("make_models")
-conformance = _script("conformance")
+make_models = load_script("make_models")
+conformance = load_script("conformance")
 
 
 @pytest.fixture(scope="module")

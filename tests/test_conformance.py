@@ -6,26 +6,18 @@ node on the GPU, two runs with identical bits, scaled error within 1e-5
 """
 
 import collections
-import importlib.util
-import pathlib
 import sys
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from _scripts import load_script
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(f"_ortops_script_{name}", ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
-conformance = _script("conformance")
+conformance = load_script("conformance")
 
 
 def _failures(results):
