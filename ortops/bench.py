@@ -69,7 +69,6 @@ def _weights(cell, inp, hidden, dirs, dtype, seed=0):
 
 def one_node_model(cell, seq, batch, inp, hidden, direction, dtype):
     """A model holding one recurrent node with its weights as initializers."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     dirs = 2 if direction == "bidirectional" else 1

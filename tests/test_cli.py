@@ -1,7 +1,6 @@
 """The ``ortops`` command (ortops.cli.main)."""
 
 import re
-import sys
 
 import numpy as np
 import onnx

@@ -6,7 +6,6 @@ node on the GPU, two runs with identical bits, scaled error within 1e-5
 """
 
 import collections
-import sys
 
 import numpy as np
 import onnxruntime as ort
