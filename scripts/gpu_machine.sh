@@ -26,7 +26,11 @@ py -m ortops.cli devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops.demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}
+STAGE=${STAGE:-all}   # all | test | bench | recognizer | none
+if [ "$STAGE" = all ] || [ "$STAGE" = recognizer ]; then
+  py scripts/make_models.py > /dev/null
+  py -m ortops.cli run models/recognizer.onnx --compare --repeat 20 2>&1 | tee "$OUT/recognizer.txt"
+fi
 if [ "$STAGE" = all ] || [ "$STAGE" = test ]; then
   py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
