@@ -262,18 +262,6 @@ def clear_inline_cache() -> None:
         _INLINE_CACHE.clear()
 
 
-def _check_sequence_lens(lens: np.ndarray, seq: int, batch: int) -> None:
-    if lens.ndim != 1 or lens.shape[0] != batch:
-        raise ValueError(f"sequence_lens has shape {list(lens.shape)}, expected [{batch}] (the batch size)")
-    bad = np.flatnonzero((lens < 0) | (lens > seq))
-    if bad.size:
-        b = int(bad[0])
-        raise ValueError(
-            f"sequence_lens[{b}] = {int(lens[b])} is outside [0, {seq}] (batch row {b}; "
-            f"{bad.size} row(s) out of range)"
-        )
-
-
 def run_node(cfg: dict, feed: list) -> tuple:
     """Run one custom node: returns the data outputs then the status array."""
     op = cfg["op"]
@@ -291,14 +279,10 @@ def run_node(cfg: dict, feed: list) -> tuple:
         else:
             # float16 arrives widened to float32 (exact); narrowing is exact too.
             vals[name] = arr if arr.dtype == out_dt else arr.astype(out_dt)
+    # Shapes and sequence_lens (range, naming the batch row) are checked by the layer, with
+    # ortops.validation like every other path; errors are wrapped with the node's name.
     X = vals["X"]
-    if X.ndim != 3:
-        raise ValueError(f"X has rank {X.ndim} (shape {list(X.shape)}), expected rank 3")
-    layout = cfg["attrs"].get("layout", 0)
-    seq, batch = (X.shape[1], X.shape[0]) if layout == 1 else (X.shape[0], X.shape[1])
     lens = vals["sequence_lens"]
-    if lens is not None:
-        _check_sequence_lens(lens, seq, batch)
 
     if cfg["weights"] == "registry":
         layer = REGISTRY.get(cfg["key"])

@@ -298,7 +298,8 @@ def check_inputs(
         if bad.size:
             b = int(bad[0])
             raise ValueError(
-                f"{op}: sequence_lens[{b}] = {int(sequence_lens[b])} is outside [0, {seq}]"
+                f"{op}: sequence_lens[{b}] = {int(sequence_lens[b])} is outside [0, {seq}] "
+                f"(batch row {b}; {bad.size} row(s) out of range)"
             )
 
     if initial_c is not None and op != "LSTM":

@@ -77,6 +77,15 @@ def new_layer(op, w, **attrs):
     return RecurrentLayer(op, w["W"], w["R"], w.get("B"), w.get("P"), **attrs)
 
 
+def bidirectional_layer(cell, dtype, seed):
+    """(op, weights, attributes, layer) of a bidirectional layer of one of the CELLS runs."""
+    op, lbr = CELLS[cell]
+    attrs = {"linear_before_reset": lbr} if op == "GRU" else {}
+    w = make_weights(op, dtype=dtype, seed=seed)
+    attrs["direction"] = "bidirectional"
+    return op, w, attrs, new_layer(op, w, **attrs)
+
+
 def call(layer, x, **kwargs):
     return layer(x["X"], x.get("sequence_lens"), x.get("initial_h"), x.get("initial_c"),
                  **kwargs)
@@ -106,12 +115,7 @@ def scaled_error(got, ref):
 def test_layer_reuse_with_different_inputs(cell, dtype):
     # One layer, many calls: new values, new optional inputs, a new shape, then the first
     # again. Each call equals a fresh layer's (the functional API).
-    op, lbr = CELLS[cell]
-    attrs = {"direction": "bidirectional"}
-    if op == "GRU":
-        attrs["linear_before_reset"] = lbr
-    w = make_weights(op, dtype=dtype, seed=11)
-    layer = new_layer(op, w, **attrs)
+    op, w, attrs, layer = bidirectional_layer(cell, dtype, seed=11)
     runs = [dict(seq=5, batch=3, lens=None, initial=False, seed=1),
             dict(seq=5, batch=3, lens=[5, 0, 3], initial=True, seed=2),
             dict(seq=5, batch=3, lens=[2, 4, 5], initial=True, seed=3),   # same plan, new values
@@ -291,12 +295,7 @@ def arena_regions(layer, seq, batch, order, lead=12, gap=8, tail=4):
 
 @pytest.mark.parametrize("cell, dtype", CELL_RUNS)
 def test_caller_scratch_in_one_arena(cell, dtype):
-    op, lbr = CELLS[cell]
-    attrs = {"direction": "bidirectional"}
-    if op == "GRU":
-        attrs["linear_before_reset"] = lbr
-    w = make_weights(op, dtype=dtype, seed=9)
-    layer = new_layer(op, w, **attrs)
+    op, w, attrs, layer = bidirectional_layer(cell, dtype, seed=9)
     x = make_inputs(op, w, seq=6, batch=3, lens=[6, 0, 4])
     owned = call(layer, x)
     # Spaced, and packed tight in both orders: a pass that wrote past its region's size
