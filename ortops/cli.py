@@ -1,6 +1,7 @@
 """The ``ortops`` command.
 
-    ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N] [--device D]
+    ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N]
+               [--warmup SECONDS] [--device D]
     ortops info MODEL [--device D]
     ortops devices
     ortops bench [ARGS ...]
@@ -149,6 +150,16 @@ def make_feeds(sess, model, given: dict, dims: dict, seed: int) -> dict:
 # -- commands -----------------------------------------------------------------------------
 
 
+def _warm(run, seconds: float) -> None:
+    # One untimed run always (pipelines, caches); then keep running for ``seconds``: a GPU
+    # that idled drops its clocks (the H200 to 345 of 1980 MHz) and a light model alone
+    # raises them only after a few hundred ms of work (docs/perf.md, "GPU clocks").
+    t0 = time.perf_counter()
+    run()
+    while time.perf_counter() - t0 < seconds:
+        run()
+
+
 def _timed(run, repeat: int, label: str):
     bar = Progress(repeat, label)
     times, out = [], None
@@ -175,6 +186,8 @@ def cmd_run(args) -> int:
 
     if args.repeat < 1:
         raise CliError("--repeat must be at least 1")
+    if not args.warmup >= 0:  # also refuses NaN
+        raise CliError(f"--warmup must be a number of seconds >= 0, got {args.warmup}")
     model = rewrite.load_model(args.model)
     dims = {k: _positive_int(v, f"--dim {k}") for k, v in _parse_pairs(args.dim, "--dim").items()}
     sess = InferenceSession(model, providers=["CPUExecutionProvider"], device=args.device)
@@ -182,7 +195,7 @@ def cmd_run(args) -> int:
         print(p.describe())
     feeds = make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")), dims, args.seed)
     names = [o.name for o in sess.get_outputs()]
-    sess.run(None, feeds)  # first run: pipelines and caches warm, not timed
+    _warm(lambda: sess.run(None, feeds), args.warmup)
     outputs, times = _timed(lambda: sess.run(None, feeds), args.repeat, "ortops")
     print(f"ortops GPU path: {_fmt_times(times)}")
     for name, value in zip(names, outputs):
@@ -202,7 +215,7 @@ def cmd_run(args) -> int:
     ref_model = cpu_equivalent(model) if equivalent else model
     ref_feeds = cpu_feeds(feeds) if equivalent else feeds
     cpu = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"])
-    cpu.run(None, ref_feeds)
+    _warm(lambda: cpu.run(None, ref_feeds), args.warmup)
     expected, cpu_times = _timed(lambda: cpu.run(None, ref_feeds), args.repeat, "ORT CPU")
     what = "ONNX Runtime CPU" + (" (layout-0 float32 equivalent model)" if equivalent else "")
     print(f"{what}: {_fmt_times(cpu_times)}")
@@ -303,6 +316,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--dim", action="append", metavar="NAME=N", help="value of a dynamic dimension (default 1)")
     r.add_argument("--compare", action="store_true", help="also run on stock ONNX Runtime CPU and compare")
     r.add_argument("--repeat", type=int, default=1, help="timed runs (after one untimed warm-up run)")
+    r.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS",
+                   help="keep running untimed this long before timing (lets an idle GPU's clocks "
+                        "rise; default 0: one warm-up run)")
     r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
     r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")

@@ -29,7 +29,13 @@ py -m ortops.demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all | test | bench | recognizer | none
 if [ "$STAGE" = all ] || [ "$STAGE" = recognizer ]; then
   py scripts/make_models.py > /dev/null
+  # As a user's first call meets it: the GPU idle, its clocks low (docs/perf.md, "GPU clocks").
   py -m ortops.cli run models/recognizer.onnx --compare --repeat 20 2>&1 | tee "$OUT/recognizer.txt"
+  # Steady state: 2 s of untimed runs first. Every sample model (GRU, RNN, float16 variants).
+  for m in models/*.onnx; do
+    echo "== $m"; py -m ortops.cli info "$m"; py -m ortops.cli run "$m" --compare --warmup 2 --repeat 200
+  done 2>&1 | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' > "$OUT/models.txt"
+  grep -E '^==|median|error' "$OUT/models.txt"
 fi
 if [ "$STAGE" = all ] || [ "$STAGE" = test ]; then
   py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"

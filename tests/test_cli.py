@@ -1,6 +1,7 @@
 """The ``ortops`` command (ortops.cli.main)."""
 
 import re
+import time
 
 import numpy as np
 import onnx
@@ -124,12 +125,29 @@ def test_generated_sequence_lens_are_full_length(models):
     (["run", "{gru}", "--input", "nope=x.npy"], "cannot read --input nope"),
     (["run", "{gru}", "--dim", "batch=two"], "must be an integer"),
     (["run", "{gru}", "--repeat", "0"], "--repeat must be at least 1"),
+    (["run", "{gru}", "--warmup", "-1"], "--warmup must be a number of seconds >= 0"),
+    (["run", "{gru}", "--warmup", "nan"], "--warmup must be a number of seconds >= 0"),
 ])
 def test_errors_are_one_line_with_status_2(models, capsys, argv, message):
     argv = [a.format(**models) for a in argv]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("ortops: error:") and message in err
+
+
+def test_warmup_runs_once_then_for_the_given_time():
+    calls = []
+    cli._warm(lambda: calls.append(1), 0.0)
+    assert len(calls) == 1
+    calls.clear()
+    t0 = time.perf_counter()
+    cli._warm(lambda: (calls.append(1), time.sleep(0.01)), 0.1)
+    assert time.perf_counter() - t0 >= 0.1 and len(calls) >= 5
+
+
+def test_run_with_warmup(models, capsys):
+    assert cli.main(["run", models["gru"], "--warmup", "0.2", "--repeat", "2", "--compare"]) == 0
+    assert re.search(r"ortops GPU path: median [\d.]+ ms", capsys.readouterr().out)
 
 
 def test_unknown_input_name(models, tmp_path, capsys):
