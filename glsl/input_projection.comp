@@ -26,7 +26,9 @@ layout(std430, binding = 1) readonly buffer WBuf { uint W[]; };
 layout(std430, binding = 2) writeonly buffer XwBuf { uint Xw[]; };
 
 // rows: how many (step, batch row) rows to compute; the host's MaxLength bound shortens it.
-layout(push_constant) uniform Push { uint rows; } pc;
+// tile0: the first row tile of this dispatch. The host splits the rows over dispatches of at
+// most 65535 row tiles (Vulkan's guaranteed workgroup count), so any row count fits.
+layout(push_constant) uniform Push { uint rows; uint tile0; } pc;
 
 const uint TILE = 16u * TPT;
 const uint KT = 16;
@@ -47,7 +49,7 @@ uint xRow(uint m)
 void main()
 {
     uint d = gl_WorkGroupID.z;
-    uint m0 = gl_WorkGroupID.y * TILE;
+    uint m0 = (pc.tile0 + gl_WorkGroupID.y) * TILE;
     uint n0 = gl_WorkGroupID.x * TILE;
     uint tx = gl_LocalInvocationID.x;
     uint ty = gl_LocalInvocationID.y;

@@ -22,6 +22,11 @@ layout(std430, binding = 2) writeonly buffer YBuf { uint Y[]; };
 
 const uint PLANE = DIRS * BATCH * HIDDEN;
 const uint TOTAL = SEQ * PLANE;
+#if FLOAT16
+const uint WORDS = (TOTAL + 1u) / 2u;   // two halves per word
+#else
+const uint WORDS = TOTAL;
+#endif
 
 float value(uint e)
 {
@@ -46,12 +51,13 @@ float value(uint e)
 
 void main()
 {
-    uint w = gl_GlobalInvocationID.x;
+    // A grid-stride loop over words: the host caps the workgroup count at Vulkan's
+    // guaranteed 65535, and Y can hold more than 65535 * 64 words.
+    for (uint w = gl_GlobalInvocationID.x; w < WORDS; w += gl_NumWorkGroups.x * 64u) {
 #if FLOAT16
-    if (w >= (TOTAL + 1u) / 2u) return;
-    Y[w] = packHalf2x16(vec2(value(2u * w), value(2u * w + 1u)));
+        Y[w] = packHalf2x16(vec2(value(2u * w), value(2u * w + 1u)));
 #else
-    if (w >= TOTAL) return;
-    Y[w] = floatBitsToUint(value(w));
+        Y[w] = floatBitsToUint(value(w));
 #endif
+    }
 }

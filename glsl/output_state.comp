@@ -24,6 +24,11 @@ layout(std430, binding = 2) writeonly buffer OutBuf { uint O[]; };
 layout(push_constant) uniform Push { uint steps; } pc;   // MaxLength: the slot of the final state
 
 const uint PLANE = DIRS * BATCH * HIDDEN;
+#if FLOAT16
+const uint WORDS = (PLANE + 1u) / 2u;   // two halves per word
+#else
+const uint WORDS = PLANE;
+#endif
 
 float value(uint e)
 {
@@ -46,12 +51,12 @@ float value(uint e)
 
 void main()
 {
-    uint w = gl_GlobalInvocationID.x;
+    // A grid-stride loop over words (the host caps the workgroup count at 65535).
+    for (uint w = gl_GlobalInvocationID.x; w < WORDS; w += gl_NumWorkGroups.x * 64u) {
 #if FLOAT16
-    if (w >= (PLANE + 1u) / 2u) return;
-    O[w] = packHalf2x16(vec2(value(2u * w), value(2u * w + 1u)));
+        O[w] = packHalf2x16(vec2(value(2u * w), value(2u * w + 1u)));
 #else
-    if (w >= PLANE) return;
-    O[w] = floatBitsToUint(value(w));
+        O[w] = floatBitsToUint(value(w));
 #endif
+    }
 }

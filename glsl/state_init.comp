@@ -23,11 +23,8 @@ layout(std430, binding = 0) readonly buffer H0Buf { uint H0[]; };
 layout(std430, binding = 1) readonly buffer C0Buf { uint C0[]; };
 layout(std430, binding = 2) buffer StateBuf { uint S[]; };
 
-void main()
+void init(uint i, uint total)
 {
-    uint i = gl_GlobalInvocationID.x;
-    uint total = DIRS * BATCH * HIDDEN;
-    if (i >= total) return;
     uint u = i % HIDDEN;
     uint b = (i / HIDDEN) % BATCH;
     uint d = i / (HIDDEN * BATCH);
@@ -37,5 +34,14 @@ void main()
     if (HAS_CELL != 0u) {
         uint c = STATE_OFFSET + (SEQ + 1u) * total + i;
         STOREF(S, c, HAS_C0 != 0u ? LOADT(C0, src) : 0.0);
+    }
+}
+
+void main()
+{
+    // A grid-stride loop: the host caps the workgroup count at Vulkan's guaranteed 65535.
+    uint total = DIRS * BATCH * HIDDEN;
+    for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * 64u) {
+        init(i, total);
     }
 }

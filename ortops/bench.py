@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from ortops.validation import GATES
+
 # cell, seq, batch, input, hidden, direction: the anchor table of the project's notes.
 ANCHOR_SHAPES = [
     ("LSTM", 80, 1, 256, 256, "bidirectional"),
@@ -43,7 +45,6 @@ SMALL_SHAPES = [
     ("GRU", 8, 2, 32, 32, "bidirectional"),
     ("RNN", 8, 2, 32, 32, "forward"),
 ]
-_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 def _median_ms(fn, runs: int, warmup: int = 3) -> float:
@@ -59,7 +60,7 @@ def _median_ms(fn, runs: int, warmup: int = 3) -> float:
 
 def _weights(cell, inp, hidden, dirs, dtype, seed=0):
     rng = np.random.default_rng(seed)
-    g = _GATES[cell]
+    g = GATES[cell]
     s = 1.0 / np.sqrt(hidden)
     W = rng.uniform(-s, s, (dirs, g * hidden, inp)).astype(dtype)
     R = rng.uniform(-s, s, (dirs, g * hidden, hidden)).astype(dtype)

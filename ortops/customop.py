@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from ortops.validation import OUTPUTS
+
 DOMAIN = "ortops"
 CONFIG_VERSION = 1
 
@@ -57,8 +59,7 @@ INPUTS = {
     "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
     "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
 }
-#: Data outputs of the custom op in order (``status`` follows them).
-OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+# Data outputs of the custom op: OUTPUTS (ortops.validation), then ``status``.
 WEIGHTS = ("W", "R", "B", "P")
 
 #: ``config["dtype"]`` -> (custom op type suffix, numpy dtype of the op's float

@@ -54,6 +54,7 @@ class Device:
     max_storage_buffer_range: int
     max_workgroup_size: tuple
     max_workgroup_invocations: int
+    max_workgroup_count: tuple
     max_shared_memory: int
     max_push_constants_size: int
     subgroup_size: int
@@ -76,6 +77,7 @@ class Device:
                 str(self),
                 f"    max storage buffer range  {self.max_storage_buffer_range} bytes",
                 f"    max workgroup size        {x} x {y} x {z} ({self.max_workgroup_invocations} invocations)",
+                "    max workgroup count       {} x {} x {}".format(*self.max_workgroup_count),
                 f"    shared memory             {self.max_shared_memory} bytes",
                 f"    subgroup size             {self.subgroup_size}",
                 f"    float16 / float64 shaders {'yes' if self.float16 else 'no'} / {'yes' if self.float64 else 'no'}",

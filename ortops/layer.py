@@ -31,8 +31,8 @@ _DEFAULT_ACTIVATIONS = {
     "GRU": ("Sigmoid", "Tanh"),
     "RNN": ("Tanh",),
 }
-OUTPUT_NAMES = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
 _GROUP = 64          # local size of the state and output passes
+_MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
 _MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations at most)
 _PLAN_CACHE = 8      # plans kept per layer (least recently used dropped)
 _LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 128 x 128 tile is used
@@ -52,6 +52,11 @@ def _words(nbytes: int) -> int:
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _groups(n: int) -> int:
+    """Workgroups of a grid-stride pass over n items (copy, state and output passes)."""
+    return min(_ceil(n, _GROUP), _MAX_GROUPS)
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,7 @@ class RecurrentLayer:
         arena) of at least :meth:`scratch_sizes` bytes; by default the plan owns its scratch.
         """
         s = self.spec
-        names = OUTPUT_NAMES[s.op]
+        names = validation.OUTPUTS[s.op]
         if outputs is None:
             wanted = names
         else:
@@ -267,6 +272,14 @@ class RecurrentLayer:
                 f"{nbytes} bytes in one storage binding, above the device's "
                 f"maxStorageBufferRange of {self._limit} bytes")
 
+    def _check_groups(self, what: str, groups):
+        limit = self.device.max_workgroup_count
+        if any(g > m for g, m in zip(groups, limit)):
+            raise UnsupportedLayerError(
+                f"{self.spec.op}: unsupported layer on {self.device.name}: {what} needs "
+                f"{' x '.join(map(str, groups))} workgroups, above the device's "
+                f"maxComputeWorkGroupCount of {' x '.join(map(str, limit))}")
+
     def _region(self, what, region, nbytes):
         """(buffer, offset in floats) for a scratch region, owned or caller-supplied."""
         if region is None:
@@ -301,7 +314,7 @@ class RecurrentLayer:
             words = _words(dev.nbytes)
             copy = ctx.program(spirv("copy_words"), [host, dev], [], 1)
             keep.append(copy)
-            seq.dispatch(copy, min(_ceil(words, _GROUP), 65535), 1, 1, [words])
+            seq.dispatch(copy, _groups(words), 1, 1, [words])
         seq.barrier("compute", "compute")
         seq.eval()
         return stored
@@ -357,7 +370,7 @@ class RecurrentLayer:
         tpt = 8 if steps * batch * G * H * D >= _LARGE_PROJECTION else 4
         tile = 16 * tpt
         gemm = program("input_projection", [x, self._weights["W"], xw_buf],
-                       [G * H, s.input_size, seq, batch, s.layout, xw_off, tpt], 1)
+                       [G * H, s.input_size, seq, batch, s.layout, xw_off, tpt], 2)
         init = program("state_init", [h0 or dummy, c0 or dummy, st_buf],
                        [D, batch, H, seq, s.layout, int(has_h0), int(has_c0),
                         int(s.op == "LSTM"), st_off])
@@ -390,6 +403,7 @@ class RecurrentLayer:
             buffers = [xw_buf, self._weights["R"], self._weights.get("B", dummy),
                        self._weights.get("P", dummy), lens_b, st_buf]
             groups = (_ceil(H, units), D, _ceil(batch, nb))
+            self._check_groups("the step pass", groups)
             return program("step", buffers, spec, 1), groups
 
         if s.op == "GRU" and not s.linear_before_reset:
@@ -404,10 +418,12 @@ class RecurrentLayer:
         sequence.barrier("transfer", "compute")
         if self.timestamps:
             sequence.timestamp(0)
-        if steps:
-            sequence.dispatch(gemm, _ceil(G * H, tile), _ceil(steps * batch, tile), D,
-                              [steps * batch])
-        sequence.dispatch(init, _ceil(D * batch * H, _GROUP), 1, 1, [])
+        # Row tiles in dispatches of at most _MAX_GROUPS (the shader offsets by tile0).
+        row_tiles = _ceil(steps * batch, tile)
+        for tile0 in range(0, row_tiles, _MAX_GROUPS):
+            sequence.dispatch(gemm, _ceil(G * H, tile), min(_MAX_GROUPS, row_tiles - tile0), D,
+                              [steps * batch, tile0])
+        sequence.dispatch(init, _groups(D * batch * H), 1, 1, [])
         sequence.barrier("compute", "compute")
         if self.timestamps:
             sequence.timestamp(1)
@@ -422,13 +438,13 @@ class RecurrentLayer:
                 words = _ceil(seq * D * batch * H * item, 4)
                 prog = program("output_sequence", [st_buf, lens_b, buf],
                                [D, batch, H, seq, s.layout, int(has_lens), reverse0, st_off])
-                sequence.dispatch(prog, _ceil(words, _GROUP), 1, 1, [])
+                sequence.dispatch(prog, _groups(words), 1, 1, [])
             else:
                 words = _ceil(D * batch * H * item, 4)
                 prog = program("output_state", [st_buf, lens_b, buf],
                                [D, batch, H, seq, s.layout, int(has_lens), int(name == "Y_c"),
                                 st_off, 1], 1)
-                sequence.dispatch(prog, _ceil(words, _GROUP), 1, 1, [steps])
+                sequence.dispatch(prog, _groups(words), 1, 1, [steps])
         if self.timestamps:
             sequence.timestamp(3)
         # Results go to host-cached memory (fast to read), then the end-of-run marker that

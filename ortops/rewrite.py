@@ -36,12 +36,12 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ortops import customop
+from ortops.validation import GATES, OUTPUTS
 
 RECURRENT = ("LSTM", "GRU", "RNN")
 #: Operator versions the custom ops implement (one semantics: layout came in
 #: 14, types in 22). A model of opset 23 or later still uses version 22.
 SUPPORTED_VERSIONS = (7, 14, 22)
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 _DTYPES = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16", TensorProto.DOUBLE: "float64"}
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64}
 _ATTRS = {
@@ -321,7 +321,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         name = node.name or f"{op}_{index}"
         raw = _attrs(node)
         std_in = list(node.input) + [""] * (len(customop.INPUTS[op]) - len(node.input))
-        std_out = list(node.output) + [""] * (len(customop.OUTPUTS[op]) - len(node.output))
+        std_out = list(node.output) + [""] * (len(OUTPUTS[op]) - len(node.output))
         x_type = info.types.get(std_in[0]) or info.types.get(std_in[1])
         dtype = _DTYPES.get(x_type[0]) if x_type else None
         base = dict(index=index, name=name, op=op, dtype=dtype, direction=str(raw.get("direction", "forward")),
@@ -371,9 +371,9 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             stay(f"not taken by the GPU path: {type(e).__name__}: {e}")
             continue
 
-        used = [o for o, s in zip(customop.OUTPUTS[op], std_out) if s and s in info.used]
+        used = [o for o, s in zip(OUTPUTS[op], std_out) if s and s in info.used]
         if not used:  # nothing reads the node: still produce its first named output
-            used = [o for o, s in zip(customop.OUTPUTS[op], std_out) if s][:1] or ["Y"]
+            used = [o for o, s in zip(OUTPUTS[op], std_out) if s][:1] or ["Y"]
         gate = used[0]
         registry = weights == "registry" and constant
         in_kind = "float64" if dtype == "float64" else "float32"
@@ -396,7 +396,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             "device": None if device is None or weights == "registry" else str(getattr(device, "name", device)),
         }
         new_out = []
-        for o, s in zip(customop.OUTPUTS[op], std_out):
+        for o, s in zip(OUTPUTS[op], std_out):
             if o == gate:
                 new_out.append(info.unique(f"{s or name + '_' + o}__ortops_raw"))
             elif o in used:
@@ -407,9 +407,9 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         new_nodes.append(helper.make_node(
             customop.op_type(op, dtype), new_in, new_out + [status], name=name, domain=customop.DOMAIN,
             config=customop.encode_config(cfg)))
-        gate_name = std_out[customop.OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
+        gate_name = std_out[OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
         new_nodes.append(helper.make_node(
-            "Reshape", [new_out[customop.OUTPUTS[op].index(gate)], status], [gate_name],
+            "Reshape", [new_out[OUTPUTS[op].index(gate)], status], [gate_name],
             name=info.unique(f"{name}/ortops_check (on failure the reason is on stderr)")))
         if registry:
             layers[key] = layer

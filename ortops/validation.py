@@ -44,9 +44,11 @@ import numpy as np
 
 from .activations import Activation, resolve_activations
 
-__all__ = ["GATES", "LayerSpec", "check_layer", "check_inputs", "output_shapes"]
+__all__ = ["GATES", "OUTPUTS", "LayerSpec", "check_layer", "check_inputs", "output_shapes"]
 
+#: Gates per cell (rows of W and R per hidden unit) and outputs per cell, in ONNX's order.
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
 
 _GATE_TEXT = {"LSTM": "4*hidden_size", "GRU": "3*hidden_size", "RNN": "hidden_size"}
 _DIRECTIONS = ("forward", "reverse", "bidirectional")

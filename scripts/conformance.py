@@ -47,11 +47,10 @@ except ImportError:
     sys.path.insert(0, ROOT)
 
 from ortops.compare import scaled_error, tolerance  # noqa: E402
+from ortops.validation import GATES, OUTPUTS  # noqa: E402
 
 _ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
 _NP = {"float32": np.float32, "float16": np.float16}
-_OUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
-_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 @dataclass
@@ -196,7 +195,7 @@ def node_case(name, op, *, direction="forward", layout=0, dtype="float32", seq=4
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     dirs = 2 if direction == "bidirectional" else 1
-    G = _GATES[op]
+    G = GATES[op]
     npdt = _NP[dtype]
 
     def rand(*shape, scale=1.0):
@@ -250,8 +249,8 @@ def node_case(name, op, *, direction="forward", layout=0, dtype="float32", seq=4
     node_in = [n if n in present else "" for n in order]
     while node_in[-1] == "":
         node_in.pop()
-    wanted = tuple(outputs) if outputs else _OUTS[op]
-    node_out = [o if o in wanted else "" for o in _OUTS[op]]
+    wanted = tuple(outputs) if outputs else OUTPUTS[op]
+    node_out = [o if o in wanted else "" for o in OUTPUTS[op]]
     while node_out[-1] == "":
         node_out.pop()
     node = helper.make_node(op, node_in, node_out, name=f"{op.lower()}_node", **attrs)
@@ -270,7 +269,7 @@ def node_case(name, op, *, direction="forward", layout=0, dtype="float32", seq=4
         else:
             inits.append(numpy_helper.from_array(a, n))
     y_shape = [batch, seq, dirs, hidden] if layout else [seq, dirs, batch, hidden]
-    outs = [_value(o, dtype, y_shape if o == "Y" else list(state)) for o in _OUTS[op] if o in wanted]
+    outs = [_value(o, dtype, y_shape if o == "Y" else list(state)) for o in OUTPUTS[op] if o in wanted]
     graph = helper.make_graph([node], name, inputs, outs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = min(model.ir_version, 8 if opset < 22 else 10)
@@ -343,7 +342,7 @@ def oracle_outputs(case: Case) -> list[np.ndarray]:
         arr, fd = a["arrays"], a["feeds"]
         common = (fd["X"], arr["W"], arr["R"], arr.get("B"), fd.get("sequence_lens"), fd.get("initial_h"))
         res = f(*common, fd.get("initial_c"), arr.get("P"), **a["attrs"]) if a["op"] == "LSTM" else f(*common, **a["attrs"])
-        return [r for n, r in zip(_OUTS[a["op"]], res) if n in a["outputs"]]
+        return [r for n, r in zip(OUTPUTS[a["op"]], res) if n in a["outputs"]]
     import onnxruntime as ort
 
     from ortops.equivalent import cpu_equivalent, cpu_feeds
@@ -363,7 +362,7 @@ def _ortops_session(case: Case, device):
         sess = ort.InferenceSession(converted.SerializeToString(), ortops.register(ort.SessionOptions()),
                                     providers=["CPUExecutionProvider"])
         placed = [n for n in converted.graph.node if n.domain == "ortops"]
-        standard = [n for n in converted.graph.node if n.op_type in _GATES and n.domain in ("", "ai.onnx")]
+        standard = [n for n in converted.graph.node if n.op_type in GATES and n.domain in ("", "ai.onnx")]
         where = None if not standard else f"{len(standard)} recurrent node(s) left to ORT CPU"
         if not placed and not standard:
             where = "no recurrent node found"

@@ -1027,6 +1027,16 @@ PYBIND11_MODULE(_vk, m)
                if (x == 0 || y == 0 || z == 0) {
                    return; // an empty dispatch records nothing
                }
+               // A count above the limit is invalid Vulkan that some drivers run anyway
+               // (lavapipe did): refuse it here so no caller records one.
+               auto limit = s.ctx->physical->getProperties().limits.maxComputeWorkGroupCount;
+               if (x > limit[0] || y > limit[1] || z > limit[2]) {
+                   throw std::invalid_argument(
+                     "ortops: dispatch of " + std::to_string(x) + " x " + std::to_string(y) +
+                     " x " + std::to_string(z) + " workgroups exceeds the device's "
+                     "maxComputeWorkGroupCount of " + std::to_string(limit[0]) + " x " +
+                     std::to_string(limit[1]) + " x " + std::to_string(limit[2]));
+               }
                s.record(std::make_shared<OpDispatch>(program, std::move(push), x, y, z));
            },
            py::arg("program"),

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from ortops import chain
 
@@ -25,8 +26,36 @@ def test_chain_result_depends_on_every_step():
     assert not np.array_equal(chain.run(start, 999), chain.expected(start, 1000))
 
 
+def test_dispatch_beyond_the_workgroup_count_is_refused():
+    # The binding refuses what Vulkan forbids rather than record it (lavapipe ran such a
+    # dispatch without complaint; only the validation layer reported it).
+    from ortops.device import context
+    from ortops.shaders import spirv
+
+    dev, ctx = context()
+    buf = ctx.buffer(4, "device")
+    prog = ctx.program(spirv("chain_step"), [buf, buf], [], 1)
+    seq = ctx.sequence()
+    # Each dimension whose limit leaves room for one more in a uint32 (z is 65,535 nearly
+    # everywhere).
+    tried = 0
+    for axis, limit in enumerate(dev.max_workgroup_count):
+        if limit < 2**32 - 1:
+            counts = [1, 1, 1]
+            counts[axis] = limit + 1
+            with pytest.raises(ValueError, match=rf"dispatch of {counts[0]} x {counts[1]} x "
+                                                 rf"{counts[2]} workgroups exceeds the device's "
+                                                 r"maxComputeWorkGroupCount of \d+ x \d+ x \d+"):
+                seq.dispatch(prog, *counts, [1])
+            tried += 1
+    assert tried
+    seq.dispatch(prog, 1, 1, 1, [1])   # within the limits: recorded
+    seq.eval()
+
+
 _PROBE = """
 import numpy as np
+import pytest
 from ortops import chain
 from ortops.device import validation_messages
 start = np.arange(1024, dtype=np.uint32)

@@ -13,6 +13,7 @@ def test_devices_lists_at_least_one_with_limits():
         assert d.type in ("discrete", "integrated", "virtual", "cpu", "other")
         assert d.max_storage_buffer_range > 0
         assert d.max_workgroup_invocations >= 128
+        assert len(d.max_workgroup_count) == 3 and min(d.max_workgroup_count) >= 65535
         assert d.subgroup_size >= 1
         assert d.timestamp_period_ns > 0
 

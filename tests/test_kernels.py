@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 import ortops
+import ortops.layer
 from ortops import reference
 from ortops.activations import ACTIVATIONS
 
@@ -418,6 +419,51 @@ def test_single_unit_single_row_float16(op):
     t = make_inputs(op, seq=3, batch=1, input_size=5, hidden=1, direction="forward",
                     dtype=np.float16, seed=seed_of("one", op), initial=True)
     check_case(op, t, {"direction": "forward"})
+
+
+# --------------------------------------------------------------------------- dispatch limits
+
+
+def test_output_larger_than_one_dispatch_of_workgroups():
+    # Y of 130 x 4096 x 8 = 4,259,840 words needs more than 65,535 workgroups of 64: above
+    # lavapipe's maxComputeWorkGroupCount (and the count Vulkan guarantees), so the output
+    # pass loops over a capped grid. Without that the dispatch is invalid (the validation
+    # layer reports VUID-vkCmdDispatch-groupCountX-00386; the binding now refuses it). About
+    # 5 s a run on lavapipe.
+    t = make_inputs("RNN", seq=130, batch=4096, input_size=4, hidden=8, direction="forward",
+                    seed=seed_of("wide"), initial=True)
+    expected = REFERENCE["RNN"](**t, direction="forward")
+    layer = make_layer("RNN", t, {"direction": "forward"})
+    first, again = run_layer(layer, t), run_layer(layer, t)
+    assert first[0].size > 65535 * 64
+    for name, got, ref, got2 in zip(OUTPUTS["RNN"], first, expected, again):
+        assert_same_bits(name, "a second run on the same layer", got, got2)
+        assert_close(name, got, ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_passes_split_over_capped_dispatches(cell, dtype, monkeypatch):
+    # ortops.layer caps every dispatch dimension at _MAX_GROUPS (65,535): the projection
+    # splits its row tiles over several dispatches, the weight copy and the state and output
+    # passes loop over their grid. With the cap lowered to 2, small shapes take those paths
+    # (6 row tiles in 3 dispatches; 23,760 words of Y over 128 invocations) and must give the
+    # bits of the uncapped layer.
+    op, lbr = CELLS[cell]
+    rng = np.random.default_rng(seed_of("capped lens", cell))
+    t = make_inputs(op, seq=40, batch=9, input_size=6, hidden=33, dtype=dtype,
+                    seed=seed_of("capped", cell, np.dtype(dtype).name),
+                    lens=[40, 0] + list(rng.integers(1, 41, 7)), initial=True,
+                    peepholes=op == "LSTM")
+    attrs = {"direction": "bidirectional"}
+    if op == "GRU":
+        attrs["linear_before_reset"] = lbr
+    plain = run_layer(make_layer(op, t, attrs), t)
+    monkeypatch.setattr(ortops.layer, "_MAX_GROUPS", 2)
+    capped = run_layer(make_layer(op, t, attrs), t)
+    for name, got, want, ref in zip(OUTPUTS[op], capped, plain, REFERENCE[op](**t, **attrs)):
+        assert_same_bits(name, "capped dispatches against uncapped", got, want)
+        assert_close(name, got, ref)
 
 
 # --------------------------------------------------------------------------- recognizer

@@ -561,3 +561,27 @@ def test_unsupported_weights_at_construction(monkeypatch, canary):
         new_layer("LSTM", w, direction="bidirectional")
     monkeypatch.undo()
     canary()
+
+
+def test_unsupported_when_the_step_grid_exceeds_the_workgroup_count(monkeypatch, canary):
+    # A step dispatch has ceil(batch / 8) workgroups in z; a device whose
+    # maxComputeWorkGroupCount allows one stands in for a batch above 8 * 65,535.
+    w = make_weights("GRU", seed=28)
+    real_context = ortops.layer.context
+
+    def narrow_context(device=None):
+        dev, ctx = real_context(device)
+        return dataclasses.replace(dev, max_workgroup_count=(65535, 65535, 1)), ctx
+
+    monkeypatch.setattr(ortops.layer, "context", narrow_context)
+    layer = new_layer("GRU", w, direction="bidirectional")
+    small = make_inputs("GRU", w, seq=3, batch=8)
+    assert_bits(call(layer, small), ortops.gru(**small, **w, direction="bidirectional"),
+                "a batch of 8: one workgroup in z")
+    with pytest.raises(UnsupportedLayerError,
+                       match=r"^GRU: unsupported layer on .*: the step pass needs 2 x 2 x 2 "
+                             r"workgroups, above the device's maxComputeWorkGroupCount of "
+                             r"65535 x 65535 x 1"):
+        call(layer, make_inputs("GRU", w, seq=3, batch=9))
+    monkeypatch.undo()
+    canary()
