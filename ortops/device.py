@@ -60,6 +60,10 @@ class Device:
     subgroup_size: int
     float16: bool
     float64: bool
+    nan_preserve_float16: bool    # SignedZeroInfNanPreserve allowed for 16-bit floats
+    nan_preserve_float32: bool    # ... and for 32-bit floats (the kernels require this one)
+    denorm_preserve_float32: bool
+    denorm_flush_float32: bool
     timestamp_period_ns: float
     timestamps: bool
 
@@ -81,6 +85,11 @@ class Device:
                 f"    shared memory             {self.max_shared_memory} bytes",
                 f"    subgroup size             {self.subgroup_size}",
                 f"    float16 / float64 shaders {'yes' if self.float16 else 'no'} / {'yes' if self.float64 else 'no'}",
+                "    NaN/Inf/-0 preserved      float32 {} / float16 {}".format(
+                    "yes" if self.nan_preserve_float32 else "no", "yes" if self.nan_preserve_float16 else "no"),
+                "    denormals float32         {}".format(
+                    "preserved" if self.denorm_preserve_float32 else
+                    ("flushed on request" if self.denorm_flush_float32 else "driver's choice")),
                 f"    timestamp period          {self.timestamp_period_ns:g} ns"
                 + ("" if self.timestamps else " (no timestamps on the compute queue)"),
             ]

@@ -148,10 +148,12 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
 {
     auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
                                        vk::PhysicalDeviceDriverProperties,
-                                       vk::PhysicalDeviceSubgroupProperties>();
+                                       vk::PhysicalDeviceSubgroupProperties,
+                                       vk::PhysicalDeviceFloatControlsProperties>();
     const auto& props = chain.get<vk::PhysicalDeviceProperties2>().properties;
     const auto& driver = chain.get<vk::PhysicalDeviceDriverProperties>();
     const auto& subgroup = chain.get<vk::PhysicalDeviceSubgroupProperties>();
+    const auto& floats = chain.get<vk::PhysicalDeviceFloatControlsProperties>();
     auto features = device.getFeatures2<vk::PhysicalDeviceFeatures2,
                                         vk::PhysicalDeviceShaderFloat16Int8Features,
                                         vk::PhysicalDevice16BitStorageFeatures>();
@@ -190,6 +192,14 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
       features.get<vk::PhysicalDevice16BitStorageFeatures>().storageBuffer16BitAccess);
     d["float64"] =
       static_cast<bool>(features.get<vk::PhysicalDeviceFeatures2>().features.shaderFloat64);
+    // Float controls (Vulkan 1.2): whether a shader may declare that NaN, Inf and the sign of
+    // zero are preserved (SignedZeroInfNanPreserve) and how denormals are treated. Without
+    // the declaration a compiler may assume no NaN (NVIDIA turns a compare-based clamp into a
+    // NaN-dropping min/max).
+    d["nan_preserve_float16"] = static_cast<bool>(floats.shaderSignedZeroInfNanPreserveFloat16);
+    d["nan_preserve_float32"] = static_cast<bool>(floats.shaderSignedZeroInfNanPreserveFloat32);
+    d["denorm_preserve_float32"] = static_cast<bool>(floats.shaderDenormPreserveFloat32);
+    d["denorm_flush_float32"] = static_cast<bool>(floats.shaderDenormFlushToZeroFloat32);
     d["timestamp_period_ns"] = limits.timestampPeriod;
     d["timestamps"] = timestampBits > 0 && limits.timestampComputeAndGraphics;
     return d;
