@@ -17,6 +17,7 @@ _LAZY = {
     "InferenceSession": ("ortops.session", "InferenceSession"),
     "convert": ("ortops.session", "convert"),
     "register": ("ortops.session", "register"),
+    "DeviceLostError": ("ortops._vk", "DeviceLostError"),
 }
 
 __all__ = sorted(_LAZY) + ["reference", "validation", "activations"]

@@ -13,7 +13,8 @@ Contract of a custom node (see ``rewrite.py`` for the producer):
   6-significant-digit string. Floats are written by ``repr`` of the float64
   value of the ONNX float32 attribute, so they round-trip exactly.
 * Inputs, always all of them (extensions has no optional inputs):
-  ``X, W, R, B, sequence_lens, initial_h`` and for LSTM also ``initial_c, P``.
+  ``X, W, R, B, sequence_lens, initial_h`` and for LSTM also ``initial_c, P``,
+  then the run token (int64 ``[1]``, see "Errors" below).
   An absent optional input is fed the shared empty initializer and listed in
   ``config["absent"]``; the op goes by that list, never by the shape (a
   zero-batch ``initial_h`` is a legitimate empty tensor). With
@@ -25,13 +26,17 @@ Contract of a custom node (see ``rewrite.py`` for the producer):
   named by ``config["gate"]``; the rewrite feeds that output through
   ``Reshape(raw, status)``.
 
-Why the status output: an exception raised inside a Python op terminates
-the whole process (the extensions kernel is ``noexcept``). So the hook below
-never raises. On an error it records the exception (:func:`take_errors`),
-prints it to stderr unless an ortops session is capturing it, and returns a
-gated output with zero elements but ``status == [1]``: the ``Reshape`` then
-fails and ORT reports an ordinary run error, the process and the device stay
-usable, and :class:`ortops.InferenceSession` re-raises the recorded error.
+Errors. An exception raised inside a Python op terminates the whole process
+(the extensions kernel is ``noexcept``), so the hook below never raises. On
+an error it returns a gated output with zero elements but ``status == [1]``:
+the ``Reshape`` then fails, ORT reports an ordinary run error, and the
+process and the device stay usable. The error itself is recorded under the
+run's token: :class:`ortops.InferenceSession` feeds a fresh token to every
+run (a graph input the rewrite adds) and re-raises the errors recorded under
+it, so a run raises its own error and only its own, whichever thread ORT ran
+the node on (ORT's parallel executor runs nodes on pool threads, so a
+thread-local would not do). A converted model feeds token 0: its errors go to
+the ``ortops`` logger, the only way a plain onnxruntime user learns why.
 
 Float16: extensions aborts the process when a float16 tensor is an *input*
 of a Python op (outputs are fine). Float16 nodes therefore get float32
@@ -41,8 +46,9 @@ cast back here before the layer sees them; outputs are float16.
 
 from __future__ import annotations
 
+import itertools
 import json
-import sys
+import logging
 import threading
 from typing import Any
 
@@ -51,7 +57,9 @@ import numpy as np
 from ortops.validation import OUTPUTS
 
 DOMAIN = "ortops"
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2   # 2: the run-token input
+
+log = logging.getLogger("ortops")
 
 #: Inputs of the custom op in order, per standard op type.
 INPUTS = {
@@ -61,6 +69,8 @@ INPUTS = {
 }
 # Data outputs of the custom op: OUTPUTS (ortops.validation), then ``status``.
 WEIGHTS = ("W", "R", "B", "P")
+#: The last input of every custom node: the run token (module docstring, "Errors").
+RUN_INPUT = "ortops_run"
 
 #: ``config["dtype"]`` -> (custom op type suffix, numpy dtype of the op's float
 #: inputs, numpy dtype of its outputs).
@@ -84,8 +94,9 @@ _INLINE_CACHE: dict[str, tuple[tuple, Any]] = {}
 DEVICES: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
-_ERRORS: dict[str, BaseException] = {}
-_capture = threading.local()
+# Errors of failed nodes by run token (only tokens of running sessions: each run takes its own).
+_RUN_ERRORS: dict[int, list[BaseException]] = {}
+_tokens = itertools.count(1)
 
 _CONFIGS: dict[str, dict] = {}
 
@@ -101,6 +112,22 @@ class NodeRunError(ValueError):
         super().__init__(f"{op} node {node!r}: {message}")
         self.node = node
         self.op = op
+
+
+_lost_class = None
+
+
+def _node_device_lost_class():
+    """NodeRunError that is also an ``ortops.DeviceLostError`` (so either ``except`` catches
+    a run on a lost device); made on first need, since it derives from the native class."""
+    global _lost_class
+    if _lost_class is None:
+        from ortops import _vk
+
+        _lost_class = type("NodeDeviceLostError", (NodeRunError, _vk.DeviceLostError),
+                           {"__module__": __name__,
+                            "__doc__": "A recurrent node's Vulkan device was lost; create a new session."})
+    return _lost_class
 
 
 # -- configuration -----------------------------------------------------------
@@ -182,35 +209,28 @@ def build_layer(op: str, weights: dict, cfg_attrs: dict, device=None):
     )
 
 
-# -- errors --------------------------------------------------------------------
+# -- errors ------------------------------------------------------------------------
 
 
-def take_errors(keys) -> list[BaseException]:
-    """Remove and return the errors recorded for the given node keys."""
+def new_run_token() -> int:
+    """A process-unique token for one run (never 0, which means "no session listening")."""
+    return next(_tokens)
+
+
+def take_run_errors(token: int) -> list[BaseException]:
+    """Remove and return the node errors recorded for one run, in the order they happened."""
     with _LOCK:
-        return [_ERRORS.pop(k) for k in list(keys) if k in _ERRORS]
+        return _RUN_ERRORS.pop(token, [])
 
 
-class capture_errors:
-    """Context manager: while active in this thread, node errors are only
-    recorded (for the caller to re-raise), not printed to stderr."""
-
-    def __enter__(self):
-        _capture.depth = getattr(_capture, "depth", 0) + 1
-        return self
-
-    def __exit__(self, *exc):
-        _capture.depth -= 1
-        return False
-
-
-def _record_error(key: str, err: BaseException) -> None:
-    with _LOCK:
-        _ERRORS[key] = err
-    if not getattr(_capture, "depth", 0):
-        # A plain onnxruntime session only sees the Reshape failure; this is
-        # where its user learns why.
-        print(f"ortops: {err}", file=sys.stderr, flush=True)
+def _record_error(token: int, err: BaseException) -> None:
+    if token:
+        with _LOCK:
+            _RUN_ERRORS.setdefault(token, []).append(err)
+    else:
+        # A plain onnxruntime session only sees the check node fail; this is where its user
+        # learns why (logging's last-resort handler prints it when nothing is configured).
+        log.error("ortops: %s", err)
 
 
 # -- execution -----------------------------------------------------------------
@@ -254,7 +274,6 @@ def forget(keys) -> None:
             REGISTRY.pop(k, None)
             DEVICES.pop(k, None)
             _INLINE_CACHE.pop(k, None)
-            _ERRORS.pop(k, None)
 
 
 def clear_inline_cache() -> None:
@@ -267,8 +286,10 @@ def run_node(cfg: dict, feed: list) -> tuple:
     """Run one custom node: returns the data outputs then the status array."""
     op = cfg["op"]
     names = INPUTS[op]
-    if len(feed) != len(names):
-        raise ValueError(f"expected {len(names)} inputs ({', '.join(names)}), got {len(feed)}")
+    if len(feed) != len(names) + 1:
+        raise ValueError(f"expected {len(names) + 1} inputs ({', '.join(names)}, {RUN_INPUT}), "
+                         f"got {len(feed)}")
+    feed = feed[:len(names)]      # the run token, last, is the hook's
     absent = set(cfg["absent"])
     _, _, out_dt = DTYPES[cfg["dtype"]]
     vals = {}
@@ -325,7 +346,10 @@ def _as_node_error(e: BaseException, node: str, op: str) -> NodeRunError:
         text = text[len(op) + 2:] if text.startswith(f"{op}: ") else text
     else:
         text = f"{type(e).__name__}: {text}"
-    err = NodeRunError(node, op, text)
+    cls = NodeRunError
+    if type(e).__name__ == "DeviceLostError" and isinstance(e, RuntimeError):
+        cls = _node_device_lost_class()
+    err = cls(node, op, text)
     err.__cause__ = e
     return err
 
@@ -355,14 +379,16 @@ def _hook(k_id, feed, attributes):
         return _default_hook(k_id, feed, attributes)
     op, dtype = spec
     out_dt = DTYPES[dtype][2]
-    key, node = "?", "?"
+    node, token = "?", 0
     try:
+        if feed and np.asarray(feed[-1]).size:
+            token = int(np.asarray(feed[-1]).reshape(-1)[0])
         cfg = decode_config(attributes.get("config", ""))
-        key, node = cfg["key"], cfg["node"]
+        node = cfg["node"]
         outs = run_node(cfg, feed)
     except BaseException as e:  # noqa: BLE001 - must not propagate into C++
         err = _as_node_error(e, node, op)
-        _record_error(key, err)
+        _record_error(token, err)
         outs = _failure_outputs(op, out_dt)
     res = [k_id]
     for arr in outs:
@@ -386,6 +412,7 @@ def register_ops() -> None:
         for dtype, (suffix, in_np, out_np) in DTYPES.items():
             in_t = PyCustomOpDef.dt_double if in_np is np.float64 else PyCustomOpDef.dt_float
             types = [PyCustomOpDef.dt_int32 if n == "sequence_lens" else in_t for n in inputs]
+            types.append(PyCustomOpDef.dt_int64)   # RUN_INPUT
             outs = [dt[dtype]] * len(OUTPUTS[op]) + [PyCustomOpDef.dt_int64]
 
             def body(*args, **kw):  # never called: _hook dispatches ortops ops itself

@@ -160,14 +160,23 @@ def validation_enabled() -> bool:
 
 
 def context(device=None):
-    """The process-wide native context (instance, device, queue) on the chosen device."""
+    """The process-wide native context (instance, device, queues) on the chosen device.
+
+    A context whose device was lost (``DeviceLostError``) is replaced by a new one here, so a
+    new session or layer starts afresh while the old ones keep raising.
+    """
     chosen = select(device)
     with _contexts_lock:
         ctx = _contexts.get(chosen.index)
-        if ctx is None:
+        if ctx is None or ctx.lost:
             ctx = _native().Context(chosen.index, validation_enabled())
             _contexts[chosen.index] = ctx
     return chosen, ctx
+
+
+def device_lost_error() -> type:
+    """The exception a run raises when its Vulkan device was lost (a RuntimeError)."""
+    return _native().DeviceLostError
 
 
 def validation_messages() -> list[str]:

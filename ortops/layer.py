@@ -34,7 +34,8 @@ _DEFAULT_ACTIVATIONS = {
 _GROUP = 64          # local size of the state and output passes
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
 _MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations at most)
-_PLAN_CACHE = 8      # plans kept per layer (least recently used dropped)
+_PLAN_CACHE = 8      # shapes whose plans a layer keeps (least recently used dropped)
+_MAX_CONCURRENT = 8  # default bound on runs of one shape in flight at once (one plan each)
 _LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 128 x 128 tile is used
 
 
@@ -73,6 +74,23 @@ class ScratchSizes:
     state: int
 
 
+class _PlanPool:
+    """The plans of one shape key: each serves one run at a time.
+
+    Concurrency contract: a run owns its plan (inputs, scratch, outputs, readback, recorded
+    sequence) from writing its inputs until it has read its outputs, so no buffer is reused
+    by one run while another still owns it. A second concurrent run of the same shape gets a
+    second plan, built on first need, up to ``limit``; beyond that it waits for a free one.
+    Runs of different plans proceed in parallel: host copies and the wait release the GIL, and
+    their sequences go to different device queues where the device has several.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.free: list = []
+        self.count = 0      # plans built (or being built) for this key
+
+
 @dataclass
 class _Plan:
     sequence: object
@@ -99,12 +117,17 @@ class RecurrentLayer:
     see :meth:`__call__`. ``timestamps=True`` records GPU timestamps around the passes and
     leaves the last run's GPU time in :attr:`last_gpu_time_ms` and its split (projection and
     state set-up, steps, outputs) in :attr:`last_gpu_profile`.
+
+    A layer may be called from many threads at once: each concurrent run of a shape uses its
+    own plan (at most ``max_concurrent`` per shape, default 8; further runs wait), so results
+    equal serial results bit for bit. Runs given caller scratch regions are serialised, since
+    they may share one arena.
     """
 
     def __init__(self, op, W, R, B=None, P=None, *, hidden_size=None, direction="forward",
                  layout=0, activations=None, activation_alpha=None, activation_beta=None,
                  clip=None, input_forget=0, linear_before_reset=0, device=None,
-                 timestamps=False):
+                 timestamps=False, max_concurrent=_MAX_CONCURRENT):
         op = str(op).upper()
         if op not in _CELL:
             raise ValueError(f"ortops: op must be one of LSTM, GRU, RNN, got {op!r}")
@@ -118,8 +141,12 @@ class RecurrentLayer:
         self.timestamps = bool(timestamps) and self.device.timestamps
         self.last_gpu_time_ms = None
         self.last_gpu_profile = None
-        self._lock = threading.Lock()
-        self._plans: OrderedDict = OrderedDict()
+        if int(max_concurrent) != max_concurrent or max_concurrent < 1:
+            raise ValueError(f"{op}: max_concurrent must be a positive integer, got {max_concurrent!r}")
+        self.max_concurrent = int(max_concurrent)
+        self._lock = threading.Condition()
+        self._scratch_lock = threading.Lock()
+        self._plans: OrderedDict[tuple, _PlanPool] = OrderedDict()
         self._limit = self.device.max_storage_buffer_range
         tensors = {"W": W, "R": R}
         if B is not None:
@@ -193,38 +220,87 @@ class RecurrentLayer:
         key = (seq, batch, steps, lens is not None, initial_h is not None,
                initial_c is not None, tuple(n for n in names if n in wanted),
                self._region_key(xw_scratch), self._region_key(state_scratch))
-        with self._lock:
-            plan = self._plans.get(key)
+        caller_scratch = xw_scratch is not None or state_scratch is not None
+        pool, plan = self._acquire(key, 1 if caller_scratch else self.max_concurrent)
+        try:
             if plan is None:
                 plan = self._build(seq, batch, steps, lens is not None, initial_h is not None,
                                    initial_c is not None, key[6], xw_scratch, state_scratch)
-                self._plans[key] = plan
-                if len(self._plans) > _PLAN_CACHE:
-                    self._plans.popitem(last=False)
+            if caller_scratch:
+                # Caller regions may be one arena shared by this layer's shapes: one such run
+                # at a time (sharing an arena between layers is the caller's to serialise).
+                with self._scratch_lock:
+                    result = self._run(plan, shapes, names, X, lens, initial_h, initial_c)
             else:
+                result = self._run(plan, shapes, names, X, lens, initial_h, initial_c)
+        except BaseException:
+            self._release(key, pool, plan)
+            raise
+        self._release(key, pool, plan)
+        return result
+
+    def _acquire(self, key, limit):
+        """(pool, a free plan of ``key``), or (pool, None) when the caller is to build one.
+
+        Waits while ``limit`` plans of the key are all in use.
+        """
+        with self._lock:
+            while True:
+                pool = self._plans.get(key)
+                if pool is None:
+                    pool = self._plans[key] = _PlanPool(limit)
+                    self._evict()
                 self._plans.move_to_end(key)
-            plan.x.write(np.ascontiguousarray(X))
-            if lens is not None:
-                plan.lens.write(lens)
-            if initial_h is not None:
-                plan.h0.write(np.ascontiguousarray(initial_h))
-            if initial_c is not None:
-                plan.c0.write(np.ascontiguousarray(initial_c))
-            plan.sequence.eval()
-            if plan.timestamps:
-                t = plan.sequence.timestamps()
-                self.last_gpu_time_ms = (t[3] - t[0]) * 1e-6
-                self.last_gpu_profile = {"projection_ms": (t[1] - t[0]) * 1e-6,
-                                         "steps_ms": (t[2] - t[1]) * 1e-6,
-                                         "outputs_ms": (t[3] - t[2]) * 1e-6}
-            result = []
-            for name in names:
-                if name in plan.outputs:
-                    out = np.empty(shapes[name], dtype=s.dtype)
-                    plan.outputs[name].read(out)
-                    result.append(out)
-                else:
-                    result.append(None)
+                if pool.free:
+                    return pool, pool.free.pop()
+                if pool.count < pool.limit:
+                    pool.count += 1
+                    return pool, None
+                self._lock.wait()
+
+    def _release(self, key, pool, plan):
+        """Give a plan back (or, when building it failed, its place in the pool)."""
+        with self._lock:
+            if plan is None:
+                pool.count -= 1
+            elif self._plans.get(key) is pool:
+                pool.free.append(plan)
+            # else: the key was evicted while this run held the plan; it is dropped here.
+            self._lock.notify_all()
+
+    def _evict(self):
+        """Keep plans for at most _PLAN_CACHE shapes: drop the least recently used idle ones."""
+        for old in list(self._plans):
+            if len(self._plans) <= _PLAN_CACHE:
+                break
+            if len(self._plans[old].free) == self._plans[old].count:   # no run holds one
+                del self._plans[old]
+
+    def _run(self, plan, shapes, names, X, lens, initial_h, initial_c):
+        """The hot path: write the inputs, submit once, read the outputs (the plan is ours)."""
+        s = self.spec
+        plan.x.write(np.ascontiguousarray(X))
+        if lens is not None:
+            plan.lens.write(lens)
+        if initial_h is not None:
+            plan.h0.write(np.ascontiguousarray(initial_h))
+        if initial_c is not None:
+            plan.c0.write(np.ascontiguousarray(initial_c))
+        plan.sequence.eval()
+        if plan.timestamps:
+            t = plan.sequence.timestamps()
+            self.last_gpu_time_ms = (t[3] - t[0]) * 1e-6
+            self.last_gpu_profile = {"projection_ms": (t[1] - t[0]) * 1e-6,
+                                     "steps_ms": (t[2] - t[1]) * 1e-6,
+                                     "outputs_ms": (t[3] - t[2]) * 1e-6}
+        result = []
+        for name in names:
+            if name in plan.outputs:
+                out = np.empty(shapes[name], dtype=s.dtype)
+                plan.outputs[name].read(out)
+                result.append(out)
+            else:
+                result.append(None)
         return tuple(result)
 
     # ------------------------------------------------------------------ internals

@@ -93,6 +93,7 @@ class Rewritten:
     layers: dict[str, Any] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
     devices: dict[str, Any] = field(default_factory=dict)  # registry keys whose weights are inputs
+    run_input: str | None = None  # registry mode: the graph input a session feeds its run token to
 
 
 class ModelError(ValueError):
@@ -296,6 +297,9 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     absent_names: dict[str, str] = {}
     cast_names: dict[str, str] = {}
     extra_inits = []
+    # The run token every custom node takes last (customop, "Errors"): a graph input that
+    # ortops.InferenceSession feeds per run; in a converted model a constant 0.
+    run_name = info.unique(customop.RUN_INPUT)
 
     def absent(kind: str) -> str:
         if kind not in absent_names:
@@ -389,6 +393,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
                 new_in.append(src)
             else:
                 new_in.append(widened(src))
+        new_in.append(run_name)
         cfg = {
             "v": customop.CONFIG_VERSION, "key": key, "node": name, "op": op, "dtype": dtype,
             "attrs": attrs, "weights": "registry" if registry else "inputs", "absent": absent_list,
@@ -410,7 +415,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         gate_name = std_out[OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
         new_nodes.append(helper.make_node(
             "Reshape", [new_out[OUTPUTS[op].index(gate)], status], [gate_name],
-            name=info.unique(f"{name}/ortops_check (on failure the reason is on stderr)")))
+            name=info.unique(f"{name}/ortops_check (on failure the reason is in the ortops log)")))
         if registry:
             layers[key] = layer
         elif weights == "registry":
@@ -434,13 +439,19 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
                 reason=f"inside a subgraph ({where}); only main-graph nodes are rewritten"))
             index += 1
 
+    run_input = None
+    if keys and weights == "registry":
+        g.input.append(helper.make_tensor_value_info(run_name, TensorProto.INT64, [1]))
+        run_input = run_name
+    elif keys:
+        extra_inits.append(numpy_helper.from_array(np.zeros((1,), np.int64), run_name))
     del g.node[:]
     g.node.extend(new_nodes)
     g.initializer.extend(extra_inits)
     _drop_unused_constants(g)
     if keys and not any(i.domain == customop.DOMAIN for i in proto.opset_import):
         proto.opset_import.append(helper.make_opsetid(customop.DOMAIN, 1))
-    return Rewritten(proto, placement, layers, keys, devices)
+    return Rewritten(proto, placement, layers, keys, devices, run_input)
 
 
 def _drop_unused_constants(g) -> None:

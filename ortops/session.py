@@ -17,10 +17,10 @@ unchanged.
 
 from __future__ import annotations
 
-import os
 import uuid
 import weakref
 
+import numpy as np
 import onnxruntime as ort
 
 from ortops import customop
@@ -90,12 +90,9 @@ class InferenceSession:
 
     def __init__(self, model, sess_options=None, providers=None, *, device=None, require_gpu=False, **kwargs):
         proto = load_model(model)
-        if isinstance(model, (str, os.PathLike)):
-            self._model_path = os.fspath(model)
-        else:
-            self._model_path = None
         rw = rewrite(proto, weights="registry", device=device)
         self._keys = list(rw.keys)
+        self._run_input = rw.run_input
         self.placement: list[NodePlacement] = rw.placement
         if require_gpu:
             cpu = [p for p in rw.placement if p.where != "gpu"]
@@ -119,45 +116,99 @@ class InferenceSession:
             raise
 
     # -- running -------------------------------------------------------------
+    #
+    # Concurrency (docs/onnxruntime.md, "Threads"): run() may be called from many threads at
+    # once, as with onnxruntime. Each run gets its own token, fed to every ortops node, under
+    # which a failing node records its error; the run raises that error and only that one.
+    # The layers give each concurrent run its own plan (ortops.layer), and the native module
+    # locks each device queue around a submission.
+
+    def _live(self) -> ort.InferenceSession:
+        sess = self.__dict__.get("_sess")
+        if sess is None:
+            raise RuntimeError("ortops.InferenceSession is closed")
+        return sess
+
+    def _token_array(self, token: int):
+        return np.array([token], dtype=np.int64)
+
+    def _guarded(self, call):
+        """Run ``call(token)`` with a fresh run token; a recurrent node's own error (a
+        ``customop.NodeRunError``) replaces ORT's report of the failed check."""
+        token = customop.new_run_token()
+        try:
+            return call(token)
+        except Exception as e:
+            errors = customop.take_run_errors(token)
+            if errors:
+                # The node's error, caused by what failed inside it (ORT's report of the
+                # failed check only repeats that the node failed).
+                raise errors[0] from errors[0].__cause__
+            raise
+        finally:
+            customop.take_run_errors(token)
 
     def _check_feed_names(self, input_feed) -> None:
-        known = {i.name for i in self._sess.get_inputs()}
+        known = {i.name for i in self.get_inputs()}
         unknown = [k for k in input_feed if k not in known]
         if unknown:
             raise ValueError(f"unknown input name(s) {unknown}; the model's inputs are {sorted(known)}")
 
-    def _reraise(self, exc: BaseException):
-        errors = customop.take_errors(self._keys)
-        if errors:
-            raise errors[0] from exc
-        raise exc
+    def _with_token(self, feed: dict, token: int, value) -> dict:
+        if self._run_input is None:
+            return feed
+        return {**feed, self._run_input: value(self._token_array(token))}
 
     def run(self, output_names, input_feed, run_options=None):
-        """Like ``onnxruntime.InferenceSession.run``. A recurrent node that
-        fails (e.g. sequence_lens out of range) raises
+        """Like ``onnxruntime.InferenceSession.run``, and like it safe to call from many
+        threads at once. A recurrent node that fails (e.g. sequence_lens out of range) raises
         ``customop.NodeRunError`` (a ValueError) naming the node."""
+        sess = self._live()
         self._check_feed_names(input_feed)
-        customop.take_errors(self._keys)  # stale errors of an earlier run
-        with customop.capture_errors():
-            try:
-                return self._sess.run(output_names, input_feed, run_options)
-            except Exception as e:
-                self._reraise(e)
+        return self._guarded(lambda token: sess.run(
+            output_names, self._with_token(input_feed, token, lambda a: a), run_options))
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_with_ort_values``."""
-        customop.take_errors(self._keys)
-        with customop.capture_errors():
-            try:
-                return self._sess.run_with_ort_values(output_names, input_dict_ort_values, run_options)
-            except Exception as e:
-                self._reraise(e)
+        sess = self._live()
+        self._check_feed_names(input_dict_ort_values)
+        return self._guarded(lambda token: sess.run_with_ort_values(
+            output_names, self._with_token(input_dict_ort_values, token, ort.OrtValue.ortvalue_from_numpy),
+            run_options))
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        """Like ``onnxruntime.InferenceSession.run_with_iobinding`` (binds the run token into
+        ``iobinding`` too)."""
+        sess = self._live()
+
+        def call(token):
+            if self._run_input is not None:
+                iobinding.bind_cpu_input(self._run_input, self._token_array(token))
+            return sess.run_with_iobinding(iobinding, run_options)
+
+        return self._guarded(call)
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """Like ``onnxruntime.InferenceSession.run_async``. A failing recurrent node's message
+        is given to ``callback`` as the error text."""
+        sess = self._live()
+        self._check_feed_names(input_feed)
+        token = customop.new_run_token()
+
+        def done(results, data, err):
+            errors = customop.take_run_errors(token)
+            if errors and err:
+                err = str(errors[0])
+            callback(results, data, err)
+
+        return sess.run_async(output_names, self._with_token(input_feed, token, lambda a: a), done,
+                              user_data, run_options)
 
     # -- forwarded -----------------------------------------------------------
 
     def get_inputs(self):
-        """Graph inputs (same as the original model's)."""
-        return self._sess.get_inputs()
+        """Graph inputs (the original model's; the run token is fed by ``run`` itself)."""
+        return [i for i in self._live().get_inputs() if i.name != self._run_input]
 
     def get_outputs(self):
         """Graph outputs (same as the original model's)."""
@@ -193,18 +244,8 @@ class InferenceSession:
         return self._sess.get_profiling_start_time_ns()
 
     def io_binding(self):
-        """IO binding of the underlying session (errors of ortops nodes then
-        surface as ORT errors; the message is on stderr)."""
+        """IO binding of the underlying session (run it with :meth:`run_with_iobinding`)."""
         return self._sess.io_binding()
-
-    def run_with_iobinding(self, iobinding, run_options=None):
-        """Like ``onnxruntime.InferenceSession.run_with_iobinding``."""
-        customop.take_errors(self._keys)
-        with customop.capture_errors():
-            try:
-                return self._sess.run_with_iobinding(iobinding, run_options)
-            except Exception as e:
-                self._reraise(e)
 
     @property
     def ort_session(self) -> ort.InferenceSession:

@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -227,6 +228,28 @@ enumerateDevices()
     return out;
 }
 
+// The device was lost (or a submission failed in a way that leaves it unusable). Raised as
+// ortops._vk.DeviceLostError; every later submission on the same context raises it too, and a
+// new context (a new session or layer, see ortops.device.context) starts afresh.
+struct DeviceLostError : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+// One VkQueue and the lock that makes its use externally synchronised, as Vulkan requires
+// (vkQueueSubmit from two threads on one queue is undefined; on the H200 it lost the device).
+struct Queue
+{
+    vk::Queue queue;
+    std::mutex lock;
+};
+
+// At most this many queues of the compute family are created. Sequences are spread over them
+// round robin, so runs submitted from different threads can execute at once on the GPU: on
+// one queue every pipeline barrier of a run also waits for all work submitted before it,
+// which serialises concurrent runs. NVIDIA's first family offers 16 queues; lavapipe one.
+constexpr uint32_t kMaxQueues = 8;
+
 // Owns the instance and device. Every Kompute object made from it holds a shared_ptr to
 // this, so the VkDevice outlives the buffers, pipelines and command pools made on it.
 struct Context
@@ -235,9 +258,18 @@ struct Context
     VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
     std::shared_ptr<vk::PhysicalDevice> physical;
     std::shared_ptr<vk::Device> device;
-    std::shared_ptr<vk::Queue> queue;
+    std::vector<std::unique_ptr<Queue>> queues;
+    std::atomic<uint32_t> nextQueue{ 0 };
+    std::atomic<bool> lost{ false };
+    std::string lostReason;
+    std::mutex lostLock;
     uint32_t family = 0;
     float timestampPeriod = 1.0f;
+    vk::PhysicalDeviceLimits limits;
+    // Whether a run's end is found by polling a host-visible word before the fence wait
+    // (Sequence::wait). Not on a CPU implementation: there the spinning thread takes a core
+    // from the threads that execute the shaders (lavapipe on 2 cores).
+    bool pollCompletion = true;
     bool validation = false;
 
     Context(uint32_t index, bool withValidation)
@@ -272,12 +304,46 @@ struct Context
             throw std::runtime_error("ortops: Vulkan device has no compute queue");
         }
         family = static_cast<uint32_t>(f);
-        timestampPeriod = physical->getProperties().limits.timestampPeriod;
-        float priority = 1.0f;
-        vk::DeviceQueueCreateInfo queueInfo({}, family, 1, &priority);
+        auto properties = physical->getProperties();
+        limits = properties.limits;
+        pollCompletion = properties.deviceType != vk::PhysicalDeviceType::eCpu;
+        timestampPeriod = limits.timestampPeriod;
+        uint32_t count =
+          std::min(kMaxQueues, physical->getQueueFamilyProperties()[family].queueCount);
+        std::vector<float> priorities(count, 1.0f);
+        vk::DeviceQueueCreateInfo queueInfo({}, family, count, priorities.data());
         vk::DeviceCreateInfo deviceInfo({}, queueInfo);
         device = std::make_shared<vk::Device>(physical->createDevice(deviceInfo));
-        queue = std::make_shared<vk::Queue>(device->getQueue(family, 0));
+        for (uint32_t i = 0; i < count; i++) {
+            queues.push_back(std::make_unique<Queue>());
+            queues.back()->queue = device->getQueue(family, i);
+        }
+    }
+
+    // The queue a new sequence submits to.
+    Queue& pickQueue() { return *queues[nextQueue++ % queues.size()]; }
+
+    // Record that the device is unusable and raise DeviceLostError for the caller's run.
+    [[noreturn]] void fail(const std::string& what)
+    {
+        {
+            std::lock_guard<std::mutex> guard(lostLock);
+            if (!lost) {
+                lostReason = what;
+                lost = true;
+            }
+        }
+        throw DeviceLostError("ortops: " + what + "; the Vulkan device is lost for this context: "
+                              "create a new session or layer to continue");
+    }
+
+    void checkAlive()
+    {
+        if (lost) {
+            std::lock_guard<std::mutex> guard(lostLock);
+            throw DeviceLostError("ortops: the Vulkan device was lost earlier (" + lostReason +
+                                  "); create a new session or layer to continue");
+        }
     }
 
     void destroyInstance()
@@ -296,7 +362,10 @@ struct Context
     ~Context()
     {
         if (device) {
-            device->waitIdle();
+            try {
+                device->waitIdle();  // fails on a lost device; destroying is still allowed
+            } catch (const std::exception&) {
+            }
             device->destroy();
         }
         destroyInstance();
@@ -735,6 +804,10 @@ class OpTimestamp : public kp::OpBase
 struct Sequence
 {
     std::shared_ptr<Context> ctx;
+    Queue* queue = nullptr;
+    // One run at a time: submit, wait and the completion flag belong to a single caller. The
+    // Python side gives each concurrent run its own plan; this lock keeps misuse safe.
+    std::mutex runLock;
     vk::CommandPool pool;
     vk::CommandBuffer cb;
     vk::Fence fence;
@@ -750,6 +823,7 @@ struct Sequence
 
     Sequence(std::shared_ptr<Context> c, uint32_t timestamps)
       : ctx(std::move(c))
+      , queue(&ctx->pickQueue())
       , timestampCount(timestamps)
     {
         auto& dev = *ctx->device;
@@ -768,8 +842,12 @@ struct Sequence
     ~Sequence()
     {
         auto& dev = *ctx->device;
-        if (pending) {
-            (void)dev.waitForFences(fence, VK_TRUE, UINT64_MAX);
+        if (pending && !ctx->lost) {
+            try {
+                (void)dev.waitForFences(fence, VK_TRUE, UINT64_MAX);
+            } catch (const std::exception&) {
+                // A lost device: nothing to wait for; never throw from a destructor.
+            }
         }
         ops.clear();
         dev.destroyFence(fence);
@@ -837,22 +915,6 @@ struct Sequence
         return ns;
     }
 
-    void clear()
-    {
-        if (pending) {
-            wait();
-        }
-        if (recording) {
-            cb.end();
-            recording = false;
-        }
-        cb.reset();
-        ops.clear();
-        recorded = false;
-        timestampsWritten = 0;
-        finishRecorded = false;
-    }
-
     void finish()
     {
         if (!doneFlag) {
@@ -867,6 +929,7 @@ struct Sequence
         if (pending) {
             throw std::runtime_error("ortops: sequence submitted again before its wait");
         }
+        ctx->checkAlive();
         end();
         if (!recorded) {
             return;
@@ -877,9 +940,14 @@ struct Sequence
         if (finishRecorded) {
             doneFlag->setWord(0);
         }
-        ctx->device->resetFences(fence);
-        vk::SubmitInfo info({}, {}, cb);
-        ctx->queue->submit(info, fence);
+        try {
+            ctx->device->resetFences(fence);
+            vk::SubmitInfo info({}, {}, cb);
+            std::lock_guard<std::mutex> guard(queue->lock);
+            queue->queue.submit(info, fence);
+        } catch (const vk::DeviceLostError& e) {
+            ctx->fail(std::string("vkQueueSubmit: ") + e.what());
+        }
         pending = true;
     }
 
@@ -888,7 +956,7 @@ struct Sequence
         if (!pending) {
             return;
         }
-        if (finishRecorded) {
+        if (finishRecorded && ctx->pollCompletion) {
             // Poll for at most a second, then fall back on the fence wait alone.
             auto start = std::chrono::steady_clock::now();
             uint64_t spins = 0;
@@ -901,10 +969,16 @@ struct Sequence
                 }
             }
         }
-        auto result = ctx->device->waitForFences(fence, VK_TRUE, UINT64_MAX);
+        // Whatever happens below, this submission is over: the next run may submit again.
         pending = false;
+        vk::Result result;
+        try {
+            result = ctx->device->waitForFences(fence, VK_TRUE, UINT64_MAX);
+        } catch (const vk::DeviceLostError& e) {
+            ctx->fail(std::string("vkWaitForFences: ") + e.what());
+        }
         if (result != vk::Result::eSuccess) {
-            throw std::runtime_error("ortops: waiting for the device failed: " + vk::to_string(result));
+            ctx->fail("waiting for the device returned " + vk::to_string(result));
         }
         for (auto& op : ops) {
             op->postEval(cb);
@@ -913,6 +987,7 @@ struct Sequence
 
     void eval()
     {
+        std::lock_guard<std::mutex> guard(runLock);
         submit();
         wait();
     }
@@ -958,12 +1033,23 @@ PYBIND11_MODULE(_vk, m)
     m.doc() = "ortops' binding of Kompute's C++ API with full barriers and timestamps";
 
     m.def("enumerate_devices", &enumerateDevices, "Describe every Vulkan device with a compute queue.");
+    py::register_exception<DeviceLostError>(m, "DeviceLostError", PyExc_RuntimeError);
     m.def("take_messages", &takeMessages, "Validation messages since the last call (and clear them).");
 
     py::class_<Context, std::shared_ptr<Context>>(m, "Context")
       .def(py::init<uint32_t, bool>(), py::arg("index"), py::arg("validation") = false)
       .def_readonly("validation", &Context::validation)
       .def_readonly("timestamp_period_ns", &Context::timestampPeriod)
+      .def_property_readonly("queues", [](const Context& self) { return self.queues.size(); })
+      .def_property_readonly("lost", [](const Context& self) { return self.lost.load(); })
+      .def("simulate_loss",
+           [](Context& self) {
+               try {
+                   self.fail("device loss simulated by a test");
+               } catch (const DeviceLostError&) {
+               }
+           },
+           "Test hook: mark the context lost, as a VK_ERROR_DEVICE_LOST would.")
       .def("buffer",
            [](std::shared_ptr<Context> self, uint64_t nbytes, const std::string& kind) {
                return std::make_shared<Buffer>(self, nbytes, kind);
@@ -986,8 +1072,7 @@ PYBIND11_MODULE(_vk, m)
            [](std::shared_ptr<Context> self, uint32_t timestamps) {
                return std::make_shared<Sequence>(self, timestamps);
            },
-           py::arg("timestamps") = 0)
-      .def("wait_idle", [](Context& self) { self.device->waitIdle(); });
+           py::arg("timestamps") = 0);
 
     py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
       .def_readonly("nbytes", &Memory::bytes)
@@ -1039,7 +1124,7 @@ PYBIND11_MODULE(_vk, m)
                }
                // A count above the limit is invalid Vulkan that some drivers run anyway
                // (lavapipe did): refuse it here so no caller records one.
-               auto limit = s.ctx->physical->getProperties().limits.maxComputeWorkGroupCount;
+               const auto& limit = s.ctx->limits.maxComputeWorkGroupCount;
                if (x > limit[0] || y > limit[1] || z > limit[2]) {
                    throw std::invalid_argument(
                      "ortops: dispatch of " + std::to_string(x) + " x " + std::to_string(y) +
@@ -1094,17 +1179,5 @@ PYBIND11_MODULE(_vk, m)
                py::gil_scoped_release release;
                s.eval();
            },
-           "Submit the recorded commands and wait for them.")
-      .def("eval_async",
-           [](Sequence& s) {
-               py::gil_scoped_release release;
-               s.submit();
-           },
-           "Submit without waiting; eval_await() waits.")
-      .def("eval_await",
-           [](Sequence& s) {
-               py::gil_scoped_release release;
-               s.wait();
-           })
-      .def("clear", &Sequence::clear, "Forget the recorded commands.");
+           "Submit the recorded commands and wait for them.");
 }
