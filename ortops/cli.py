@@ -1,7 +1,7 @@
 """The ``ortops`` command.
 
     ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N]
-               [--warmup SECONDS] [--device D]
+               [--warmup SECONDS] [--threads N,N,...] [--device D]
     ortops info MODEL [--device D]
     ortops devices
     ortops bench [ARGS ...]
@@ -20,7 +20,13 @@ status is 1 when an error is above the tolerance (1e-5 for float32 outputs,
 nodes, so for such models it runs the equivalent layout-0 float32 model
 (``ortops.equivalent``) on the inputs widened to float32.
 
-Exit status: 0 success, 1 comparison above tolerance, 2 bad usage or an error.
+``--threads 1,2,4,8`` then runs the session from that many threads at once
+(each thread ``--repeat`` runs on inputs of its own), prints runs/s for each
+count, and checks every result against the serial result of the same inputs,
+bit for bit (exit status 1 on a difference or a failed run).
+
+Exit status: 0 success, 1 comparison above tolerance or a concurrent result
+that differs from the serial one, 2 bad usage or an error.
 """
 
 from __future__ import annotations
@@ -205,8 +211,13 @@ def cmd_run(args) -> int:
         os.makedirs(args.save, exist_ok=True)
         for name, value in zip(names, outputs):
             np.save(os.path.join(args.save, f"{_safe(name)}.npy"), value)
+    status = 0
+    if args.threads:
+        make = lambda seed: make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")),  # noqa: E731
+                                       dims, seed)
+        status = _thread_scaling(sess, make, args.threads, args.repeat, args.seed, args.warmup)
     if not args.compare:
-        return 0
+        return status
 
     from ortops.equivalent import cpu_equivalent, cpu_feeds
 
@@ -226,7 +237,58 @@ def cmd_run(args) -> int:
         ok = err <= tol
         worst_ok &= ok
         print(f"  {name}: scaled error {err:.3g} (tolerance {tol:g}) {'OK' if ok else 'ABOVE TOLERANCE'}")
-    return 0 if worst_ok else 1
+    return status if worst_ok else 1
+
+
+def _thread_counts(text: str) -> list[int]:
+    try:
+        counts = [int(t) for t in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected thread counts such as 1,2,4,8, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"thread counts must be >= 1, got {text!r}")
+    return counts
+
+
+def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
+    """Runs/s of ``sess`` from each count of threads; every result checked against the serial
+    result of the same inputs, bit for bit. Returns 1 if any differs or fails, else 0."""
+    import threading
+
+    most = max(counts)
+    feeds = [make_feeds_for(seed + 1 + t) for t in range(most)]   # one input set per thread
+    serial = [sess.run(None, f) for f in feeds]
+    bad = 0
+    for n in counts:
+        start = threading.Barrier(n + 1)
+        failures = []
+
+        def worker(t):
+            start.wait()
+            for _ in range(repeat):
+                try:
+                    out = sess.run(None, feeds[t])
+                except Exception as e:  # noqa: BLE001 - counted and reported
+                    failures.append(f"thread {t}: {type(e).__name__}: {e}")
+                    continue
+                if any(a.tobytes() != b.tobytes() for a, b in zip(out, serial[t])):
+                    failures.append(f"thread {t}: result differs from the serial result")
+
+        _warm(lambda: sess.run(None, feeds[0]), warmup)
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(n)]
+        for th in threads:
+            th.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for th in threads:
+            th.join()
+        elapsed = time.perf_counter() - t0
+        runs = n * repeat
+        verdict = "every result equal to the serial one" if not failures else \
+            f"{len(failures)} BAD: {failures[0]}"
+        print(f"threads {n}: {runs / elapsed:.1f} runs/s ({runs} runs in {elapsed:.3f} s; {verdict})")
+        bad += len(failures)
+    return 1 if bad else 0
 
 
 def _safe(name: str) -> str:
@@ -319,6 +381,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS",
                    help="keep running untimed this long before timing (lets an idle GPU's clocks "
                         "rise; default 0: one warm-up run)")
+    r.add_argument("--threads", type=_thread_counts, default=None, metavar="N,N,...",
+                   help="also run from N threads at once (each --repeat runs), per count: runs/s, "
+                        "results checked against serial ones")
     r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
     r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")

@@ -219,3 +219,35 @@ def test_progress_bar_draws_to_the_end():
     s2 = io.StringIO()
     cli.Progress(1, "one", stream=s2).update(1)
     assert s2.getvalue() == ""  # a single run draws no bar
+
+
+def test_run_threads_reports_runs_per_second_and_checks_bits(models, capsys):
+    assert cli.main(["run", models["recognizer"], "--dim", "batch=2", "--threads", "1,3", "--repeat", "3"]) == 0
+    out = capsys.readouterr().out
+    for n, runs in ((1, 3), (3, 9)):
+        assert re.search(rf"threads {n}: [\d.]+ runs/s \({runs} runs in [\d.]+ s; every result equal to the "
+                         r"serial one\)", out), out
+
+
+def test_run_threads_fails_when_a_concurrent_result_differs(models, capsys, monkeypatch):
+    from ortops.session import InferenceSession
+
+    real, calls = InferenceSession.run, []
+
+    def flaky(self, *a, **k):   # the 5th run and later: one bit of the first output flipped
+        out = real(self, *a, **k)
+        calls.append(1)
+        if len(calls) > 4:
+            out[0].view(np.uint32).reshape(-1)[0] ^= 1
+        return out
+
+    monkeypatch.setattr(InferenceSession, "run", flaky)
+    assert cli.main(["run", models["recognizer"], "--threads", "2", "--repeat", "2"]) == 1
+    assert "BAD: thread" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["0", "two", "1,,2"])
+def test_run_threads_refuses_bad_counts(models, capsys, value):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["run", models["gru"], "--threads", value])
+    assert info.value.code == 2 and "--threads" in capsys.readouterr().err
