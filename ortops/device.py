@@ -154,6 +154,24 @@ _contexts: dict[int, object] = {}
 _contexts_lock = threading.Lock()
 
 
+#: Device queues a context spreads its plans over (ORTOPS_QUEUES overrides). One: on the H200
+#: (docs/perf.md, "Threads") eight queues made a single-threaded recognizer run 0.4 ms slower
+#: (1.43-1.53 ms against 1.09-1.20 ms: consecutive submissions switch queues) and gave no
+#: more runs/s from 2 to 8 threads than one queue did.
+DEFAULT_QUEUES = 1
+
+
+def max_queues() -> int:
+    """How many queues of the compute family a new context creates (at most; the device may
+    offer fewer): ``ORTOPS_QUEUES``, else :data:`DEFAULT_QUEUES`."""
+    text = os.environ.get("ORTOPS_QUEUES", "").strip()
+    if not text:
+        return DEFAULT_QUEUES
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"ortops: ORTOPS_QUEUES must be a positive integer, got {text!r}")
+    return int(text)
+
+
 def validation_enabled() -> bool:
     """Whether contexts are created under the validation layer (ORTOPS_VALIDATION=1)."""
     return os.environ.get("ORTOPS_VALIDATION", "").strip() not in ("", "0", "false", "no")
@@ -169,7 +187,7 @@ def context(device=None):
     with _contexts_lock:
         ctx = _contexts.get(chosen.index)
         if ctx is None or ctx.lost:
-            ctx = _native().Context(chosen.index, validation_enabled())
+            ctx = _native().Context(chosen.index, validation_enabled(), max_queues())
             _contexts[chosen.index] = ctx
     return chosen, ctx
 

@@ -26,7 +26,7 @@ py -m ortops.cli devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops.demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all | test | bench | recognizer | none
+STAGE=${STAGE:-all}   # all | test | bench | recognizer | threads | none
 if [ "$STAGE" = all ] || [ "$STAGE" = recognizer ]; then
   py scripts/make_models.py > /dev/null
   # As a user's first call meets it: the GPU idle, its clocks low (docs/perf.md, "GPU clocks").
@@ -36,6 +36,15 @@ if [ "$STAGE" = all ] || [ "$STAGE" = recognizer ]; then
     echo "== $m"; py -m ortops.cli info "$m"; py -m ortops.cli run "$m" --compare --warmup 2 --repeat 200
   done 2>&1 | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' > "$OUT/models.txt"
   grep -E '^==|median|error' "$OUT/models.txt"
+fi
+if [ "$STAGE" = all ] || [ "$STAGE" = threads ]; then
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
+  # The concurrency contract on the real GPU: one session shared by 1, 2, 4 and 8 threads,
+  # every result checked bit for bit against the serial one (exit status 1 otherwise).
+  py -m ortops.cli run models/recognizer.onnx --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
+    | tr '\r' '\n' | grep -v '^ortops \[' | tee "$OUT/threads.txt"
+  py -m ortops.cli run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
+    | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
 fi
 if [ "$STAGE" = all ] || [ "$STAGE" = test ]; then
   py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"

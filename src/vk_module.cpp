@@ -244,11 +244,11 @@ struct Queue
     std::mutex lock;
 };
 
-// At most this many queues of the compute family are created. Sequences are spread over them
-// round robin, so runs submitted from different threads can execute at once on the GPU: on
-// one queue every pipeline barrier of a run also waits for all work submitted before it,
-// which serialises concurrent runs. NVIDIA's first family offers 16 queues; lavapipe one.
-constexpr uint32_t kMaxQueues = 8;
+// Sequences are spread round robin over the context's queues (as many as the Python side asks
+// for, ortops.device.max_queues, and the family offers: NVIDIA 16, lavapipe 1). On one queue
+// every pipeline barrier of a run also waits for the work submitted before it, so concurrent
+// runs execute one after another on the GPU; several queues let them overlap where the
+// hardware runs queues at once. On the H200 they did not pay (ortops.device.DEFAULT_QUEUES).
 
 // Owns the instance and device. Every Kompute object made from it holds a shared_ptr to
 // this, so the VkDevice outlives the buffers, pipelines and command pools made on it.
@@ -272,7 +272,7 @@ struct Context
     bool pollCompletion = true;
     bool validation = false;
 
-    Context(uint32_t index, bool withValidation)
+    Context(uint32_t index, bool withValidation, uint32_t maxQueues)
       : validation(withValidation)
     {
         VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
@@ -309,7 +309,7 @@ struct Context
         pollCompletion = properties.deviceType != vk::PhysicalDeviceType::eCpu;
         timestampPeriod = limits.timestampPeriod;
         uint32_t count =
-          std::min(kMaxQueues, physical->getQueueFamilyProperties()[family].queueCount);
+          std::max(1u, std::min(maxQueues, physical->getQueueFamilyProperties()[family].queueCount));
         std::vector<float> priorities(count, 1.0f);
         vk::DeviceQueueCreateInfo queueInfo({}, family, count, priorities.data());
         vk::DeviceCreateInfo deviceInfo({}, queueInfo);
@@ -1037,7 +1037,8 @@ PYBIND11_MODULE(_vk, m)
     m.def("take_messages", &takeMessages, "Validation messages since the last call (and clear them).");
 
     py::class_<Context, std::shared_ptr<Context>>(m, "Context")
-      .def(py::init<uint32_t, bool>(), py::arg("index"), py::arg("validation") = false)
+      .def(py::init<uint32_t, bool, uint32_t>(), py::arg("index"), py::arg("validation") = false,
+           py::arg("max_queues") = 1)
       .def_readonly("validation", &Context::validation)
       .def_readonly("timestamp_period_ns", &Context::timestampPeriod)
       .def_property_readonly("queues", [](const Context& self) { return self.queues.size(); })

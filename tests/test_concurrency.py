@@ -188,3 +188,15 @@ def test_lost_device_raises_on_its_runs_and_a_new_session_recovers():
         assert isinstance(info.value.__cause__, lost) and isinstance(info.value, lost)
     fresh = ortops.InferenceSession(model, providers=["CPUExecutionProvider"])
     assert _same_bits(fresh.run(None, feeds), want)
+
+
+@pytest.mark.parametrize("value, expected", [("", 1), ("3", 3), ("0", None), ("many", None)])
+def test_queue_count_setting(monkeypatch, value, expected):
+    from ortops.device import max_queues
+
+    monkeypatch.setenv("ORTOPS_QUEUES", value)
+    if expected is None:
+        with pytest.raises(ValueError, match=f"ORTOPS_QUEUES must be a positive integer, got '{value}'"):
+            max_queues()
+    else:
+        assert max_queues() == expected
