@@ -21,17 +21,30 @@ Contract of a custom node (see ``rewrite.py`` for the producer):
   prebuilt layer is looked up by ``config["key"]`` in :data:`REGISTRY`.
 * Outputs, always all of them: ``Y, Y_h`` (and ``Y_c`` for LSTM) then
   ``status`` (int64). Outputs not in ``config["outputs"]`` are not computed
-  and come back as empty arrays. ``status`` holds the shape of the output
-  named by ``config["gate"]``; the rewrite feeds that output through
-  ``Reshape(raw, status)``.
+  and come back as empty arrays. The output named by ``config["gate"]``
+  comes back with an extra leading axis of size 1, and the rewrite feeds it
+  through the check node ``Squeeze(raw, axes=[0])`` (``config["check"] ==
+  "squeeze"``). ``status`` holds the gated output's shape; only models
+  converted before (no ``check`` key: gated output as is, checked by
+  ``Reshape(raw, status)``) read it.
 
-Why the status output: an exception raised inside a Python op terminates
-the whole process (the extensions kernel is ``noexcept``). So the hook below
+Why the check node: an exception raised inside a Python op terminates the
+whole process (the extensions kernel is ``noexcept``). So the hook below
 never raises. On an error it records the exception (:func:`take_errors`),
 prints it to stderr unless an ortops session is capturing it, and returns a
-gated output with zero elements but ``status == [1]``: the ``Reshape`` then
-fails and ORT reports an ordinary run error, the process and the device stay
-usable, and :class:`ortops.InferenceSession` re-raises the recorded error.
+gated output of shape ``[0]`` (and ``status == [1]``): the ``Squeeze`` then
+fails (dimension 0 is 0, not 1) and ORT reports an ordinary run error, the
+process and the device stay usable, and :class:`ortops.InferenceSession`
+re-raises the recorded error. On success the Squeeze costs what the Reshape
+did: ORT's Squeeze aliases its input (no copy). Why not ``Reshape(raw,
+status)`` any more: ORT's graph optimisation fusing a chain of
+Reshape/Squeeze/Unsqueeze that ends in a static shape (the Squeeze after an
+LSTM in PyTorch's exports) failed session creation in ORT 1.21 to 1.30 when
+the chain began with a Reshape whose shape came from another node, and
+dropped that shape (the check) in 1.31 and later. The Squeeze's axes are an
+attribute or an initializer, so nothing is dropped; if ORT fuses it into a
+Reshape of the static shape, a failed node's empty output still fails that
+Reshape (unless the static shape itself has no element).
 
 Float16: extensions aborts the process when a float16 tensor is an *input*
 of a Python op (outputs are fine). Float16 nodes therefore get float32
@@ -313,6 +326,8 @@ def run_node(cfg: dict, feed: list) -> tuple:
             outs.append(np.zeros((0,), out_dt))
     gate = OUTPUTS[op].index(cfg["gate"])
     status = np.asarray(outs[gate].shape, dtype=np.int64)
+    if cfg.get("check") == "squeeze":  # absent: a model converted before, with the Reshape check
+        outs[gate] = outs[gate][np.newaxis]  # the check Squeeze(axes=[0]) takes it away again
     return tuple(outs) + (status,)
 
 
@@ -331,7 +346,8 @@ def _as_node_error(e: BaseException, node: str, op: str) -> NodeRunError:
 
 
 def _failure_outputs(op: str, out_dt) -> tuple:
-    # Gated output empty but status [1]: the Reshape after the node fails.
+    # Gated output of shape [0]: the check Squeeze(axes=[0]) fails (dimension 0 is not 1); and
+    # status [1] fails the Reshape check of models converted before.
     outs = tuple(np.zeros((0,), out_dt) for _ in OUTPUTS[op])
     return outs + (np.ones((1,), np.int64),)
 

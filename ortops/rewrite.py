@@ -296,6 +296,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     absent_names: dict[str, str] = {}
     cast_names: dict[str, str] = {}
     extra_inits = []
+    check_axes: list[str] = []  # name of the shared axes=[0] initializer of the check nodes
 
     def absent(kind: str) -> str:
         if kind not in absent_names:
@@ -303,6 +304,17 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             np_dt = {"int32": np.int32, "float32": np.float32, "float64": np.float64}[kind]
             extra_inits.append(numpy_helper.from_array(np.zeros((0,), np_dt), absent_names[kind]))
         return absent_names[kind]
+
+    def check_node(raw: str, out: str, node_name: str):
+        # Squeeze(raw, axes=[0]); see customop's docstring. From opset 13 the axes are an input:
+        # one shared initializer (an initializer has no producer node, so no optimiser moves an
+        # edge of it).
+        if opset < 13:
+            return helper.make_node("Squeeze", [raw], [out], name=node_name, axes=[0])
+        if not check_axes:
+            check_axes.append(info.unique("ortops_check_axes"))
+            extra_inits.append(numpy_helper.from_array(np.zeros((1,), np.int64), check_axes[0]))
+        return helper.make_node("Squeeze", [raw, check_axes[0]], [out], name=node_name)
 
     def widened(src: str) -> str:
         # float16 inputs reach the Python op as float32 (see customop docstring).
@@ -392,7 +404,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         cfg = {
             "v": customop.CONFIG_VERSION, "key": key, "node": name, "op": op, "dtype": dtype,
             "attrs": attrs, "weights": "registry" if registry else "inputs", "absent": absent_list,
-            "outputs": used, "gate": gate,
+            "outputs": used, "gate": gate, "check": "squeeze",
             "device": None if device is None or weights == "registry" else str(getattr(device, "name", device)),
         }
         new_out = []
@@ -403,14 +415,13 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
                 new_out.append(s)
             else:
                 new_out.append(info.unique(f"{name}__ortops_unused_{o}"))
-        status = info.unique(f"{name}__ortops_status")
+        status = info.unique(f"{name}__ortops_status")  # read only by models of the old Reshape check
         new_nodes.append(helper.make_node(
             customop.op_type(op, dtype), new_in, new_out + [status], name=name, domain=customop.DOMAIN,
             config=customop.encode_config(cfg)))
         gate_name = std_out[OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
-        new_nodes.append(helper.make_node(
-            "Reshape", [new_out[OUTPUTS[op].index(gate)], status], [gate_name],
-            name=info.unique(f"{name}/ortops_check (on failure the reason is on stderr)")))
+        new_nodes.append(check_node(new_out[OUTPUTS[op].index(gate)], gate_name,
+                                    info.unique(f"{name}/ortops_check (on failure the reason is on stderr)")))
         if registry:
             layers[key] = layer
         elif weights == "registry":

@@ -425,3 +425,33 @@ def test_other_session_methods_are_forwarded():
     sess.close()
     with pytest.raises(AttributeError, match="closed"):
         sess.get_tuning_results()
+
+
+def _as_converted_before_the_squeeze_check(converted):
+    """The same model as ortops converted it before the Squeeze check: no ``check`` key in the
+    config, the gated output checked by ``Reshape(raw, status)``."""
+    by_output = {o: n for n in converted.graph.node for o in n.output}
+    for node in _custom_nodes(converted):
+        cfg = json.loads(helper.get_attribute_value(node.attribute[0]))
+        assert cfg.pop("check") == "squeeze"
+        node.attribute[0].s = customop.encode_config(cfg).encode()
+        raw = node.output[list(customop.OUTPUTS[cfg["op"]]).index(cfg["gate"])]
+        check = next(n for n in converted.graph.node if raw in n.input)
+        assert check.op_type == "Squeeze" and check.name.startswith(by_output[raw].name + "/ortops_check")
+        check.op_type = "Reshape"
+        del check.input[1:]
+        del check.attribute[:]
+        check.input.append(node.output[-1])  # status
+    return converted
+
+
+def test_model_converted_with_the_reshape_check_still_runs_and_fails_cleanly(capfd):
+    case = _lstm_with_lens()
+    old = _as_converted_before_the_squeeze_check(ortops.convert(case.model))
+    sess = ort.InferenceSession(old.SerializeToString(), ortops.register(ort.SessionOptions()),
+                                providers=["CPUExecutionProvider"])
+    assert_close(sess.run(None, case.feeds), stock(case.model, case.feeds))
+    with pytest.raises(Exception, match="ortops_check"):
+        sess.run(None, dict(case.feeds, sequence_lens=np.array([4, 7, 1], np.int32)))
+    assert "batch row 1" in capfd.readouterr().err
+    assert_close(sess.run(None, case.feeds), stock(case.model, case.feeds))
