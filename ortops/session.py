@@ -21,6 +21,7 @@ import os
 import uuid
 import weakref
 
+import numpy as np
 import onnxruntime as ort
 
 from ortops import customop
@@ -120,11 +121,31 @@ class InferenceSession:
 
     # -- running -------------------------------------------------------------
 
-    def _check_feed_names(self, input_feed) -> None:
-        known = {i.name for i in self._sess.get_inputs()}
+    def _session(self) -> ort.InferenceSession:
+        """The underlying session; a clear error once :meth:`close` was called."""
+        sess = self.__dict__.get("_sess")
+        if sess is None:
+            raise RuntimeError("ortops.InferenceSession is closed (close() was called); create a new session")
+        return sess
+
+    def _checked_feed(self, input_feed) -> dict:
+        """``input_feed`` with its names checked and its numpy arrays in native byte order.
+
+        Names: the graph inputs and, as in ONNX Runtime, the overridable initializers (an
+        initializer that is also a graph input, e.g. a weight W: a fed W runs with that W).
+        Byte order: ONNX Runtime 1.32 reads the bytes of a non-native-order array (``>f4`` on
+        x86) as native ones, i.e. wrong values; the values are kept here instead.
+        """
+        sess = self._session()
+        inputs = {i.name for i in sess.get_inputs()}
+        known = inputs | {i.name for i in sess.get_overridable_initializers()}
         unknown = [k for k in input_feed if k not in known]
         if unknown:
-            raise ValueError(f"unknown input name(s) {unknown}; the model's inputs are {sorted(known)}")
+            extra = sorted(known - inputs)
+            raise ValueError(f"unknown input name(s) {unknown}; the model's inputs are {sorted(inputs)}"
+                             + (f" and its overridable initializers {extra}" if extra else ""))
+        return {k: v.astype(v.dtype.newbyteorder("=")) if isinstance(v, np.ndarray) and not v.dtype.isnative else v
+                for k, v in input_feed.items()}
 
     def _reraise(self, exc: BaseException):
         errors = customop.take_errors(self._keys)
@@ -136,7 +157,7 @@ class InferenceSession:
         """Like ``onnxruntime.InferenceSession.run``. A recurrent node that
         fails (e.g. sequence_lens out of range) raises
         ``customop.NodeRunError`` (a ValueError) naming the node."""
-        self._check_feed_names(input_feed)
+        input_feed = self._checked_feed(input_feed)
         customop.take_errors(self._keys)  # stale errors of an earlier run
         with customop.capture_errors():
             try:
@@ -146,6 +167,7 @@ class InferenceSession:
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_with_ort_values``."""
+        self._session()
         customop.take_errors(self._keys)
         with customop.capture_errors():
             try:
@@ -157,48 +179,49 @@ class InferenceSession:
 
     def get_inputs(self):
         """Graph inputs (same as the original model's)."""
-        return self._sess.get_inputs()
+        return self._session().get_inputs()
 
     def get_outputs(self):
         """Graph outputs (same as the original model's)."""
-        return self._sess.get_outputs()
+        return self._session().get_outputs()
 
     def get_overridable_initializers(self):
         """Initializers that feeds may override (never the uploaded weights)."""
-        return self._sess.get_overridable_initializers()
+        return self._session().get_overridable_initializers()
 
     def get_providers(self):
         """Execution providers of the underlying session (the custom ops run
         under CPUExecutionProvider and dispatch to Vulkan themselves)."""
-        return self._sess.get_providers()
+        return self._session().get_providers()
 
     def get_provider_options(self):
         """Provider options of the underlying session."""
-        return self._sess.get_provider_options()
+        return self._session().get_provider_options()
 
     def get_session_options(self):
         """Session options (with the ortops custom ops registered)."""
-        return self._sess.get_session_options()
+        return self._session().get_session_options()
 
     def get_modelmeta(self):
         """Model metadata of the original model."""
-        return self._sess.get_modelmeta()
+        return self._session().get_modelmeta()
 
     def end_profiling(self):
         """End profiling; returns the profile file name."""
-        return self._sess.end_profiling()
+        return self._session().end_profiling()
 
     def get_profiling_start_time_ns(self):
         """Profiling start time of the underlying session."""
-        return self._sess.get_profiling_start_time_ns()
+        return self._session().get_profiling_start_time_ns()
 
     def io_binding(self):
         """IO binding of the underlying session (errors of ortops nodes then
         surface as ORT errors; the message is on stderr)."""
-        return self._sess.io_binding()
+        return self._session().io_binding()
 
     def run_with_iobinding(self, iobinding, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_with_iobinding``."""
+        self._session()
         customop.take_errors(self._keys)
         with customop.capture_errors():
             try:
@@ -209,7 +232,7 @@ class InferenceSession:
     @property
     def ort_session(self) -> ort.InferenceSession:
         """The underlying ``onnxruntime.InferenceSession`` (rewritten model)."""
-        return self._sess
+        return self._session()
 
     @property
     def on_gpu(self) -> list[NodePlacement]:
@@ -221,10 +244,9 @@ class InferenceSession:
         # get_input_memory_infos, ...) is forwarded unchanged.
         if name.startswith("_"):
             raise AttributeError(name)
-        sess = self.__dict__.get("_sess")
-        if sess is None:
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (or the session is closed)")
-        return getattr(sess, name)
+        if self.__dict__.get("_sess") is None and not hasattr(ort.InferenceSession, name):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return getattr(self._session(), name)
 
     def close(self) -> None:
         """Release the device layers now (the session is unusable after)."""
