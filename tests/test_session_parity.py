@@ -10,11 +10,12 @@ import re
 import numpy as np
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 import ortops
 from ortops import customop, validation
 from ortops.compare import scaled_error
+from ortops.session import placement
 
 from _scripts import load_script
 
@@ -153,3 +154,95 @@ def test_input_validation_names_an_arrays_byte_order(arg):
         "the dtype of W (float32), got big-endian float32 (>f4)"
     with pytest.raises(ValueError, match="^" + re.escape(f"LSTM: {arg} must have {expected}") + "$"):
         validation.check_inputs(spec, **feeds)
+
+
+# -- attribute types ------------------------------------------------------------------------------
+
+
+def _with_attribute(op, name, attr):
+    case = conformance.node_case("attr", op, seq=3, batch=2, inp=3, hidden=4, bias=True, opset=14,
+                                 rng=np.random.default_rng(25))
+    node = case.model.graph.node[0]
+    kept = [a for a in node.attribute if a.name != name]
+    del node.attribute[:]
+    node.attribute.extend(kept + [attr])
+    return case
+
+
+MISTYPED = [  # (op, attribute, the mistyped AttributeProto, the schema's type)
+    ("LSTM", "hidden_size", helper.make_attribute("hidden_size", 4.0), "INT"),
+    ("LSTM", "hidden_size", helper.make_attribute("hidden_size", [4]), "INT"),
+    ("GRU", "clip", helper.make_attribute("clip", 3), "FLOAT"),
+    ("GRU", "linear_before_reset", helper.make_attribute("linear_before_reset", 1.0), "INT"),
+    ("RNN", "activations", helper.make_attribute("activations", "Tanh"), "STRINGS"),
+    ("LSTM", "activation_alpha", helper.make_attribute("activation_alpha", 1.0), "FLOATS"),
+    ("LSTM", "direction", helper.make_attribute("direction", 0), "STRING"),
+    ("GRU", "layout", helper.make_attribute("layout", [0.0]), "INT"),
+]
+
+
+@pytest.mark.parametrize("op, name, attr, want", MISTYPED, ids=[f"{m[0]}-{m[1]}-{AttributeProto.AttributeType.Name(m[2].type)}" for m in MISTYPED])
+def test_a_mistyped_attribute_fails_as_in_stock_ort(op, name, attr, want):
+    case = _with_attribute(op, name, attr)
+    got = AttributeProto.AttributeType.Name(attr.type)
+    with pytest.raises(Exception) as stock_error:
+        ort.InferenceSession(case.model.SerializeToString(), providers=CPU)
+    (p,) = placement(case.model)
+    assert p.where == "cpu"
+    assert f"attribute {name} has type {got}, the {op} schema says {want}" in p.reason
+    with pytest.raises(type(stock_error.value), match="INVALID_GRAPH") as ours:
+        ortops.InferenceSession(case.model, providers=CPU)
+    assert str(ours.value) == str(stock_error.value)  # ONNX Runtime's own error ...
+    notes = " ".join(getattr(ours.value, "__notes__", []))
+    assert f"'{p.name}'" in notes and f"attribute {name} has type {got}" in notes  # ... and why
+
+
+# -- placement inside subgraphs -----------------------------------------------------------------
+
+
+def _gru_in_a_loop(x_source):
+    """A Loop (1 trip) whose body runs a GRU on an X the body computes.
+
+    x_source: "cast" (X = Cast(outer X as float64) to float32 in the body: its type is only
+    known from shape inference of the body) or "unknown" (X from an op no schema knows, so
+    only W, an initializer of the body, tells the element type).
+    """
+    rng = np.random.default_rng(26)
+    W = rng.uniform(-1, 1, (1, 12, 3)).astype(np.float32)
+    R = rng.uniform(-1, 1, (1, 12, 4)).astype(np.float32)
+    if x_source == "cast":
+        x_node = helper.make_node("Cast", ["X"], ["bX"], to=TensorProto.FLOAT)
+        outer_x = TensorProto.DOUBLE
+    else:
+        x_node = helper.make_node("Mystery", ["X"], ["bX"], domain="example.unknown")
+        outer_x = TensorProto.FLOAT
+    body = helper.make_graph(
+        [x_node, helper.make_node("GRU", ["bX", "bW", "bR"], ["bY", "bY_h"], name="gru_in_loop", hidden_size=4),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("bY_h", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "bW"), numpy_helper.from_array(R, "bR")])
+    loop = helper.make_node("Loop", ["trips", ""], ["hs"], name="loop", body=body)
+    graph = helper.make_graph(
+        [loop], "g", [helper.make_tensor_value_info("X", outer_x, [3, 2, 3])],
+        [helper.make_tensor_value_info("hs", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(1, np.int64), "trips")])
+    opsets = [helper.make_opsetid("", 14)] + ([helper.make_opsetid("example.unknown", 1)] if x_source == "unknown" else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+@pytest.mark.parametrize("x_source", ["cast", "unknown"])
+def test_recurrent_node_in_a_loop_body_has_its_element_type(x_source):
+    (p,) = placement(_gru_in_a_loop(x_source))
+    assert p.name == "gru_in_loop" and p.where == "cpu" and "inside a subgraph (Loop node 'loop'" in p.reason
+    assert p.dtype == "float32"
+    assert "GRU forward layout=0 hidden=4 float32 -> ONNX Runtime CPU" in p.describe()
+
+
+def test_loop_body_gru_runs_like_stock_ort():
+    model = _gru_in_a_loop("cast")
+    feeds = {"X": np.random.default_rng(27).uniform(-1, 1, (3, 2, 3))}
+    _assert_close(ortops.InferenceSession(model, providers=CPU).run(None, feeds), _stock(model, feeds))
