@@ -181,7 +181,8 @@ MISTYPED = [  # (op, attribute, the mistyped AttributeProto, the schema's type)
 ]
 
 
-@pytest.mark.parametrize("op, name, attr, want", MISTYPED, ids=[f"{m[0]}-{m[1]}-{AttributeProto.AttributeType.Name(m[2].type)}" for m in MISTYPED])
+@pytest.mark.parametrize("op, name, attr, want", MISTYPED,
+                         ids=[f"{m[0]}-{m[1]}-{AttributeProto.AttributeType.Name(m[2].type)}" for m in MISTYPED])
 def test_a_mistyped_attribute_fails_as_in_stock_ort(op, name, attr, want):
     case = _with_attribute(op, name, attr)
     got = AttributeProto.AttributeType.Name(attr.type)
@@ -230,7 +231,9 @@ def _gru_in_a_loop(x_source):
         [loop], "g", [helper.make_tensor_value_info("X", outer_x, [3, 2, 3])],
         [helper.make_tensor_value_info("hs", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(np.array(1, np.int64), "trips")])
-    opsets = [helper.make_opsetid("", 14)] + ([helper.make_opsetid("example.unknown", 1)] if x_source == "unknown" else [])
+    opsets = [helper.make_opsetid("", 14)]
+    if x_source == "unknown":
+        opsets.append(helper.make_opsetid("example.unknown", 1))
     return helper.make_model(graph, opset_imports=opsets, ir_version=8)
 
 
