@@ -20,23 +20,34 @@ Contract of a custom node (see ``rewrite.py`` for the producer):
   zero-batch ``initial_h`` is a legitimate empty tensor). With
   ``config["weights"] == "registry"`` the weight inputs are empty too and the
   prebuilt layer is looked up by ``config["key"]`` in :data:`REGISTRY`.
-* Outputs, always all of them: ``Y, Y_h`` (and ``Y_c`` for LSTM) then
-  ``status`` (int64). Outputs not in ``config["outputs"]`` are not computed
-  and come back as empty arrays. ``status`` holds the shape of the output
-  named by ``config["gate"]``; the rewrite feeds that output through
-  ``Reshape(raw, status)``.
+* Outputs, always all of them: ``Y, Y_h`` (and ``Y_c`` for LSTM). Outputs not
+  in ``config["outputs"]`` are not computed and come back as empty arrays.
+  The output named by ``config["gate"]`` comes back with an extra leading
+  axis of size 1, and the rewrite feeds it through the check node
+  ``Squeeze(raw, axes=[0])``.
 
 Errors. An exception raised inside a Python op terminates the whole process
 (the extensions kernel is ``noexcept``), so the hook below never raises. On
-an error it returns a gated output with zero elements but ``status == [1]``:
-the ``Reshape`` then fails, ORT reports an ordinary run error, and the
-process and the device stay usable. The error itself is recorded under the
-run's token: :class:`ortops.InferenceSession` feeds a fresh token to every
-run (a graph input the rewrite adds) and re-raises the errors recorded under
-it, so a run raises its own error and only its own, whichever thread ORT ran
-the node on (ORT's parallel executor runs nodes on pool threads, so a
-thread-local would not do). A converted model feeds token 0: its errors go to
-the ``ortops`` logger, the only way a plain onnxruntime user learns why.
+an error it returns a gated output of shape ``[0]``: the check ``Squeeze``
+then fails (dimension 0 is 0, not 1), ORT reports an ordinary run error, and
+the process and the device stay usable. The error itself is recorded under
+the run's token: :class:`ortops.InferenceSession` feeds a fresh token to
+every run (a graph input the rewrite adds) and re-raises the errors recorded
+under it, so a run raises its own error and only its own, whichever thread
+ORT ran the node on (ORT's parallel executor runs nodes on pool threads, so
+a thread-local would not do). A converted model feeds token 0: its errors go
+to the ``ortops`` logger, the only way a plain onnxruntime user learns why.
+
+Why a Squeeze: on success it costs nothing (ORT's Squeeze aliases its input;
+18-19 us against the Reshape's 17-18 us in an ORT profile with a 2 MiB Y on
+the 2-core development machine). The check was ``Reshape(raw, status)`` with
+a shape output of the node, until ORT's fusion of Reshape/Squeeze/Unsqueeze
+chains that end in a static shape (the Squeeze after an LSTM in PyTorch's
+exports) failed session creation on it in ORT 1.21 to 1.30 and dropped the
+shape edge (the check) in 1.31 and later. The Squeeze's axes are an
+attribute or an initializer, no other node's output, so nothing is dropped;
+if ORT fuses it into a Reshape to the static shape, a failed node's empty
+output still fails that Reshape (unless the static shape has no element).
 
 Float16: extensions aborts the process when a float16 tensor is an *input*
 of a Python op (outputs are fine). Float16 nodes therefore get float32
@@ -57,7 +68,7 @@ import numpy as np
 from ortops.validation import OUTPUTS
 
 DOMAIN = "ortops"
-CONFIG_VERSION = 2   # 2: the run-token input
+CONFIG_VERSION = 2   # 2: the run-token input, the Squeeze check, no status output
 
 log = logging.getLogger("ortops")
 
@@ -67,7 +78,7 @@ INPUTS = {
     "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
     "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
 }
-# Data outputs of the custom op: OUTPUTS (ortops.validation), then ``status``.
+# Outputs of the custom op: OUTPUTS (ortops.validation).
 WEIGHTS = ("W", "R", "B", "P")
 #: The last input of every custom node: the run token (module docstring, "Errors").
 RUN_INPUT = "ortops_run"
@@ -283,7 +294,7 @@ def clear_inline_cache() -> None:
 
 
 def run_node(cfg: dict, feed: list) -> tuple:
-    """Run one custom node: returns the data outputs then the status array."""
+    """Run one custom node: returns its outputs (the gated one with its leading check axis)."""
     op = cfg["op"]
     names = INPUTS[op]
     if len(feed) != len(names) + 1:
@@ -333,8 +344,8 @@ def run_node(cfg: dict, feed: list) -> tuple:
         else:
             outs.append(np.zeros((0,), out_dt))
     gate = OUTPUTS[op].index(cfg["gate"])
-    status = np.asarray(outs[gate].shape, dtype=np.int64)
-    return tuple(outs) + (status,)
+    outs[gate] = outs[gate][np.newaxis]  # the check Squeeze(axes=[0]) takes it away again
+    return tuple(outs)
 
 
 def _as_node_error(e: BaseException, node: str, op: str) -> NodeRunError:
@@ -355,9 +366,8 @@ def _as_node_error(e: BaseException, node: str, op: str) -> NodeRunError:
 
 
 def _failure_outputs(op: str, out_dt) -> tuple:
-    # Gated output empty but status [1]: the Reshape after the node fails.
-    outs = tuple(np.zeros((0,), out_dt) for _ in OUTPUTS[op])
-    return outs + (np.ones((1,), np.int64),)
+    # Gated output of shape [0]: the check Squeeze(axes=[0]) fails (dimension 0 is not 1).
+    return tuple(np.zeros((0,), out_dt) for _ in OUTPUTS[op])
 
 
 # -- registration with onnxruntime-extensions -------------------------------------
@@ -413,7 +423,7 @@ def register_ops() -> None:
             in_t = PyCustomOpDef.dt_double if in_np is np.float64 else PyCustomOpDef.dt_float
             types = [PyCustomOpDef.dt_int32 if n == "sequence_lens" else in_t for n in inputs]
             types.append(PyCustomOpDef.dt_int64)   # RUN_INPUT
-            outs = [dt[dtype]] * len(OUTPUTS[op]) + [PyCustomOpDef.dt_int64]
+            outs = [dt[dtype]] * len(OUTPUTS[op])
 
             def body(*args, **kw):  # never called: _hook dispatches ortops ops itself
                 raise RuntimeError("ortops op called outside its hook")

@@ -139,6 +139,17 @@ def op_version(op: str, opset: int) -> int | None:
         return None
 
 
+def _subgraphs(graph):
+    """Every subgraph (If/Loop/Scan body) of ``graph``, nested ones included."""
+    for n in graph.node:
+        for a in n.attribute:
+            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else (
+                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else [])
+            for sg in subs:
+                yield sg
+                yield from _subgraphs(sg)
+
+
 def _subgraph_nodes(graph, owner: str = ""):
     """(node, owner description) for every node inside subgraphs of ``graph``."""
     for n in graph.node:
@@ -162,6 +173,33 @@ def _attrs(node) -> dict:
             v = [s.decode() for s in v]
         out[a.name] = v
     return out
+
+
+def _attr_type_errors(node, op: str, opset: int) -> list[str]:
+    """Attributes of ``node`` whose AttributeProto type is not the one the ONNX schema of
+    ``op`` at ``opset`` declares (e.g. a FLOAT hidden_size).
+
+    ONNX Runtime refuses such a node at session creation (INVALID_GRAPH, "Mismatched
+    attribute type"); the node is left to it so that the model fails as it does in stock
+    ONNX Runtime, with the reason in ortops' placement note.
+    """
+    try:
+        attributes = onnx.defs.get_schema(op, opset, "").attributes
+    except Exception:  # no schema: the version check reports the node
+        return []
+    errors = []
+    for a in node.attribute:
+        if a.name in attributes:  # unknown names: refused by _config_attrs
+            want = attributes[a.name].type.name
+            got = onnx.AttributeProto.AttributeType.Name(a.type)
+            if got != want:
+                errors.append(f"attribute {a.name} has type {got}, the {op} schema says {want}")
+    return errors
+
+
+def _as_int(value):
+    """An integer attribute as int; a mistyped one (see _attr_type_errors) as it came."""
+    return int(value) if isinstance(value, (int, np.integer)) else value
 
 
 def _config_attrs(op: str, raw: dict) -> dict:
@@ -216,8 +254,26 @@ class _Graph:
             self.types[t.name] = (t.data_type, list(t.dims))
         for name, t in self.consts.items():
             self.types.setdefault(name, (t.data_type, list(t.dims)))
+        # Values of subgraphs (for the placement of their recurrent nodes): what shape
+        # inference found inside them, then their declarations and initializers. A subgraph
+        # cannot redeclare an outer name, so one table serves every scope.
+        for sg in _subgraphs(inferred):
+            self._add_types(list(sg.input) + list(sg.output) + list(sg.value_info), sg.initializer, sg.node)
         self.used = used_names(g) | {o.name for o in g.output}
         self.all_names = _all_names(g)
+
+    def _add_types(self, value_infos, initializers, nodes) -> None:
+        for vi in value_infos:
+            tt = vi.type.tensor_type
+            if tt.elem_type:
+                self.types.setdefault(vi.name, (tt.elem_type, None))
+        for t in initializers:
+            self.types.setdefault(t.name, (t.data_type, list(t.dims)))
+        for n in nodes:
+            if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1:
+                for a in n.attribute:
+                    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                        self.types.setdefault(n.output[0], (a.t.data_type, list(a.t.dims)))
 
     def array(self, name: str) -> np.ndarray | None:
         t = self.consts.get(name)
@@ -300,6 +356,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     # The run token every custom node takes last (customop, "Errors"): a graph input that
     # ortops.InferenceSession feeds per run; in a converted model a constant 0.
     run_name = info.unique(customop.RUN_INPUT)
+    check_axes: list[str] = []  # name of the shared axes=[0] initializer of the check nodes
 
     def absent(kind: str) -> str:
         if kind not in absent_names:
@@ -307,6 +364,17 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             np_dt = {"int32": np.int32, "float32": np.float32, "float64": np.float64}[kind]
             extra_inits.append(numpy_helper.from_array(np.zeros((0,), np_dt), absent_names[kind]))
         return absent_names[kind]
+
+    def check_node(raw: str, out: str, node_name: str):
+        # Squeeze(raw, axes=[0]); see customop's docstring. From opset 13 the axes are an input:
+        # one shared initializer (an initializer has no producer node, so no optimiser moves an
+        # edge of it).
+        if opset < 13:
+            return helper.make_node("Squeeze", [raw], [out], name=node_name, axes=[0])
+        if not check_axes:
+            check_axes.append(info.unique("ortops_check_axes"))
+            extra_inits.append(numpy_helper.from_array(np.zeros((1,), np.int64), check_axes[0]))
+        return helper.make_node("Squeeze", [raw, check_axes[0]], [out], name=node_name)
 
     def widened(src: str) -> str:
         # float16 inputs reach the Python op as float32 (see customop docstring).
@@ -329,7 +397,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         x_type = info.types.get(std_in[0]) or info.types.get(std_in[1])
         dtype = _DTYPES.get(x_type[0]) if x_type else None
         base = dict(index=index, name=name, op=op, dtype=dtype, direction=str(raw.get("direction", "forward")),
-                    layout=int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"))
+                    layout=_as_int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"))
         index += 1
 
         def stay(reason: str):
@@ -340,6 +408,10 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         if version not in SUPPORTED_VERSIONS:
             stay(f"{op}-{version} (ai.onnx opset {opset}) is not one of the supported versions "
                  f"{', '.join(map(str, SUPPORTED_VERSIONS))}")
+            continue
+        mistyped = _attr_type_errors(node, op, opset)
+        if mistyped:
+            stay("; ".join(mistyped) + " (ONNX Runtime refuses the model: INVALID_GRAPH)")
             continue
         if dtype is None:
             stay("element type unknown or not float32/float16/float64"
@@ -408,14 +480,12 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
                 new_out.append(s)
             else:
                 new_out.append(info.unique(f"{name}__ortops_unused_{o}"))
-        status = info.unique(f"{name}__ortops_status")
         new_nodes.append(helper.make_node(
-            customop.op_type(op, dtype), new_in, new_out + [status], name=name, domain=customop.DOMAIN,
+            customop.op_type(op, dtype), new_in, new_out, name=name, domain=customop.DOMAIN,
             config=customop.encode_config(cfg)))
         gate_name = std_out[OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
-        new_nodes.append(helper.make_node(
-            "Reshape", [new_out[OUTPUTS[op].index(gate)], status], [gate_name],
-            name=info.unique(f"{name}/ortops_check (on failure the reason is in the ortops log)")))
+        new_nodes.append(check_node(new_out[OUTPUTS[op].index(gate)], gate_name,
+                                    info.unique(f"{name}/ortops_check (on failure the reason is in the ortops log)")))
         if registry:
             layers[key] = layer
         elif weights == "registry":
@@ -431,11 +501,12 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     for node, where in _subgraph_nodes(g):
         if node.op_type in RECURRENT and node.domain in ("", "ai.onnx"):
             raw = _attrs(node)
-            x_type = info.types.get(node.input[0]) if node.input else None
+            # X's type (inferred inside the subgraph, or an outer value), else W's (an initializer)
+            x_type = next((info.types[n] for n in node.input[:2] if n in info.types), None)
             placement.append(NodePlacement(
                 index=index, name=node.name or f"{node.op_type}_{index}", op=node.op_type,
                 dtype=_DTYPES.get(x_type[0]) if x_type else None, direction=str(raw.get("direction", "forward")),
-                layout=int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"), where="cpu",
+                layout=_as_int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"), where="cpu",
                 reason=f"inside a subgraph ({where}); only main-graph nodes are rewritten"))
             index += 1
 

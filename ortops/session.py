@@ -123,14 +123,12 @@ class InferenceSession:
     # The layers give each concurrent run its own plan (ortops.layer), and the native module
     # locks each device queue around a submission.
 
-    def _live(self) -> ort.InferenceSession:
+    def _session(self) -> ort.InferenceSession:
+        """The underlying session; a clear error once :meth:`close` was called."""
         sess = self.__dict__.get("_sess")
         if sess is None:
-            raise RuntimeError("ortops.InferenceSession is closed")
+            raise RuntimeError("ortops.InferenceSession is closed (close() was called); create a new session")
         return sess
-
-    def _token_array(self, token: int):
-        return np.array([token], dtype=np.int64)
 
     def _guarded(self, call):
         """Run ``call(token)`` with a fresh run token; a recurrent node's own error (a
@@ -138,7 +136,7 @@ class InferenceSession:
         token = customop.new_run_token()
         try:
             return call(token)
-        except Exception as e:
+        except Exception:
             errors = customop.take_run_errors(token)
             if errors:
                 # The node's error, caused by what failed inside it (ORT's report of the
@@ -148,30 +146,41 @@ class InferenceSession:
         finally:
             customop.take_run_errors(token)
 
-    def _check_feed_names(self, input_feed) -> None:
-        known = {i.name for i in self.get_inputs()}
+    def _checked_feed(self, input_feed) -> dict:
+        """``input_feed`` with its names checked and its numpy arrays in native byte order.
+
+        Names: the graph inputs and, as in ONNX Runtime, the overridable initializers (an
+        initializer that is also a graph input, e.g. a weight W: a fed W runs with that W).
+        Byte order: ONNX Runtime 1.32 reads the bytes of a non-native-order array (``>f4`` on
+        x86) as native ones, i.e. wrong values; the values are kept here instead.
+        """
+        inputs = {i.name for i in self.get_inputs()}
+        known = inputs | {i.name for i in self.get_overridable_initializers()}
         unknown = [k for k in input_feed if k not in known]
         if unknown:
-            raise ValueError(f"unknown input name(s) {unknown}; the model's inputs are {sorted(known)}")
+            extra = sorted(known - inputs)
+            raise ValueError(f"unknown input name(s) {unknown}; the model's inputs are {sorted(inputs)}"
+                             + (f" and its overridable initializers {extra}" if extra else ""))
+        return {k: v.astype(v.dtype.newbyteorder("=")) if isinstance(v, np.ndarray) and not v.dtype.isnative else v
+                for k, v in input_feed.items()}
 
-    def _with_token(self, feed: dict, token: int, value) -> dict:
+    def _with_token(self, feed: dict, token: int, wrap=lambda a: a) -> dict:
         if self._run_input is None:
             return feed
-        return {**feed, self._run_input: value(self._token_array(token))}
+        return {**feed, self._run_input: wrap(np.array([token], dtype=np.int64))}
 
     def run(self, output_names, input_feed, run_options=None):
         """Like ``onnxruntime.InferenceSession.run``, and like it safe to call from many
         threads at once. A recurrent node that fails (e.g. sequence_lens out of range) raises
         ``customop.NodeRunError`` (a ValueError) naming the node."""
-        sess = self._live()
-        self._check_feed_names(input_feed)
-        return self._guarded(lambda token: sess.run(
-            output_names, self._with_token(input_feed, token, lambda a: a), run_options))
+        sess = self._session()
+        feed = self._checked_feed(input_feed)
+        return self._guarded(lambda token: sess.run(output_names, self._with_token(feed, token), run_options))
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_with_ort_values``."""
-        sess = self._live()
-        self._check_feed_names(input_dict_ort_values)
+        sess = self._session()
+        self._checked_feed({})   # closed-session check only; OrtValues keep their byte order
         return self._guarded(lambda token: sess.run_with_ort_values(
             output_names, self._with_token(input_dict_ort_values, token, ort.OrtValue.ortvalue_from_numpy),
             run_options))
@@ -179,11 +188,11 @@ class InferenceSession:
     def run_with_iobinding(self, iobinding, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_with_iobinding`` (binds the run token into
         ``iobinding`` too)."""
-        sess = self._live()
+        sess = self._session()
 
         def call(token):
             if self._run_input is not None:
-                iobinding.bind_cpu_input(self._run_input, self._token_array(token))
+                iobinding.bind_cpu_input(self._run_input, np.array([token], dtype=np.int64))
             return sess.run_with_iobinding(iobinding, run_options)
 
         return self._guarded(call)
@@ -191,8 +200,8 @@ class InferenceSession:
     def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_async``. A failing recurrent node's message
         is given to ``callback`` as the error text."""
-        sess = self._live()
-        self._check_feed_names(input_feed)
+        sess = self._session()
+        feed = self._checked_feed(input_feed)
         token = customop.new_run_token()
 
         def done(results, data, err):
@@ -201,56 +210,19 @@ class InferenceSession:
                 err = str(errors[0])
             callback(results, data, err)
 
-        return sess.run_async(output_names, self._with_token(input_feed, token, lambda a: a), done,
-                              user_data, run_options)
+        return sess.run_async(output_names, self._with_token(feed, token), done, user_data, run_options)
 
-    # -- forwarded -----------------------------------------------------------
+    # -- what differs from the underlying session -------------------------------
 
     def get_inputs(self):
         """Graph inputs (the original model's; the run token is fed by ``run`` itself)."""
-        return [i for i in self._live().get_inputs() if i.name != self._run_input]
-
-    def get_outputs(self):
-        """Graph outputs (same as the original model's)."""
-        return self._sess.get_outputs()
-
-    def get_overridable_initializers(self):
-        """Initializers that feeds may override (never the uploaded weights)."""
-        return self._sess.get_overridable_initializers()
-
-    def get_providers(self):
-        """Execution providers of the underlying session (the custom ops run
-        under CPUExecutionProvider and dispatch to Vulkan themselves)."""
-        return self._sess.get_providers()
-
-    def get_provider_options(self):
-        """Provider options of the underlying session."""
-        return self._sess.get_provider_options()
-
-    def get_session_options(self):
-        """Session options (with the ortops custom ops registered)."""
-        return self._sess.get_session_options()
-
-    def get_modelmeta(self):
-        """Model metadata of the original model."""
-        return self._sess.get_modelmeta()
-
-    def end_profiling(self):
-        """End profiling; returns the profile file name."""
-        return self._sess.end_profiling()
-
-    def get_profiling_start_time_ns(self):
-        """Profiling start time of the underlying session."""
-        return self._sess.get_profiling_start_time_ns()
-
-    def io_binding(self):
-        """IO binding of the underlying session (run it with :meth:`run_with_iobinding`)."""
-        return self._sess.io_binding()
+        return [i for i in self._session().get_inputs() if i.name != self._run_input]
 
     @property
     def ort_session(self) -> ort.InferenceSession:
-        """The underlying ``onnxruntime.InferenceSession`` (rewritten model)."""
-        return self._sess
+        """The underlying ``onnxruntime.InferenceSession`` (rewritten model; its extra input
+        ``ortops_run`` takes the run token, see docs/onnxruntime.md, "Errors")."""
+        return self._session()
 
     @property
     def on_gpu(self) -> list[NodePlacement]:
@@ -258,14 +230,13 @@ class InferenceSession:
         return [p for p in self.placement if p.where == "gpu"]
 
     def __getattr__(self, name):
-        # Anything else onnxruntime's session offers (run_async, set_providers,
-        # get_input_memory_infos, ...) is forwarded unchanged.
+        # Everything else onnxruntime's session offers (get_outputs, get_providers,
+        # get_overridable_initializers, io_binding, end_profiling, ...) is forwarded unchanged.
         if name.startswith("_"):
             raise AttributeError(name)
-        sess = self.__dict__.get("_sess")
-        if sess is None:
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (or the session is closed)")
-        return getattr(sess, name)
+        if self.__dict__.get("_sess") is None and not hasattr(ort.InferenceSession, name):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return getattr(self._session(), name)
 
     def close(self) -> None:
         """Release the device layers now (the session is unusable after)."""

@@ -25,6 +25,11 @@ Where these checks differ from ONNX Runtime 1.32 CPU (found by running it):
   is accepted).
 * ``sequence_lens`` must be int32 (ORT refuses int64 when loading the model)
   with every value in [0, seq_length] (ORT: InvalidArgument at run time).
+* Arrays must be in the machine's byte order: a big-endian float32 array
+  (``>f4`` on x86) is refused, and the message says "big-endian float32
+  (>f4)". ORT 1.32 accepts such a feed and reads its bytes as native ones
+  (wrong values); ``ortops.InferenceSession`` converts such feeds to native
+  order (values kept) before ORT sees them.
 * ``direction`` must be spelled exactly ``forward``, ``reverse`` or
   ``bidirectional`` (ORT does the same).
 * An input size of 0 is accepted (X · Wᵀ is then 0); ORT's LSTM and RNN accept
@@ -114,6 +119,16 @@ def _flag(op: str, name: str, value) -> int:
     raise ValueError(f"{op}: {name} must be 0 or 1, got {value!r}")
 
 
+def _dtype_text(dtype) -> str:
+    """A dtype's name, with its byte order when that is not the machine's: a big-endian
+    float32 array (``>f4``) is not a float32 array here, and "got float32" would not say why."""
+    dtype = np.dtype(dtype)
+    if dtype.isnative:
+        return dtype.name
+    order = "big" if dtype.byteorder == ">" else "little"
+    return f"{order}-endian {dtype.name} ({dtype.str})"
+
+
 def _dtype_names(dtypes) -> str:
     names = [np.dtype(d).name for d in dtypes]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
@@ -181,7 +196,7 @@ def check_layer(
     allowed = tuple(np.dtype(d) for d in allowed_dtypes)
     _require_array(op, "W", W)
     if W.dtype not in allowed:
-        raise ValueError(f"{op}: W must have dtype {_dtype_names(allowed)}, got {W.dtype.name}")
+        raise ValueError(f"{op}: W must have dtype {_dtype_names(allowed)}, got {_dtype_text(W.dtype)}")
     dtype = W.dtype
     for name, a in (("R", R), ("B", B), ("P", P)):
         if a is None and name != "R":
@@ -189,7 +204,7 @@ def check_layer(
         _require_array(op, name, a)
         if a.dtype != dtype:
             raise ValueError(
-                f"{op}: {name} must have the dtype of W ({dtype.name}), got {a.dtype.name}"
+                f"{op}: {name} must have the dtype of W ({dtype.name}), got {_dtype_text(a.dtype)}"
             )
     if P is not None and op != "LSTM":
         raise ValueError(f"{op}: P (peepholes) is only defined for LSTM, got shape {_shape(P)}")
@@ -276,7 +291,7 @@ def check_inputs(
     op = spec.op
     _require_array(op, "X", X)
     if X.dtype != spec.dtype:
-        raise ValueError(f"{op}: X must have the dtype of W ({spec.dtype.name}), got {X.dtype.name}")
+        raise ValueError(f"{op}: X must have the dtype of W ({spec.dtype.name}), got {_dtype_text(X.dtype)}")
     if spec.layout == 0:
         _require_rank(op, "X", X, 3, "seq_length, batch_size, input_size")
         seq, batch = int(X.shape[0]), int(X.shape[1])
@@ -293,7 +308,7 @@ def check_inputs(
         _require_array(op, "sequence_lens", sequence_lens)
         if sequence_lens.dtype != np.int32:
             raise ValueError(
-                f"{op}: sequence_lens must have dtype int32, got {sequence_lens.dtype.name}"
+                f"{op}: sequence_lens must have dtype int32, got {_dtype_text(sequence_lens.dtype)}"
             )
         _require_shape(op, "sequence_lens", sequence_lens, (batch,), "batch_size")
         bad = np.flatnonzero((sequence_lens < 0) | (sequence_lens > seq))
@@ -313,7 +328,7 @@ def check_inputs(
         _require_array(op, name, a)
         if a.dtype != spec.dtype:
             raise ValueError(
-                f"{op}: {name} must have the dtype of W ({spec.dtype.name}), got {a.dtype.name}"
+                f"{op}: {name} must have the dtype of W ({spec.dtype.name}), got {_dtype_text(a.dtype)}"
             )
         _require_shape(op, name, a, state_shape, _state_text(spec))
     return seq, batch

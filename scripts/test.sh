@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up if needed, then run the whole test suite with every GPU-path test under Vulkan
-# synchronization validation (a validation message fails the test that caused it).
+# synchronization validation (a validation message fails the test that caused it); then the
+# session, CLI and conformance tests again against the oldest onnxruntime the package admits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -12,6 +13,31 @@ if [ $# -eq 0 ]; then
     || status=1
 fi
 # Run pytest from the repository root through the venv's entry point, so that the installed
-# package (with its compiled shaders and native module) is the one imported.
-.venv/bin/pytest --vk-validation -q -p no:cacheprovider "$@" || status=$?
+# package (with its compiled shaders and native module) is the one imported. A skipped test
+# fails the run (--fail-on-skip): nothing counts as passed unless it ran.
+.venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider "$@" || status=$?
+
+# The oldest admitted onnxruntime: pyproject's lower bound (onnxruntime>=X), installed once
+# into build/ort-oldest (pip --target, --no-deps: its dependencies are the venv's) and put
+# first on PYTHONPATH. --onnxruntime-version makes pytest refuse to start if another
+# onnxruntime is imported; the summary line names the one used. Skipped when pytest
+# arguments are given.
+if [ $# -eq 0 ]; then
+  oldest=$(.venv/bin/python -c 'import re, tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+print(next(m.group(1) for d in deps if (m := re.fullmatch(r"onnxruntime>=([0-9]+\.[0-9]+\.[0-9]+)", d.replace(" ", "")))))')
+  layer=build/ort-oldest
+  if [ "$(cat "$layer/.version" 2>/dev/null)" != "$oldest" ]; then
+    echo "test: installing onnxruntime==$oldest into $layer"
+    rm -rf "$layer"
+    .venv/bin/python -m pip install -q --no-deps --target "$layer" "onnxruntime==$oldest"
+    echo "$oldest" > "$layer/.version"
+  fi
+  echo "test: the session, CLI and conformance tests against onnxruntime $oldest (the oldest admitted)"
+  PYTHONPATH="$PWD/$layer" ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" \
+    .venv/bin/python -P scripts/conformance.py --out "$layer/conformance.md" || status=1
+  PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
+    --onnxruntime-version "$oldest" tests/test_session.py tests/test_session_parity.py \
+    tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py || status=$?
+fi
 exit $status

@@ -425,5 +425,19 @@ def test_other_session_methods_are_forwarded():
     assert sess.get_modelmeta().graph_name == case.model.graph.name
     assert isinstance(sess.get_tuning_results(), list)  # forwarded through __getattr__
     sess.close()
-    with pytest.raises(AttributeError, match="closed"):
+    with pytest.raises(RuntimeError, match="closed"):  # every method: test_session_parity.py
         sess.get_tuning_results()
+
+
+def test_model_converted_by_an_earlier_config_version_is_refused_clearly(caplog):
+    case = _lstm_with_lens()
+    old = ortops.convert(case.model)
+    for node in _custom_nodes(old):
+        cfg = json.loads(helper.get_attribute_value(node.attribute[0]))
+        cfg["v"] = 1
+        node.attribute[0].s = customop.encode_config(cfg).encode()
+    sess = ort.InferenceSession(old.SerializeToString(), ortops.register(ort.SessionOptions()),
+                                providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match="ortops_check"):
+        sess.run(None, case.feeds)
+    assert f"config version 1 is not the supported version {customop.CONFIG_VERSION}" in caplog.text
