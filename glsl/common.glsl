@@ -1,11 +1,25 @@
-// Shared by every pass: how tensors of the layer's precision are read and written, and the
-// activation functions.
+// Shared by every pass: the float controls, how tensors of the layer's precision are read and
+// written, and the activation functions.
 //
 // Every tensor buffer is declared as uint[]: float32 tensors are one word per element,
 // float16 tensors two halves per word (element i in word i/2, the low half first, which is
 // numpy's little-endian float16 memory layout), so no feature beyond core Vulkan 1.0 storage
 // buffers is needed, and the same buffers serve both precisions. Scratch (input projection,
 // state) is always float32.
+
+// ---- IEEE special values (docs/special_values.md)
+// Every pass that does float arithmetic includes this file, so each declares the execution
+// mode SignedZeroInfNanPreserve for 32-bit floats (SPV_KHR_float_controls, core in Vulkan
+// 1.2; 4466 is its capability, 4461 the mode, 32 the float width). Without it a Vulkan
+// compiler may assume that no operand or result is NaN or +-Inf and ignore the sign of zero:
+// NVIDIA's turned clip's compare-and-select into a NaN-dropping min/max, so an LSTM with clip
+// gave finite numbers for a NaN input. All arithmetic is float32 in both precisions (float16
+// tensors are unpacked to and packed from float32 by unpackHalf2x16 / packHalf2x16, which take
+// and give 32-bit floats), so the SPIR-V has no 16-bit float type and needs no 16-bit mode.
+// ortops.device.require_ieee refuses a device without shaderSignedZeroInfNanPreserveFloat32;
+// tests/test_float_controls.py checks every installed .spv for the mode.
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
 
 #ifndef FLOAT16
 #define FLOAT16 0

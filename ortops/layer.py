@@ -115,6 +115,7 @@ class RecurrentLayer:
             linear_before_reset=linear_before_reset,
             allowed_dtypes=(np.float32, np.float16))
         self.device, self._ctx = context(device)
+        from ortops.device import require_ieee; require_ieee(self.device)  # noqa: E702 (NaN/Inf kept)
         self.timestamps = bool(timestamps) and self.device.timestamps
         self.last_gpu_time_ms = None
         self.last_gpu_profile = None
