@@ -46,34 +46,58 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [44
 #define ACT_SOFTSIGN 9u
 #define ACT_SOFTPLUS 10u
 
+// NaN and zero tested on the bits. The mode above forbids a compiler to fold isnan(x), x != x
+// or x == 0.0 ? x : ... as if no NaN and no -0 existed; integer compares cannot be folded so
+// even by one that ignored it, and they leave every finite result's arithmetic unchanged.
+bool isnan_(float x)
+{
+    return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u;
+}
+
+bool iszero_(float x)
+{
+    return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0u;
+}
+
+// 1 / (1 + e^-x): +Inf gives 1, -Inf gives 1 / Inf = 0, NaN gives NaN (arithmetic only).
 float sigmoid_(float x)
 {
     return 1.0 / (1.0 + exp(-x));
 }
 
 // tanh through exp(2|x|): a driver's tanh may compute (e^2x - 1)/(e^2x + 1) and give
-// inf/inf = NaN for large |x|; this form saturates to +-1 and keeps NaN.
+// inf/inf = NaN for large |x|; this form saturates to +-1 (+-Inf too) and keeps NaN.
+// tanh(+-0) = +-0: x itself, since x < 0 is false for -0 and the select alone gave +0 (seen as
+// a +0 in Y where ONNX Runtime and the reference give -0: h = o * tanh(c) with c = -0).
 float tanh_(float x)
 {
     float t = 1.0 - 2.0 / (exp(2.0 * abs(x)) + 1.0);
+    if (iszero_(x)) return x;
     return x < 0.0 ? -t : t;
 }
 
 #ifdef GENERAL_ACTIVATIONS
 float activate(uint code, float x, float alpha, float beta)
 {
-    // Comparisons are written so that a NaN input gives NaN (as ONNX Runtime's do).
+    // NaN in, NaN out, for every activation but ThresholdedRelu, whose definition is the
+    // comparison x > alpha, false for NaN: 0 (as in the reference and ONNX Runtime). Relu and
+    // HardSigmoid keep NaN where ONNX Runtime CPU gives 0 (docs/special_values.md). Tested on
+    // the bits, so that no compiler can turn a compare-and-select below into a NaN-dropping
+    // max or min.
+    if (isnan_(x)) return code == ACT_THRESHOLDEDRELU ? 0.0 : x;
     switch (code) {
         case ACT_SIGMOID: return sigmoid_(x);
         case ACT_TANH: return tanh_(x);
-        case ACT_RELU: return x < 0.0 ? 0.0 : x;
+        // Relu and HardSigmoid clamp with <= so that -0 gives +0 (IEEE 754-2019 max(0, -0)).
+        case ACT_RELU: return x <= 0.0 ? 0.0 : x;
         case ACT_AFFINE: return alpha * x + beta;
         case ACT_LEAKYRELU: return x < 0.0 ? alpha * x : x;
         case ACT_THRESHOLDEDRELU: return x > alpha ? x : 0.0;
         case ACT_SCALEDTANH: return alpha * tanh_(beta * x);
         case ACT_HARDSIGMOID: {
-            float y = alpha * x + beta;
-            return y < 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
+            float y = alpha * x + beta;   // NaN also for alpha = 0 and x = +-Inf
+            if (isnan_(y)) return y;
+            return y <= 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
         }
         case ACT_ELU: return x >= 0.0 ? x : alpha * (exp(x) - 1.0);
         case ACT_SOFTSIGN: return x / (1.0 + abs(x));
