@@ -301,6 +301,12 @@ def activation_attrs(op, shift):
 # large values are 6e4 (moderate) and Inf.
 EXTREME = {np.dtype(np.float32): (np.nan, np.inf, -np.inf, 1e30, -1e30),
            np.dtype(np.float16): (np.nan, np.inf, -np.inf)}
+# A GRU whose f is unbounded makes z huge from a huge input, and h = (1 - z) * g + z * h_prev
+# then cancels two products of about 1e30 * 1.3 exactly when g and h_prev saturate at the same
+# value: the result is one rounding of them, 0 without a fused multiply-add (lavapipe, the
+# reference) and -1.8e22 with one (NVIDIA's FMA). Ill-conditioned, not a special-value
+# question: such a GRU gets no +-1e30 (NaN and +-Inf give NaN or Inf there, whatever fuses).
+UNBOUNDED = {"Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "Elu", "Softplus"}
 MODERATE = {np.dtype(np.float32): (1e4, -1e4, 100.0, -100.0),
             np.dtype(np.float16): (6e4, -6e4, 1e4, -1e4, 100.0, -100.0)}
 ACTIVATION_RUNS = [pytest.param(op, shift, np.float32, id=f"{op}-{shift}-float32")
@@ -321,7 +327,10 @@ def test_activations(op, shift, dtype):
         quiet["P"] = np.zeros_like(base["P"])
     state = "initial_c" if op == "LSTM" else "initial_h"
     dtype = np.dtype(dtype)
-    for t, values in ((base, EXTREME[dtype]), (quiet, MODERATE[dtype])):
+    extreme = EXTREME[dtype]
+    if op == "GRU" and UNBOUNDED & {attrs["activations"][0], attrs["activations"][2]}:
+        extreme = tuple(v for v in extreme if not np.isfinite(v) or abs(v) < 1e30)
+    for t, values in ((base, extreme), (quiet, MODERATE[dtype])):
         layer = make_layer(op, t, attrs)
         for value in values:
             check(op, placed(t, "X", (1, 2, 1), value), attrs, layer, what=f"X = {value}")
