@@ -101,7 +101,9 @@ def _ort_gru_tanh(x: np.ndarray, bound: float) -> np.ndarray:
 
 # MLAS's logistic (MlasComputeLogistic, the Sigmoid of ORT's LSTM gates and GRU update
 # gate): a rational function of x clamped to +-18, plus 0.5, clamped to [0, 1]. It is exactly
-# 0 below about -17.5 and exactly 1 above about 17.5, where the true value is not.
+# 0 at -18 and below and 1 at 18 and above, where the true value is not. Evaluated here in
+# float32 without fused multiply-adds it reaches 0 / 1 from about -16.5 / 16; ORT's AVX kernel
+# (FMA) was seen to give 8.9e-8 at -17, so values between 16 and 18 are not modelled exactly.
 _MLAS_P = tuple(np.float32(v) for v in (4.37031012579801e-11, 1.15627324459942e-07,
                                         6.08574864600143e-05, 8.51377133304701e-03,
                                         2.48287947061529e-01))

@@ -89,8 +89,10 @@ def test_float_shaders_declare_signed_zero_inf_nan_preserve(name):
     assert info["float_widths"] == {32}, f"{name}: float widths {sorted(info['float_widths'])}"
     for entry in info["entry_points"]:
         for width in info["float_widths"]:
-            assert (MODE_SIGNED_ZERO_INF_NAN_PRESERVE, width) in info["modes"].get(entry, set()), (
-                f"{name}: entry point %{entry} lacks OpExecutionMode SignedZeroInfNanPreserve {width}")
+            modes = info["modes"].get(entry, set())
+            assert (MODE_SIGNED_ZERO_INF_NAN_PRESERVE, width) in modes, (
+                f"{name}: entry point %{entry} lacks OpExecutionMode SignedZeroInfNanPreserve "
+                f"{width}")
     assert CAPABILITY_SIGNED_ZERO_INF_NAN_PRESERVE in info["capabilities"]
     assert "SPV_KHR_float_controls" in info["extensions"]
 
