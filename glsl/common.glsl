@@ -1,11 +1,25 @@
-// Shared by every pass: how tensors of the layer's precision are read and written, and the
-// activation functions.
+// Shared by every pass: the float controls, how tensors of the layer's precision are read and
+// written, and the activation functions.
 //
 // Every tensor buffer is declared as uint[]: float32 tensors are one word per element,
 // float16 tensors two halves per word (element i in word i/2, the low half first, which is
 // numpy's little-endian float16 memory layout), so no feature beyond core Vulkan 1.0 storage
 // buffers is needed, and the same buffers serve both precisions. Scratch (input projection,
 // state) is always float32.
+
+// ---- IEEE special values (docs/special_values.md)
+// Every pass that does float arithmetic includes this file, so each declares the execution
+// mode SignedZeroInfNanPreserve for 32-bit floats (SPV_KHR_float_controls, core in Vulkan
+// 1.2; 4466 is its capability, 4461 the mode, 32 the float width). Without it a Vulkan
+// compiler may assume that no operand or result is NaN or +-Inf and ignore the sign of zero:
+// NVIDIA's turned clip's compare-and-select into a NaN-dropping min/max, so an LSTM with clip
+// gave finite numbers for a NaN input. All arithmetic is float32 in both precisions (float16
+// tensors are unpacked to and packed from float32 by unpackHalf2x16 / packHalf2x16, which take
+// and give 32-bit floats), so the SPIR-V has no 16-bit float type and needs no 16-bit mode.
+// ortops.device.require_ieee refuses a device without shaderSignedZeroInfNanPreserveFloat32;
+// tests/test_float_controls.py checks every installed .spv for the mode.
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
 
 #ifndef FLOAT16
 #define FLOAT16 0
@@ -32,34 +46,58 @@
 #define ACT_SOFTSIGN 9u
 #define ACT_SOFTPLUS 10u
 
+// NaN and zero tested on the bits. The mode above forbids a compiler to fold isnan(x), x != x
+// or x == 0.0 ? x : ... as if no NaN and no -0 existed; integer compares cannot be folded so
+// even by one that ignored it, and they leave every finite result's arithmetic unchanged.
+bool isnan_(float x)
+{
+    return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u;
+}
+
+bool iszero_(float x)
+{
+    return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0u;
+}
+
+// 1 / (1 + e^-x): +Inf gives 1, -Inf gives 1 / Inf = 0, NaN gives NaN (arithmetic only).
 float sigmoid_(float x)
 {
     return 1.0 / (1.0 + exp(-x));
 }
 
 // tanh through exp(2|x|): a driver's tanh may compute (e^2x - 1)/(e^2x + 1) and give
-// inf/inf = NaN for large |x|; this form saturates to +-1 and keeps NaN.
+// inf/inf = NaN for large |x|; this form saturates to +-1 (+-Inf too) and keeps NaN.
+// tanh(+-0) = +-0: x itself, since x < 0 is false for -0 and the select alone gave +0 (seen as
+// a +0 in Y where ONNX Runtime and the reference give -0: h = o * tanh(c) with c = -0).
 float tanh_(float x)
 {
     float t = 1.0 - 2.0 / (exp(2.0 * abs(x)) + 1.0);
+    if (iszero_(x)) return x;
     return x < 0.0 ? -t : t;
 }
 
 #ifdef GENERAL_ACTIVATIONS
 float activate(uint code, float x, float alpha, float beta)
 {
-    // Comparisons are written so that a NaN input gives NaN (as ONNX Runtime's do).
+    // NaN in, NaN out, for every activation but ThresholdedRelu, whose definition is the
+    // comparison x > alpha, false for NaN: 0 (as in the reference and ONNX Runtime). Relu and
+    // HardSigmoid keep NaN where ONNX Runtime CPU gives 0 (docs/special_values.md). Tested on
+    // the bits, so that no compiler can turn a compare-and-select below into a NaN-dropping
+    // max or min.
+    if (isnan_(x)) return code == ACT_THRESHOLDEDRELU ? 0.0 : x;
     switch (code) {
         case ACT_SIGMOID: return sigmoid_(x);
         case ACT_TANH: return tanh_(x);
-        case ACT_RELU: return x < 0.0 ? 0.0 : x;
+        // Relu and HardSigmoid clamp with <= so that -0 gives +0 (IEEE 754-2019 max(0, -0)).
+        case ACT_RELU: return x <= 0.0 ? 0.0 : x;
         case ACT_AFFINE: return alpha * x + beta;
         case ACT_LEAKYRELU: return x < 0.0 ? alpha * x : x;
         case ACT_THRESHOLDEDRELU: return x > alpha ? x : 0.0;
         case ACT_SCALEDTANH: return alpha * tanh_(beta * x);
         case ACT_HARDSIGMOID: {
-            float y = alpha * x + beta;
-            return y < 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
+            float y = alpha * x + beta;   // NaN also for alpha = 0 and x = +-Inf
+            if (isnan_(y)) return y;
+            return y <= 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
         }
         case ACT_ELU: return x >= 0.0 ? x : alpha * (exp(x) - 1.0);
         case ACT_SOFTSIGN: return x / (1.0 + abs(x));

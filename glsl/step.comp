@@ -110,11 +110,15 @@ float act(uint d, uint slot, float x)
     return activate(code, x, uintBitsToFloat(a), uintBitsToFloat(b));
 }
 
-// clip clamps a gate's pre-activation to [-clip, clip]; written with compares so NaN passes.
+// clip clamps a gate's pre-activation to [-clip, clip]: +-Inf to +-clip, and a NaN passes
+// (ONNX; ONNX Runtime CPU's LSTM and GRU with B give +clip instead, docs/special_values.md).
+// The compares alone keep NaN only under SignedZeroInfNanPreserve (common.glsl); the bit test
+// keeps it even where a compiler turns them into min/max.
 float clip(float x)
 {
     if (HAS_CLIP == 0u) return x;
     float c = uintBitsToFloat(CLIP_BITS);
+    if (isnan_(x)) return x;
     return x > c ? c : (x < -c ? -c : x);
 }
 

@@ -50,6 +50,7 @@ __all__ = [
     "Activation",
     "resolve_activations",
     "apply",
+    "float32_range",
 ]
 
 ACTIVATIONS: Tuple[str, ...] = (
@@ -236,51 +237,108 @@ def resolve_activations(
     return tuple(tuple(resolved[d * slots:(d + 1) * slots]) for d in range(num_directions))
 
 
-def apply(act: Activation, x) -> np.ndarray:
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT32_TINY = float(np.finfo(np.float32).smallest_subnormal)
+
+
+def float32_range(x) -> np.ndarray:
+    """``x`` (float64) with every value outside float32's range made what float32 makes it.
+
+    A value whose rounding to float32 overflows (|x| >= 2**128 * (1 - 2**-25)) becomes the
+    infinity of its sign, and one that rounds to zero (|x| <= 2**-150, below half the smallest
+    denormal) the zero of its sign, as the same operation in float32 arithmetic would give on
+    every device; every other value, NaN and float32's denormal range included, is returned
+    unchanged, in full float64 precision. The reference applies it after each operation of a
+    float32 or float16 layer, so that it overflows and underflows where the float32 arithmetic
+    of the kernels and of ONNX Runtime does (docs/special_values.md).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.abs(x)
+        out = (a > _FLOAT32_MAX) | ((a < _FLOAT32_TINY) & (a > 0))
+        if not out.any():
+            return x
+        rounded = x.astype(np.float32).astype(np.float64)
+    return np.where(out & (np.isinf(rounded) | (rounded == 0)), rounded, x)
+
+
+def _keep(x):
+    return x
+
+
+def apply(act: Activation, x, *, float32: bool = False, ort_cpu: bool = False) -> np.ndarray:
     """Evaluate ``act`` on ``x`` in float64 and return a new float64 array.
 
     Definitions (seed 001): Affine alpha*x+beta; LeakyRelu x<0 ? alpha*x : x;
     ThresholdedRelu x>alpha ? x : 0; ScaledTanh alpha*tanh(beta*x);
     HardSigmoid min(1, max(0, alpha*x+beta)); Elu x>=0 ? x : alpha*(exp(x)-1);
     Softsign x/(1+|x|); Softplus log(1+exp(x)) evaluated without overflow;
-    Sigmoid 1/(1+exp(-x)) without overflow. A NaN input gives NaN except where
-    a definition's comparison sends it to a constant branch
-    (ThresholdedRelu: ``NaN > alpha`` is false, so 0). Relu keeps NaN.
+    Sigmoid 1/(1+exp(-x)) without overflow. Each is its exact value rounded once:
+    no intermediate overflows (Softplus(100) is 100), and +-Inf give the limits
+    (Sigmoid 1 / 0, Tanh +-1, Softplus Inf / 0, Elu Inf / -alpha, ScaledTanh
+    +-alpha, HardSigmoid 1 / 0), except Softsign, whose x/(1+|x|) is Inf/Inf =
+    NaN there, as in ONNX Runtime. A NaN input gives NaN except where a
+    definition's comparison sends it to a constant branch (ThresholdedRelu:
+    ``NaN > alpha`` is false, so 0). Relu and HardSigmoid keep NaN (max and min
+    propagate it, as IEEE 754-2019 maximum/minimum, numpy and seed 001 do) and
+    give +0 for -0 (+0 is the larger zero there). ``tanh(-0)`` and the other odd
+    functions of -0 give -0.
 
-    Where ORT 1.32 CPU differs (seen through its RNN kernel): its Relu and
-    HardSigmoid turn a NaN into 0, and its Softplus overflows to inf above
-    x ~ 88 where this one returns ~x. For finite inputs in range the two agree
-    to float32 rounding (tests/test_reference.py).
+    ``float32=True`` (a float32 or float16 layer): an intermediate outside
+    float32's range is what float32 arithmetic makes it, +-Inf or +-0
+    (:func:`float32_range`).
+
+    ``ort_cpu=True`` models where ONNX Runtime 1.32 CPU differs on special
+    values (docs/special_values.md; ortops does not follow it): its Relu and
+    HardSigmoid give 0 for NaN (``std::max(0.0f, x)``), and its Softplus is
+    log(1 + exp(x)) evaluated in float32, +Inf once exp(x) overflows (x >
+    88.72). For finite inputs in range ORT and this function agree to float32
+    rounding (tests/test_reference.py).
     """
     x = np.array(x, dtype=np.float64)
+    rnd = float32_range if float32 else _keep
     name = act.name
     a = act.alpha
     b = act.beta
-    if name == "Sigmoid":
-        # exp of -|x| never overflows; pick the algebraically equal form per sign.
-        e = np.exp(-np.abs(x))
-        return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-    if name == "Tanh":
-        return np.tanh(x)
-    if name == "Relu":
-        # x < 0 is false for NaN, so NaN passes through.
-        return np.where(x < 0, 0.0, x)
-    if name == "Affine":
-        return a * x + b
-    if name == "LeakyRelu":
-        return np.where(x < 0, a * x, x)
-    if name == "ThresholdedRelu":
-        return np.where(x > a, x, 0.0)
-    if name == "ScaledTanh":
-        return a * np.tanh(b * x)
-    if name == "HardSigmoid":
-        return np.minimum(1.0, np.maximum(0.0, a * x + b))
-    if name == "Elu":
-        # Only the negative branch needs exp; clamping keeps exp from overflowing there.
-        return np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0.0)))
-    if name == "Softsign":
-        return x / (1.0 + np.abs(x))
-    if name == "Softplus":
-        with np.errstate(invalid="ignore"):  # NaN in, NaN out, without a warning
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and Inf in, NaN and Inf out
+        if name == "Sigmoid":
+            # exp of -|x| never overflows; pick the algebraically equal form per sign.
+            e = np.exp(-np.abs(x))
+            return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        if name == "Tanh":
+            return np.tanh(x)
+        if name == "Relu":
+            if ort_cpu:
+                return np.where(x > 0, x, 0.0)
+            # max(0, x) as IEEE 754-2019 maximum: NaN passes (x <= 0 is false for it), and
+            # -0 gives +0 (+0 is the larger zero), so a Relu never outputs -0.
+            return np.where(x <= 0, 0.0, x)
+        if name == "Affine":
+            return rnd(rnd(a * x) + b)
+        if name == "LeakyRelu":
+            return np.where(x < 0, rnd(a * x), x)
+        if name == "ThresholdedRelu":
+            return np.where(x > a, x, 0.0)
+        if name == "ScaledTanh":
+            return a * np.tanh(rnd(b * x))
+        if name == "HardSigmoid":
+            y = rnd(rnd(a * x) + b)
+            if ort_cpu:
+                # std::min(1.0f, std::max(0.0f, y)): a NaN fails both compares and gives 0.
+                m = np.where(y > 0, y, 0.0)
+                return np.where(m < 1, m, 1.0)
+            # min(1, max(0, y)) as IEEE 754-2019 maximum/minimum: NaN passes, -0 gives +0.
+            return np.where(y <= 0, 0.0, np.where(y > 1, 1.0, y))
+        if name == "Elu":
+            # Only the negative branch needs exp; clamping keeps exp from overflowing there.
+            return np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0.0)))
+        if name == "Softsign":
+            return x / (1.0 + np.abs(x))
+        if name == "Softplus":
+            if ort_cpu:
+                # log(1 + exp(x)) evaluated in float32: +Inf once exp(x) overflows (x > 88.72),
+                # and exactly 0 once exp(x) is below half an ulp of 1 (x < -16.6).
+                x32 = x.astype(np.float32)
+                return np.log(np.float32(1) + np.exp(x32)).astype(np.float64)
             return np.logaddexp(0.0, x)
     raise AssertionError(f"unhandled activation {name}")  # Activation.__post_init__ forbids this

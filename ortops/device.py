@@ -96,6 +96,31 @@ class Device:
         )
 
 
+class UnsupportedDeviceError(RuntimeError):
+    """The Vulkan device lacks a feature every ortops kernel relies on."""
+
+
+def require_ieee(device: Device) -> None:
+    """Refuse a device whose shaders may not preserve NaN, +-Inf and the sign of zero.
+
+    Every float pass declares the SPIR-V execution mode SignedZeroInfNanPreserve for 32-bit
+    floats (glsl/common.glsl): without it a compiler may assume no NaN or Inf exists and, for
+    one, turn clip's compare-and-select into a NaN-dropping min/max. A shader may declare the
+    mode only where the device reports shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 float
+    controls, VkPhysicalDeviceFloatControlsProperties); a device without it is refused here,
+    before anything is compiled, rather than run kernels whose NaN and Inf results would be
+    the compiler's choice. See docs/special_values.md.
+    """
+    if not device.nan_preserve_float32:
+        raise UnsupportedDeviceError(
+            f"ortops: the Vulkan device {device} cannot run ortops's kernels: it does not report "
+            "shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 float controls), so its shaders "
+            "may not preserve NaN, +-Inf and -0, which the kernels declare they rely on "
+            "(SignedZeroInfNanPreserve, docs/special_values.md). Choose another device with "
+            "device= or ORTOPS_DEVICE (lavapipe, Mesa's Vulkan on the CPU, supports it)."
+        )
+
+
 _devices_cache: list[Device] | None = None
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ortops import validation
-from ortops.device import context
+from ortops.device import context, require_ieee
 from ortops.shaders import spirv
 
 _CELL = {"LSTM": 0, "GRU": 1, "RNN": 2}
@@ -138,6 +138,7 @@ class RecurrentLayer:
             linear_before_reset=linear_before_reset,
             allowed_dtypes=(np.float32, np.float16))
         self.device, self._ctx = context(device)
+        require_ieee(self.device)   # the kernels rely on NaN/Inf/-0 being preserved
         self.timestamps = bool(timestamps) and self.device.timestamps
         self.last_gpu_time_ms = None
         self.last_gpu_profile = None

@@ -33,6 +33,23 @@ Semantics:
 * layout = 1: X [batch, seq, input], initial states and Y_h / Y_c [batch,
   num_directions, hidden], Y [batch, seq, num_directions, hidden]. ORT's CPU
   kernels refuse layout 1; the result is the layout-0 result transposed.
+
+Special values (docs/special_values.md):
+
+* NaN, +-Inf and -0 follow IEEE arithmetic in the order above (0 * Inf and
+  Inf - Inf are NaN); each activation is its exact value, with its limits at
+  +-Inf (:func:`ortops.activations.apply`).
+* A float32 or float16 layer is float32 arithmetic on every device and in ORT:
+  the reference keeps float64 precision but float32's range, so that a result
+  beyond it is +-Inf and one below half the smallest denormal is +-0 after
+  every operation (:func:`ortops.activations.float32_range`). A float64 layer
+  has float64's range.
+* ``ort_cpu=True`` models ONNX Runtime 1.32 CPU where ortops deliberately
+  differs from it (its LSTM and GRU clamp every pre-activation, NaN becoming
+  +clip when B is given; its Relu and HardSigmoid turn NaN into 0; its
+  Softplus overflows; its gates saturate exactly early (MLAS) or never (the
+  GRU's tanh approximation)). The tests compare ORT with this model and the
+  device with the default; ortops itself never uses it.
 """
 
 from __future__ import annotations
@@ -53,15 +70,135 @@ def _f64(a) -> Optional[np.ndarray]:
     return None if a is None else np.asarray(a, dtype=np.float64)
 
 
-def _clip(spec: LayerSpec, pre: np.ndarray) -> np.ndarray:
-    if spec.clip is None:
-        return pre
-    c = spec.clip
-    # Explicit comparisons rather than np.clip so the NaN pass-through is visible.
-    return np.where(pre > c, c, np.where(pre < -c, -c, pre))
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+# ONNX Runtime's GRU evaluates its reset gate (f = Sigmoid or Tanh) and its candidate
+# (g = Sigmoid or Tanh) with one rational approximation of tanh (rnn_helpers.cc,
+# gru_reset_gate_* / gru_output_gate_*), in float32, on an input clamped to +-10 (Tanh) or
+# +-20 (Sigmoid, through 0.5 * (1 + tanh(x / 2))). It never saturates exactly: |tanh| reaches
+# 1.00000048, so the gate is never exactly 0 or 1 (used by ort_cpu=True only).
+_ORT_P = tuple(np.float32(v) for v in (-2.76076847742355e-16, 2.00018790482477e-13,
+                                       -8.60467152213735e-11, 5.12229709037114e-08,
+                                       1.48572235717979e-05, 6.37261928875436e-04,
+                                       4.89352455891786e-03))
+_ORT_Q = tuple(np.float32(v) for v in (1.19825839466702e-06, 1.18534705686654e-04,
+                                       2.26843463243900e-03, 4.89352518554385e-03))
 
 
-def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P):
+def _ort_gru_tanh(x: np.ndarray, bound: float) -> np.ndarray:
+    x = x.astype(np.float32)
+    x = np.where(x < -bound, np.float32(-bound), np.where(x > bound, np.float32(bound), x))
+    x2 = x * x
+    p = x2 * _ORT_P[0] + _ORT_P[1]
+    for c in _ORT_P[2:]:
+        p = x2 * p + c
+    p = x * p
+    q = x2 * _ORT_Q[0] + _ORT_Q[1]
+    for c in _ORT_Q[2:]:
+        q = x2 * q + c
+    return p / q
+
+
+# MLAS's logistic (MlasComputeLogistic, the Sigmoid of ORT's LSTM gates and GRU update
+# gate): a rational function of x clamped to +-18, plus 0.5, clamped to [0, 1]. It is exactly
+# 0 at -18 and below and 1 at 18 and above, where the true value is not. Evaluated here in
+# float32 without fused multiply-adds it reaches 0 / 1 from about -16.5 / 16; ORT's AVX kernel
+# (FMA) was seen to give 8.9e-8 at -17, so values between 16 and 18 are not modelled exactly.
+_MLAS_P = tuple(np.float32(v) for v in (4.37031012579801e-11, 1.15627324459942e-07,
+                                        6.08574864600143e-05, 8.51377133304701e-03,
+                                        2.48287947061529e-01))
+_MLAS_Q = tuple(np.float32(v) for v in (6.10247389755681e-13, 5.76102136993427e-09,
+                                        6.29106785017040e-06, 1.70198817374094e-03,
+                                        1.16817656904453e-01, 9.93151921023180e-01))
+
+
+def _ort_mlas_logistic(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float32)
+    x = np.where(x < -18, np.float32(-18), np.where(x > 18, np.float32(18), x))
+    x2 = x * x
+    p = x2 * _MLAS_P[0] + _MLAS_P[1]
+    for c in _MLAS_P[2:]:
+        p = p * x2 + c
+    p = p * x
+    q = x2 * _MLAS_Q[0] + _MLAS_Q[1]
+    for c in _MLAS_Q[2:]:
+        q = q * x2 + c
+    y = p / q + np.float32(0.5)
+    return np.where(y < 0, np.float32(0), np.where(y > 1, np.float32(1), y)).astype(np.float64)
+
+
+def _ort_activation(op: str, slot: str, act, x: np.ndarray) -> np.ndarray:
+    """ONNX Runtime 1.32 CPU's activation ``act`` in one place of its kernels (ort_cpu=True).
+
+    ``slot``: "f" (LSTM i, f, o; GRU z), "r" (GRU reset gate), "g" (LSTM candidate, GRU
+    candidate), "h" (LSTM output). ORT's LSTM takes Sigmoid from MLAS, and Relu too in f and
+    g; its GRU takes Sigmoid and Relu from MLAS for z, and Sigmoid and Tanh from its own tanh
+    approximation for r and the candidate; its RNN and every other activation use the plain
+    formulas of rnn_activation_functors.h, modelled by :func:`ortops.activations.apply` with
+    ``ort_cpu=True``.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        mlas = op == "LSTM" and slot in ("f", "g") or op == "GRU" and slot == "f"
+        if act.name == "Sigmoid" and (mlas or op == "LSTM"):
+            return _ort_mlas_logistic(x)
+        if act.name == "Relu" and mlas:
+            # MLAS's Relu (MlasActivation): _mm_max_ps(0, x), i.e. 0 > x ? 0 : x, which keeps
+            # NaN and -0. ORT's other Relus (LSTM h, GRU r and candidate, RNN) turn NaN into 0.
+            return np.where(x < 0, 0.0, x)
+        if op == "GRU" and slot in ("r", "g"):
+            if act.name == "Tanh":
+                return _ort_gru_tanh(x, 10.0).astype(np.float64)
+            if act.name == "Sigmoid":
+                t = _ort_gru_tanh(np.float32(0.5) * x.astype(np.float32), 10.0)
+                return (np.float32(0.5) * (np.float32(1) + t)).astype(np.float64)
+    return _act.apply(act, x, float32=True, ort_cpu=True)
+
+
+class _Arith:
+    """The arithmetic of one run: float64, with float32's range for a float32 or float16
+    layer (every result beyond it is +-Inf, :func:`ortops.activations.float32_range`), and
+    optionally ONNX Runtime CPU's special-value behaviour (``ort_cpu``)."""
+
+    def __init__(self, spec: LayerSpec, float32: bool, ort_cpu: bool):
+        self.spec = spec
+        self.float32 = float32
+        self.ort_cpu = ort_cpu
+        self.r = _act.float32_range if float32 else (lambda x: x)
+
+    def add(self, a, b):
+        return self.r(a + b)
+
+    def mul(self, a, b):
+        return self.r(a * b)
+
+    def dot(self, a, b):
+        # a @ b.T; numpy's matmul propagates NaN and Inf (0 * Inf = NaN included).
+        return self.r(a @ b.T)
+
+    def act(self, act, x, slot="f"):
+        if self.ort_cpu:
+            return self.r(_ort_activation(self.spec.op, slot, act, x))
+        return self.r(_act.apply(act, x, float32=self.float32))
+
+    def clip(self, pre: np.ndarray) -> np.ndarray:
+        spec = self.spec
+        if self.ort_cpu and spec.op in ("LSTM", "GRU"):
+            # ORT's LSTM and GRU always clamp, at FLT_MAX without clip (so +-Inf become
+            # +-FLT_MAX). With B, clip_add_bias does std::max(-c, std::min(c, x)), where
+            # std::min(c, NaN) is c: a NaN becomes +c. Without B, compares: NaN passes.
+            c = spec.clip if spec.clip is not None else _FLOAT32_MAX
+            if spec.has_bias:
+                m = np.where(pre < c, pre, c)
+                return np.where(-c < m, m, -c)
+            return np.where(pre > c, c, np.where(pre < -c, -c, pre))
+        if spec.clip is None:
+            return pre
+        c = spec.clip
+        # Explicit comparisons rather than np.clip so the NaN pass-through is visible.
+        return np.where(pre > c, c, np.where(pre < -c, -c, pre))
+
+
+def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P, ar: _Arith):
     """Run a checked layer; every array argument is float64 and in layout 0."""
     seq, batch, _ = X.shape
     D, H, G = spec.num_directions, spec.hidden_size, spec.gates
@@ -79,6 +216,7 @@ def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P):
 
     lens = np.full(batch, seq, dtype=np.int64) if sequence_lens is None else sequence_lens.astype(np.int64)
     rows = np.arange(batch)
+    add, mul, dot, act, clip = ar.add, ar.mul, ar.dot, ar.act, ar.clip
 
     for d in range(D):
         reverse = spec.direction == "reverse" or d == 1
@@ -89,7 +227,7 @@ def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P):
             Wb, Rb = B[d, : G * H], B[d, G * H:]
         else:
             Wb = Rb = np.zeros(G * H)
-        xw = X @ Wd.T  # [seq, batch, G*H]
+        xw = dot(X, Wd)  # [seq, batch, G*H]
         h = np.zeros((batch, H)) if initial_h is None else initial_h[d].copy()
         c = np.zeros((batch, H)) if initial_c is None else initial_c[d].copy()
         if P is not None:
@@ -104,38 +242,39 @@ def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P):
             x_t = xw[step, rows]  # [batch, G*H]
 
             if spec.op == "LSTM":
-                pre = ((x_t + h @ Rd.T) + Wb) + Rb
+                pre = add(add(add(x_t, dot(h, Rd)), Wb), Rb)
                 pre_i, pre_o, pre_f, pre_c = (pre[:, k * H:(k + 1) * H] for k in range(4))
                 if P is not None:
-                    pre_i = pre_i + Pi * c
-                    pre_f = pre_f + Pf * c
-                i = _act.apply(f, _clip(spec, pre_i))
+                    pre_i = add(pre_i, mul(Pi, c))
+                    pre_f = add(pre_f, mul(Pf, c))
+                i = act(f, clip(pre_i))
                 if spec.input_forget:
                     fg = 1.0 - i
                 else:
-                    fg = _act.apply(f, _clip(spec, pre_f))
-                ct = _act.apply(acts[1], _clip(spec, pre_c))
-                c_new = fg * c + i * ct
+                    fg = act(f, clip(pre_f))
+                ct = act(acts[1], clip(pre_c), "g")
+                c_new = add(mul(fg, c), mul(i, ct))
                 if P is not None:
-                    pre_o = pre_o + Po * c_new
-                o = _act.apply(f, _clip(spec, pre_o))
-                h_new = o * _act.apply(acts[2], c_new)
+                    pre_o = add(pre_o, mul(Po, c_new))
+                o = act(f, clip(pre_o))
+                h_new = mul(o, act(acts[2], c_new, "h"))
                 c = np.where(active[:, None], c_new, c)
             elif spec.op == "GRU":
                 Rz_r = Rd[: 2 * H]
                 Rh = Rd[2 * H:]
-                pre_zr = ((x_t[:, : 2 * H] + h @ Rz_r.T) + Wb[: 2 * H]) + Rb[: 2 * H]
-                zr = _act.apply(f, _clip(spec, pre_zr))
-                z, r = zr[:, :H], zr[:, H:]
+                pre_zr = add(add(add(x_t[:, : 2 * H], dot(h, Rz_r)), Wb[: 2 * H]), Rb[: 2 * H])
+                pre_zr = clip(pre_zr)
+                z = act(f, pre_zr[:, :H])
+                r = act(f, pre_zr[:, H:], "r")
                 if spec.linear_before_reset:
-                    pre_h = (x_t[:, 2 * H:] + r * (h @ Rh.T + Rb[2 * H:])) + Wb[2 * H:]
+                    pre_h = add(add(x_t[:, 2 * H:], mul(r, add(dot(h, Rh), Rb[2 * H:]))), Wb[2 * H:])
                 else:
-                    pre_h = ((x_t[:, 2 * H:] + (r * h) @ Rh.T) + Wb[2 * H:]) + Rb[2 * H:]
-                ht = _act.apply(acts[1], _clip(spec, pre_h))
-                h_new = (1.0 - z) * ht + z * h
+                    pre_h = add(add(add(x_t[:, 2 * H:], dot(mul(r, h), Rh)), Wb[2 * H:]), Rb[2 * H:])
+                ht = act(acts[1], clip(pre_h), "g")
+                h_new = add(mul(1.0 - z, ht), mul(z, h))
             else:
-                pre = ((x_t + h @ Rd.T) + Wb) + Rb
-                h_new = _act.apply(f, _clip(spec, pre))
+                pre = add(add(add(x_t, dot(h, Rd)), Wb), Rb)
+                h_new = act(f, clip(pre))
 
             h = np.where(active[:, None], h_new, h)
             Y[step[active], d, rows[active]] = h_new[active]
@@ -146,16 +285,19 @@ def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P):
     return Y, Y_h, Y_c
 
 
-def _layer(op, X, W, R, B, sequence_lens, initial_h, initial_c, P, **attrs):
+def _layer(op, X, W, R, B, sequence_lens, initial_h, initial_c, P, *, ort_cpu=False, **attrs):
     spec = check_layer(op, W, R, B, P, allowed_dtypes=_DTYPES, **attrs)
     check_inputs(spec, X, sequence_lens, initial_h, initial_c)
+    # A float32 or float16 layer is float32 arithmetic (the kernels, ORT): its range.
+    ar = _Arith(spec, float32=spec.dtype != np.float64, ort_cpu=bool(ort_cpu))
     X, W, R, B, P = (_f64(a) for a in (X, W, R, B, P))
     initial_h, initial_c = _f64(initial_h), _f64(initial_c)
     if spec.layout == 1:
         X = X.transpose(1, 0, 2)
         initial_h = None if initial_h is None else initial_h.transpose(1, 0, 2)
         initial_c = None if initial_c is None else initial_c.transpose(1, 0, 2)
-    Y, Y_h, Y_c = _run(spec, X, W, R, B, sequence_lens, initial_h, initial_c, P)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and Inf are values here
+        Y, Y_h, Y_c = _run(spec, X, W, R, B, sequence_lens, initial_h, initial_c, P, ar)
     if spec.layout == 1:
         Y = Y.transpose(2, 0, 1, 3)
         Y_h = Y_h.transpose(1, 0, 2)
@@ -182,6 +324,7 @@ def lstm(
     activation_beta: Optional[Sequence[float]] = None,
     clip: Optional[float] = None,
     input_forget: int = 0,
+    ort_cpu: bool = False,
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """ONNX LSTM in float64: returns ``(Y, Y_h, Y_c)`` as float64 arrays.
 
@@ -196,6 +339,7 @@ def lstm(
         hidden_size=hidden_size, direction=direction, layout=layout,
         activations=activations, activation_alpha=activation_alpha,
         activation_beta=activation_beta, clip=clip, input_forget=input_forget,
+        ort_cpu=ort_cpu,
     )
 
 
@@ -215,6 +359,7 @@ def gru(
     activation_beta: Optional[Sequence[float]] = None,
     clip: Optional[float] = None,
     linear_before_reset: int = 0,
+    ort_cpu: bool = False,
 ) -> Tuple[np.ndarray, np.ndarray]:
     """ONNX GRU in float64: returns ``(Y, Y_h)`` as float64 arrays.
 
@@ -226,7 +371,7 @@ def gru(
         hidden_size=hidden_size, direction=direction, layout=layout,
         activations=activations, activation_alpha=activation_alpha,
         activation_beta=activation_beta, clip=clip,
-        linear_before_reset=linear_before_reset,
+        linear_before_reset=linear_before_reset, ort_cpu=ort_cpu,
     )
     return Y, Y_h
 
@@ -246,6 +391,7 @@ def rnn(
     activation_alpha: Optional[Sequence[float]] = None,
     activation_beta: Optional[Sequence[float]] = None,
     clip: Optional[float] = None,
+    ort_cpu: bool = False,
 ) -> Tuple[np.ndarray, np.ndarray]:
     """ONNX RNN in float64: returns ``(Y, Y_h)`` as float64 arrays.
 
@@ -256,6 +402,6 @@ def rnn(
         "RNN", X, W, R, B, sequence_lens, initial_h, None, None,
         hidden_size=hidden_size, direction=direction, layout=layout,
         activations=activations, activation_alpha=activation_alpha,
-        activation_beta=activation_beta, clip=clip,
+        activation_beta=activation_beta, clip=clip, ort_cpu=ort_cpu,
     )
     return Y, Y_h
