@@ -26,8 +26,9 @@ py -m ortops.cli devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops.demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all | test | bench | recognizer | threads | none
-if [ "$STAGE" = all ] || [ "$STAGE" = recognizer ]; then
+STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench (none: build only)
+has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
+if has recognizer; then
   py scripts/make_models.py > /dev/null
   # As a user's first call meets it: the GPU idle, its clocks low (docs/perf.md, "GPU clocks").
   py -m ortops.cli run models/recognizer.onnx --compare --repeat 20 2>&1 | tee "$OUT/recognizer.txt"
@@ -37,7 +38,7 @@ if [ "$STAGE" = all ] || [ "$STAGE" = recognizer ]; then
   done 2>&1 | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' > "$OUT/models.txt"
   grep -E '^==|median|error' "$OUT/models.txt"
 fi
-if [ "$STAGE" = all ] || [ "$STAGE" = threads ]; then
+if has threads; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   # The concurrency contract on the real GPU: one session shared by 1, 2, 4 and 8 threads,
   # every result checked bit for bit against the serial one (exit status 1 otherwise).
@@ -46,11 +47,11 @@ if [ "$STAGE" = all ] || [ "$STAGE" = threads ]; then
   py -m ortops.cli run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
 fi
-if [ "$STAGE" = all ] || [ "$STAGE" = test ]; then
+if has test; then
   py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
     tests ${TESTS_ARGS:-} > "$OUT/pytest_validation.txt" 2>&1; tail -3 "$OUT/pytest_validation.txt"
 fi
-if [ "$STAGE" = all ] || [ "$STAGE" = bench ]; then
+if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
 fi
