@@ -25,9 +25,6 @@ PYBIND11_MODULE(_vk, m)
     py::class_<Context, std::shared_ptr<Context>>(m, "Context")
       .def(py::init<uint32_t, bool, uint32_t>(), py::arg("index"), py::arg("validation") = false,
            py::arg("max_queues") = 1)
-      .def_readonly("validation", &Context::validation)
-      .def_readonly("timestamp_period_ns", &Context::timestampPeriod)
-      .def_property_readonly("queues", [](const Context& self) { return self.queues.size(); })
       .def_property_readonly("lost", [](const Context& self) { return self.lost.load(); })
       .def("simulate_loss", &Context::simulateLoss,
            "Test hook: mark the context lost, as a VK_ERROR_DEVICE_LOST would.")
@@ -36,7 +33,7 @@ PYBIND11_MODULE(_vk, m)
                return std::make_shared<Buffer>(std::move(self), nbytes, kind);
            },
            py::arg("nbytes"), py::arg("kind") = "device",
-           "A storage buffer: \"device\" (with a host-visible staging twin), \"storage\" or \"host\".")
+           "A storage buffer: \"device\" (with a host-visible staging twin) or \"storage\".")
       .def("program",
            [](std::shared_ptr<Context> self, py::bytes spirv,
               const std::vector<std::shared_ptr<Buffer>>& buffers,
@@ -60,16 +57,13 @@ PYBIND11_MODULE(_vk, m)
 
     py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
       .def_readonly("nbytes", &Memory::bytes)
-      .def_property_readonly("host_visible", [](const Memory& mem) { return mem.mapped() != nullptr; })
       .def("write", &Memory::write, py::arg("data"), py::arg("offset") = 0,
            "Copy C-contiguous data into the mapped memory at a byte offset.")
       .def("read", &Memory::read, py::arg("out"), py::arg("offset") = 0,
            "Copy the mapped memory at a byte offset into a C-contiguous array.");
-    py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer")
-      .def_readonly("coherent", &HostBuffer::coherent);
+    py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer");
     py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer");
-    py::class_<Program, std::shared_ptr<Program>>(m, "Program")
-      .def_readonly("push_words", &Program::pushWords);
+    py::class_<Program, std::shared_ptr<Program>>(m, "Program");
 
     py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence")
       .def("upload", &Sequence::upload, py::arg("buffers"),

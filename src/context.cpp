@@ -123,8 +123,7 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
     const auto& subgroup = chain.get<vk::PhysicalDeviceSubgroupProperties>();
     const auto& floats = chain.get<vk::PhysicalDeviceFloatControlsProperties>();
     auto features = device.getFeatures2<vk::PhysicalDeviceFeatures2,
-                                        vk::PhysicalDeviceShaderFloat16Int8Features,
-                                        vk::PhysicalDevice16BitStorageFeatures>();
+                                        vk::PhysicalDeviceShaderFloat16Int8Features>();
     int family = computeQueueFamily(device);
     uint32_t timestampBits = 0;
     if (family >= 0) {
@@ -142,7 +141,6 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
                        std::to_string(VK_VERSION_PATCH(props.apiVersion));
     d["driver"] = std::string(driver.driverName.data());
     d["driver_info"] = std::string(driver.driverInfo.data());
-    d["driver_version"] = props.driverVersion;
     d["max_storage_buffer_range"] = limits.maxStorageBufferRange;
     d["max_workgroup_size"] = py::make_tuple(limits.maxComputeWorkGroupSize[0],
                                              limits.maxComputeWorkGroupSize[1],
@@ -156,8 +154,6 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
     d["subgroup_size"] = subgroup.subgroupSize;
     d["float16"] = static_cast<bool>(
       features.get<vk::PhysicalDeviceShaderFloat16Int8Features>().shaderFloat16);
-    d["storage16"] = static_cast<bool>(
-      features.get<vk::PhysicalDevice16BitStorageFeatures>().storageBuffer16BitAccess);
     d["float64"] =
       static_cast<bool>(features.get<vk::PhysicalDeviceFeatures2>().features.shaderFloat64);
     // Float controls (Vulkan 1.2): whether a shader may declare that NaN, Inf and the sign of
@@ -208,8 +204,7 @@ enumerateDevices()
 
 // ---------------------------------------------------------------- Context
 
-Context::Context(uint32_t index, bool withValidation, uint32_t maxQueues)
-  : validation(withValidation)
+Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
 {
     VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
     messengerInfo.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;

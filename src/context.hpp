@@ -65,9 +65,8 @@ struct Context
     // (Sequence::wait). Not on a CPU implementation: there the spinning thread takes a core
     // from the threads that execute the shaders (lavapipe on 2 cores).
     bool pollCompletion = true;
-    bool validation = false;
 
-    Context(uint32_t index, bool withValidation, uint32_t maxQueues);
+    Context(uint32_t index, bool validation, uint32_t maxQueues);
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;

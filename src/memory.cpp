@@ -87,11 +87,8 @@ Buffer::Buffer(std::shared_ptr<Context> c, uint64_t nbytes, const std::string& k
         type = kp::Tensor::TensorTypes::eDevice;
     } else if (kind == "storage") {
         type = kp::Tensor::TensorTypes::eStorage;
-    } else if (kind == "host") {
-        type = kp::Tensor::TensorTypes::eHost;
     } else {
-        throw std::invalid_argument("ortops: buffer kind must be device, storage or host, got " +
-                                    kind);
+        throw std::invalid_argument("ortops: buffer kind must be device or storage, got " + kind);
     }
     // Vulkan forbids zero-sized buffers; empty tensors get one word nobody reads.
     uint64_t words = std::max<uint64_t>(1, (nbytes + 3) / 4);
@@ -114,7 +111,7 @@ Buffer::Buffer(std::shared_ptr<Context> c, uint64_t nbytes, const std::string& k
 void*
 Buffer::mapped() const
 {
-    // Kompute maps the staging memory of device tensors and the memory of host tensors.
+    // Kompute maps the staging memory of device tensors.
     return tensor->tensorType() == kp::Tensor::TensorTypes::eStorage ? nullptr
                                                                       : tensor->rawData();
 }

@@ -43,8 +43,7 @@ struct Memory
 
 // A storage buffer of 32-bit words. "device" buffers are device-local with a host-visible
 // staging twin (inputs and outputs: the host writes/reads the staging memory, the sequence
-// copies); "storage" buffers are device-local only (weights, scratch); "host" buffers are
-// host-visible memory used directly by shaders (small, rarely used).
+// copies); "storage" buffers are device-local only (weights, scratch).
 struct Buffer : Memory
 {
     std::shared_ptr<Context> ctx;

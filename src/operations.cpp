@@ -50,11 +50,7 @@ scopeOf(const std::string& name)
     if (name == "transfer") {
         return { S::eTransfer, A::eTransferWrite, A::eTransferRead | A::eTransferWrite };
     }
-    if (name == "host") {
-        return { S::eHost, A::eHostWrite, A::eHostRead | A::eHostWrite };
-    }
-    throw std::invalid_argument("ortops: barrier scope must be compute, transfer or host, got " +
-                                name);
+    throw std::invalid_argument("ortops: barrier scope must be compute or transfer, got " + name);
 }
 
 } // namespace

@@ -61,7 +61,7 @@ struct Scope
 // A global execution and memory dependency: every write of the source stage made available
 // and visible to every read and write of the destination stage. Reads in the source stage
 // are ordered too (execution dependency), which covers write-after-read. Scopes are named
-// "compute", "transfer" or "host".
+// "compute" or "transfer".
 class OpBarrier : public kp::OpBase
 {
   public:

@@ -53,7 +53,7 @@ class Sequence
                   uint32_t y,
                   uint32_t z,
                   std::vector<uint32_t> push);
-    // A global barrier between two scopes, "compute", "transfer" or "host" (OpBarrier).
+    // A global barrier between two scopes, "compute" or "transfer" (OpBarrier).
     void barrier(const std::string& src, const std::string& dst);
     // Copy size bytes between two buffers' device memory; size 0 records nothing.
     void copy(std::shared_ptr<Memory> src,
