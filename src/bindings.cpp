@@ -1,0 +1,86 @@
+// ortops._vk: the pybind11 module definition, and nothing else. Each binding forwards to the
+// class that owns the state (context.hpp, memory.hpp, program.hpp, sequence.hpp), where the
+// checks live; the only work done here is releasing the GIL around the runs.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "context.hpp"
+#include "memory.hpp"
+#include "program.hpp"
+#include "sequence.hpp"
+
+namespace py = pybind11;
+using namespace ortops;
+
+PYBIND11_MODULE(_vk, m)
+{
+    m.doc() = "ortops' native half: Vulkan context, Kompute buffers and pipelines, recorded "
+              "sequences with full barriers, range copies and timestamps";
+
+    m.def("enumerate_devices", &enumerateDevices, "Describe every Vulkan device with a compute queue.");
+    py::register_exception<DeviceLostError>(m, "DeviceLostError", PyExc_RuntimeError);
+    m.def("take_messages", &takeMessages, "Validation messages since the last call (and clear them).");
+
+    py::class_<Context, std::shared_ptr<Context>>(m, "Context")
+      .def(py::init<uint32_t, bool, uint32_t>(), py::arg("index"), py::arg("validation") = false,
+           py::arg("max_queues") = 1)
+      .def_property_readonly("lost", [](const Context& self) { return self.lost.load(); })
+      .def("simulate_loss", &Context::simulateLoss,
+           "Test hook: mark the context lost, as a VK_ERROR_DEVICE_LOST would.")
+      .def("buffer",
+           [](std::shared_ptr<Context> self, uint64_t nbytes, const std::string& kind) {
+               return std::make_shared<Buffer>(std::move(self), nbytes, kind);
+           },
+           py::arg("nbytes"), py::arg("kind") = "device",
+           "A storage buffer: \"device\" (with a host-visible staging twin) or \"storage\".")
+      .def("program",
+           [](std::shared_ptr<Context> self, py::bytes spirv,
+              const std::vector<std::shared_ptr<Buffer>>& buffers,
+              const std::vector<uint32_t>& specialization, uint32_t pushWords) {
+               return std::make_shared<Program>(std::move(self), std::string(spirv), buffers,
+                                                specialization, pushWords);
+           },
+           py::arg("spirv"), py::arg("buffers"),
+           py::arg("specialization") = std::vector<uint32_t>{}, py::arg("push_words") = 0)
+      .def("host_buffer",
+           [](std::shared_ptr<Context> self, uint64_t nbytes) {
+               return std::make_shared<HostBuffer>(std::move(self), nbytes, false);
+           },
+           py::arg("nbytes"),
+           "Host-cached memory for reading results back (a transfer target, not bindable).")
+      .def("sequence",
+           [](std::shared_ptr<Context> self, uint32_t timestamps) {
+               return std::make_shared<Sequence>(std::move(self), timestamps);
+           },
+           py::arg("timestamps") = 0);
+
+    py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
+      .def_readonly("nbytes", &Memory::bytes)
+      .def("write", &Memory::write, py::arg("data"), py::arg("offset") = 0,
+           "Copy C-contiguous data into the mapped memory at a byte offset.")
+      .def("read", &Memory::read, py::arg("out"), py::arg("offset") = 0,
+           "Copy the mapped memory at a byte offset into a C-contiguous array.");
+    py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer");
+    py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer");
+    py::class_<Program, std::shared_ptr<Program>>(m, "Program");
+
+    py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence")
+      .def("upload", &Sequence::upload, py::arg("buffers"),
+           "Copy each buffer's staging memory to its device memory.")
+      .def("download", &Sequence::download, py::arg("buffers"),
+           "Copy each buffer's device memory to its staging memory.")
+      .def("dispatch", &Sequence::dispatch, py::arg("program"), py::arg("x"), py::arg("y") = 1,
+           py::arg("z") = 1, py::arg("push") = std::vector<uint32_t>{})
+      .def("barrier", &Sequence::barrier, py::arg("src"), py::arg("dst"))
+      .def("copy", &Sequence::copy, py::arg("src"), py::arg("dst"), py::arg("src_offset") = 0,
+           py::arg("dst_offset") = 0, py::arg("size"))
+      .def("finish", &Sequence::finish,
+           "Record the end-of-run marker eval() polls for (lower completion latency).")
+      .def("timestamp", &Sequence::timestamp, py::arg("index"))
+      .def("timestamps", &Sequence::timestamps, "Timestamps of the last run, in nanoseconds.")
+      .def("eval", &Sequence::eval, py::call_guard<py::gil_scoped_release>(),
+           "Submit the recorded commands and wait for them.")
+      .def("profile_eval", &Sequence::profileEval, py::call_guard<py::gil_scoped_release>(),
+           "Run once; return microseconds in submit, until the marker lands, and in the fence wait.");
+}

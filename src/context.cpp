@@ -1,0 +1,319 @@
+// Instance and device creation, validation messages, device descriptions and device loss
+// (see context.hpp).
+
+#include "context.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace py = pybind11;
+
+namespace ortops {
+
+namespace {
+
+// ---------------------------------------------------------------- validation messages
+
+std::mutex g_messages_mutex;
+std::vector<std::string> g_messages;
+
+VKAPI_ATTR VkBool32 VKAPI_CALL
+onValidationMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                    VkDebugUtilsMessageTypeFlagsEXT /*types*/,
+                    const VkDebugUtilsMessengerCallbackDataEXT* data,
+                    void* /*user*/)
+{
+    // Info and verbose messages are chatter (loader, layer start-up); warnings and errors
+    // are what synchronization validation reports hazards as.
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        std::string text = data->pMessageIdName ? data->pMessageIdName : "";
+        text += ": ";
+        text += data->pMessage ? data->pMessage : "";
+        std::lock_guard<std::mutex> lock(g_messages_mutex);
+        g_messages.push_back(std::move(text));
+    }
+    return VK_FALSE;
+}
+
+bool
+layerAvailable(const char* name)
+{
+    for (const auto& layer : vk::enumerateInstanceLayerProperties()) {
+        if (std::strcmp(layer.layerName, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+// ---------------------------------------------------------------- instance and device
+
+vk::Instance
+createInstance(bool validation, VkDebugUtilsMessengerCreateInfoEXT* messengerInfo)
+{
+    // Vulkan 1.2 for VkPhysicalDeviceDriverProperties and Vulkan 1.1 subgroup properties;
+    // lavapipe (Debian 12) and every current GPU driver offer it.
+    vk::ApplicationInfo app("ortops", 1, "ortops", 1, VK_API_VERSION_1_2);
+    std::vector<const char*> layers;
+    std::vector<const char*> extensions;
+    vk::ValidationFeatureEnableEXT syncValidation =
+      vk::ValidationFeatureEnableEXT::eSynchronizationValidation;
+    vk::ValidationFeaturesEXT features(syncValidation, {});
+    vk::InstanceCreateInfo info({}, &app);
+    if (validation) {
+        if (!layerAvailable(kValidationLayer)) {
+            throw std::runtime_error(
+              "ortops: Vulkan validation was requested (ORTOPS_VALIDATION) but the layer "
+              "VK_LAYER_KHRONOS_validation is not installed (Debian package: "
+              "vulkan-validationlayers)");
+        }
+        layers.push_back(kValidationLayer);
+        extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+        // Synchronization validation is off by default in the layer; ask for it here as well
+        // as through vk_layer_settings.txt so that the switch works without the settings file.
+        features.pNext = messengerInfo;
+        info.pNext = &features;
+    }
+    info.setPEnabledLayerNames(layers);
+    info.setPEnabledExtensionNames(extensions);
+    return vk::createInstance(info);
+}
+
+std::string
+deviceTypeName(vk::PhysicalDeviceType type)
+{
+    switch (type) {
+        case vk::PhysicalDeviceType::eDiscreteGpu:
+            return "discrete";
+        case vk::PhysicalDeviceType::eIntegratedGpu:
+            return "integrated";
+        case vk::PhysicalDeviceType::eVirtualGpu:
+            return "virtual";
+        case vk::PhysicalDeviceType::eCpu:
+            return "cpu";
+        default:
+            return "other";
+    }
+}
+
+int
+computeQueueFamily(const vk::PhysicalDevice& device)
+{
+    auto families = device.getQueueFamilyProperties();
+    for (uint32_t i = 0; i < families.size(); i++) {
+        if (families[i].queueFlags & vk::QueueFlagBits::eCompute) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+// The fields of ortops.device.Device.
+py::dict
+describe(const vk::PhysicalDevice& device, uint32_t index)
+{
+    auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
+                                       vk::PhysicalDeviceDriverProperties,
+                                       vk::PhysicalDeviceSubgroupProperties,
+                                       vk::PhysicalDeviceFloatControlsProperties>();
+    const auto& props = chain.get<vk::PhysicalDeviceProperties2>().properties;
+    const auto& driver = chain.get<vk::PhysicalDeviceDriverProperties>();
+    const auto& subgroup = chain.get<vk::PhysicalDeviceSubgroupProperties>();
+    const auto& floats = chain.get<vk::PhysicalDeviceFloatControlsProperties>();
+    auto features = device.getFeatures2<vk::PhysicalDeviceFeatures2,
+                                        vk::PhysicalDeviceShaderFloat16Int8Features>();
+    int family = computeQueueFamily(device);
+    uint32_t timestampBits = 0;
+    if (family >= 0) {
+        timestampBits = device.getQueueFamilyProperties()[family].timestampValidBits;
+    }
+    const auto& limits = props.limits;
+    py::dict d;
+    d["index"] = index;
+    d["name"] = std::string(props.deviceName.data());
+    d["type"] = deviceTypeName(props.deviceType);
+    d["vendor_id"] = props.vendorID;
+    d["device_id"] = props.deviceID;
+    d["api_version"] = std::to_string(VK_VERSION_MAJOR(props.apiVersion)) + "." +
+                       std::to_string(VK_VERSION_MINOR(props.apiVersion)) + "." +
+                       std::to_string(VK_VERSION_PATCH(props.apiVersion));
+    d["driver"] = std::string(driver.driverName.data());
+    d["driver_info"] = std::string(driver.driverInfo.data());
+    d["max_storage_buffer_range"] = limits.maxStorageBufferRange;
+    d["max_workgroup_size"] = py::make_tuple(limits.maxComputeWorkGroupSize[0],
+                                             limits.maxComputeWorkGroupSize[1],
+                                             limits.maxComputeWorkGroupSize[2]);
+    d["max_workgroup_invocations"] = limits.maxComputeWorkGroupInvocations;
+    d["max_workgroup_count"] = py::make_tuple(limits.maxComputeWorkGroupCount[0],
+                                              limits.maxComputeWorkGroupCount[1],
+                                              limits.maxComputeWorkGroupCount[2]);
+    d["max_shared_memory"] = limits.maxComputeSharedMemorySize;
+    d["max_push_constants_size"] = limits.maxPushConstantsSize;
+    d["subgroup_size"] = subgroup.subgroupSize;
+    d["float16"] = static_cast<bool>(
+      features.get<vk::PhysicalDeviceShaderFloat16Int8Features>().shaderFloat16);
+    d["float64"] =
+      static_cast<bool>(features.get<vk::PhysicalDeviceFeatures2>().features.shaderFloat64);
+    // Float controls (Vulkan 1.2): whether a shader may declare that NaN, Inf and the sign of
+    // zero are preserved (SignedZeroInfNanPreserve) and how denormals are treated. Without
+    // the declaration a compiler may assume no NaN (NVIDIA turns a compare-based clamp into a
+    // NaN-dropping min/max).
+    d["nan_preserve_float16"] = static_cast<bool>(floats.shaderSignedZeroInfNanPreserveFloat16);
+    d["nan_preserve_float32"] = static_cast<bool>(floats.shaderSignedZeroInfNanPreserveFloat32);
+    d["denorm_preserve_float32"] = static_cast<bool>(floats.shaderDenormPreserveFloat32);
+    d["denorm_flush_float32"] = static_cast<bool>(floats.shaderDenormFlushToZeroFloat32);
+    d["timestamp_period_ns"] = limits.timestampPeriod;
+    d["timestamps"] = timestampBits > 0 && limits.timestampComputeAndGraphics;
+    return d;
+}
+
+} // namespace
+
+std::vector<std::string>
+takeMessages()
+{
+    std::lock_guard<std::mutex> lock(g_messages_mutex);
+    std::vector<std::string> out;
+    out.swap(g_messages);
+    return out;
+}
+
+std::vector<py::dict>
+enumerateDevices()
+{
+    std::vector<py::dict> out;
+    vk::Instance instance;
+    try {
+        instance = createInstance(false, nullptr);
+    } catch (const vk::SystemError&) {
+        // No ICD at all (VK_ERROR_INCOMPATIBLE_DRIVER): report no devices, the Python side
+        // says which package provides one.
+        return out;
+    }
+    auto devices = instance.enumeratePhysicalDevices();
+    for (uint32_t i = 0; i < devices.size(); i++) {
+        if (computeQueueFamily(devices[i]) >= 0) {
+            out.push_back(describe(devices[i], i));
+        }
+    }
+    instance.destroy();
+    return out;
+}
+
+// ---------------------------------------------------------------- Context
+
+Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
+{
+    VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
+    messengerInfo.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+    messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                    VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                                VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                                VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    messengerInfo.pfnUserCallback = onValidationMessage;
+    instance = createInstance(validation, &messengerInfo);
+    if (validation) {
+        auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+          instance.getProcAddr("vkCreateDebugUtilsMessengerEXT"));
+        if (create) {
+            create(instance, &messengerInfo, nullptr, &messenger);
+        }
+    }
+    auto devices = instance.enumeratePhysicalDevices();
+    if (index >= devices.size()) {
+        destroyInstance();
+        throw std::out_of_range("ortops: no Vulkan device with index " + std::to_string(index));
+    }
+    physical = std::make_shared<vk::PhysicalDevice>(devices[index]);
+    int f = computeQueueFamily(*physical);
+    if (f < 0) {
+        destroyInstance();
+        throw std::runtime_error("ortops: Vulkan device has no compute queue");
+    }
+    family = static_cast<uint32_t>(f);
+    auto properties = physical->getProperties();
+    limits = properties.limits;
+    pollCompletion = properties.deviceType != vk::PhysicalDeviceType::eCpu;
+    timestampPeriod = limits.timestampPeriod;
+    uint32_t count =
+      std::max(1u, std::min(maxQueues, physical->getQueueFamilyProperties()[family].queueCount));
+    std::vector<float> priorities(count, 1.0f);
+    vk::DeviceQueueCreateInfo queueInfo({}, family, count, priorities.data());
+    vk::DeviceCreateInfo deviceInfo({}, queueInfo);
+    device = std::make_shared<vk::Device>(physical->createDevice(deviceInfo));
+    for (uint32_t i = 0; i < count; i++) {
+        queues.push_back(std::make_unique<Queue>());
+        queues.back()->queue = device->getQueue(family, i);
+    }
+}
+
+Context::~Context()
+{
+    if (device) {
+        try {
+            device->waitIdle();  // fails on a lost device; destroying is still allowed
+        } catch (const std::exception&) {
+        }
+        device->destroy();
+    }
+    destroyInstance();
+}
+
+Queue&
+Context::pickQueue()
+{
+    return *queues[nextQueue++ % queues.size()];
+}
+
+void
+Context::markLost(const std::string& what)
+{
+    std::lock_guard<std::mutex> guard(lostLock);
+    if (!lost) {
+        lostReason = what;
+        lost = true;
+    }
+}
+
+void
+Context::fail(const std::string& what)
+{
+    markLost(what);
+    throw DeviceLostError("ortops: " + what + "; the Vulkan device is lost for this context: "
+                          "create a new session or layer to continue");
+}
+
+void
+Context::checkAlive()
+{
+    if (lost) {
+        std::lock_guard<std::mutex> guard(lostLock);
+        throw DeviceLostError("ortops: the Vulkan device was lost earlier (" + lostReason +
+                              "); create a new session or layer to continue");
+    }
+}
+
+void
+Context::simulateLoss()
+{
+    markLost("device loss simulated by a test");
+}
+
+void
+Context::destroyInstance()
+{
+    if (messenger != VK_NULL_HANDLE) {
+        auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+          instance.getProcAddr("vkDestroyDebugUtilsMessengerEXT"));
+        if (destroy) {
+            destroy(instance, messenger, nullptr);
+        }
+        messenger = VK_NULL_HANDLE;
+    }
+    instance.destroy();
+}
+
+} // namespace ortops

@@ -1,0 +1,97 @@
+// The Vulkan instance, device and queues a process runs on, and what can go wrong with them.
+//
+// ortops creates the instance and device itself rather than through kp::Manager, so that the
+// Khronos validation layer with synchronization validation can be switched on per process and
+// its messages collected here (take_messages) for the tests to fail on. A Context also owns the
+// device's compute queues with the locks Vulkan requires around their use, the device-loss
+// state every submission checks, and the limits read once at creation (dispatch checks read
+// them from here rather than asking the driver again). enumerate_devices describes the devices
+// with a short-lived instance of its own.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <kompute/Kompute.hpp>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ortops {
+
+// The device was lost (or a submission failed in a way that leaves it unusable). Raised as
+// ortops._vk.DeviceLostError; every later submission on the same context raises it too, and a
+// new context (a new session or layer, see ortops.device.context) starts afresh.
+struct DeviceLostError : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+// One VkQueue and the lock that makes its use externally synchronised, as Vulkan requires
+// (vkQueueSubmit from two threads on one queue is undefined; on the H200 it lost the device).
+struct Queue
+{
+    vk::Queue queue;
+    std::mutex lock;
+};
+
+// Sequences are spread round robin over the context's queues (as many as the Python side asks
+// for, ortops.device.max_queues, and the family offers: NVIDIA 16, lavapipe 1). On one queue
+// every pipeline barrier of a run also waits for the work submitted before it, so concurrent
+// runs execute one after another on the GPU; several queues let them overlap where the
+// hardware runs queues at once. On the H200 they did not pay (ortops.device.DEFAULT_QUEUES).
+//
+// Owns the instance and device. Every object made on it (Buffer, HostBuffer, Program,
+// Sequence) holds a shared_ptr to it, so the VkDevice outlives the buffers, pipelines and
+// command pools made on it.
+struct Context
+{
+    vk::Instance instance;
+    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+    std::shared_ptr<vk::PhysicalDevice> physical;
+    std::shared_ptr<vk::Device> device;
+    std::vector<std::unique_ptr<Queue>> queues;
+    std::atomic<uint32_t> nextQueue{ 0 };
+    std::atomic<bool> lost{ false };
+    std::string lostReason;
+    std::mutex lostLock;
+    uint32_t family = 0;
+    float timestampPeriod = 1.0f;
+    vk::PhysicalDeviceLimits limits;
+    // Whether a run's end is found by polling a host-visible word before the fence wait
+    // (Sequence::wait). Not on a CPU implementation: there the spinning thread takes a core
+    // from the threads that execute the shaders (lavapipe on 2 cores).
+    bool pollCompletion = true;
+
+    Context(uint32_t index, bool validation, uint32_t maxQueues);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    // The queue a new sequence submits to.
+    Queue& pickQueue();
+
+    // Record that the device is unusable and raise DeviceLostError for the caller's run.
+    [[noreturn]] void fail(const std::string& what);
+    // Raise DeviceLostError if the device was lost earlier.
+    void checkAlive();
+    // Test hook: mark the context lost, as a VK_ERROR_DEVICE_LOST would, without raising.
+    void simulateLoss();
+
+  private:
+    void markLost(const std::string& what);
+    void destroyInstance();
+};
+
+// Every Vulkan device with a compute queue, described as the dict ortops.device.Device takes.
+std::vector<pybind11::dict>
+enumerateDevices();
+
+// Validation messages (warnings and errors) since the last call, and clear them.
+std::vector<std::string>
+takeMessages();
+
+} // namespace ortops
