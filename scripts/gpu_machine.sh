@@ -42,7 +42,7 @@ if has threads; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   # The concurrency contract on the real GPU: one session shared by 1, 2, 4 and 8 threads,
   # every result checked bit for bit against the serial one (exit status 1 otherwise).
-  py -m ortops.cli run models/recognizer.onnx --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
+  py -m ortops.cli run models/recognizer.onnx --compare --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee "$OUT/threads.txt"
   py -m ortops.cli run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
