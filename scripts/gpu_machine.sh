@@ -43,7 +43,7 @@ if has threads; then
   # The concurrency contract on the real GPU: one session shared by 1, 2, 4 and 8 threads,
   # every result checked bit for bit against the serial one (exit status 1 otherwise).
   py -m ortops.cli run models/recognizer.onnx --compare --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
-    | tr '\r' '\n' | grep -v '^ortops \[' | tee "$OUT/threads.txt"
+    | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/threads.txt"
   py -m ortops.cli run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
 fi
