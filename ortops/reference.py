@@ -85,18 +85,24 @@ _ORT_Q = tuple(np.float32(v) for v in (1.19825839466702e-06, 1.18534705686654e-0
                                        2.26843463243900e-03, 4.89352518554385e-03))
 
 
-def _ort_gru_tanh(x: np.ndarray, bound: float) -> np.ndarray:
+def _odd_rational(x: np.ndarray, bound: float, P: tuple, Q: tuple) -> np.ndarray:
+    """x * P(x^2) / Q(x^2) in float32 by Horner's rule, x clamped to [-bound, bound] first:
+    the form of both ONNX Runtime approximations modelled here (a float32 product is the same
+    whichever operand comes first, so one evaluation order serves both)."""
     x = x.astype(np.float32)
     x = np.where(x < -bound, np.float32(-bound), np.where(x > bound, np.float32(bound), x))
     x2 = x * x
-    p = x2 * _ORT_P[0] + _ORT_P[1]
-    for c in _ORT_P[2:]:
+    p = x2 * P[0] + P[1]
+    for c in P[2:]:
         p = x2 * p + c
-    p = x * p
-    q = x2 * _ORT_Q[0] + _ORT_Q[1]
-    for c in _ORT_Q[2:]:
+    q = x2 * Q[0] + Q[1]
+    for c in Q[2:]:
         q = x2 * q + c
-    return p / q
+    return (x * p) / q
+
+
+def _ort_gru_tanh(x: np.ndarray, bound: float) -> np.ndarray:
+    return _odd_rational(x, bound, _ORT_P, _ORT_Q)
 
 
 # MLAS's logistic (MlasComputeLogistic, the Sigmoid of ORT's LSTM gates and GRU update
@@ -113,17 +119,7 @@ _MLAS_Q = tuple(np.float32(v) for v in (6.10247389755681e-13, 5.76102136993427e-
 
 
 def _ort_mlas_logistic(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float32)
-    x = np.where(x < -18, np.float32(-18), np.where(x > 18, np.float32(18), x))
-    x2 = x * x
-    p = x2 * _MLAS_P[0] + _MLAS_P[1]
-    for c in _MLAS_P[2:]:
-        p = p * x2 + c
-    p = p * x
-    q = x2 * _MLAS_Q[0] + _MLAS_Q[1]
-    for c in _MLAS_Q[2:]:
-        q = q * x2 + c
-    y = p / q + np.float32(0.5)
+    y = _odd_rational(x, 18, _MLAS_P, _MLAS_Q) + np.float32(0.5)
     return np.where(y < 0, np.float32(0), np.where(y > 1, np.float32(1), y)).astype(np.float64)
 
 

@@ -22,20 +22,15 @@ which run at full size.
 from __future__ import annotations
 
 import itertools
-import zlib
 
 import numpy as np
 import pytest
 
 import ortops
 import ortops.layer
-from ortops import reference
 from ortops.activations import ACTIVATIONS
+from _cases import GATES, OUTPUTS, REFERENCE, SLOTS, activation_params, rotation, seed_of
 
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-SLOTS = {"LSTM": 3, "GRU": 2, "RNN": 1}
-OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
-REFERENCE = {"LSTM": reference.lstm, "GRU": reference.gru, "RNN": reference.rnn}
 FUNCTIONAL = {"LSTM": ortops.lstm, "GRU": ortops.gru, "RNN": ortops.rnn}
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 DTYPES = (np.float32, np.float16)
@@ -51,10 +46,6 @@ MAX_ERROR = {np.dtype(np.float32): 0.0, np.dtype(np.float16): 0.0}
 def _report_max_error():
     yield
     print("\nmax scaled error: " + ", ".join(f"{d.name} {e:.3g}" for d, e in MAX_ERROR.items()))
-
-
-def seed_of(*key) -> int:
-    return zlib.crc32(repr(key).encode())
 
 
 # --------------------------------------------------------------------------- cases
@@ -252,40 +243,6 @@ def test_zero_length_row_gives_zero_final_state():
 
 
 # --------------------------------------------------------------------------- activations
-
-# (alpha, beta) of the activations that take them, chosen for pre-activations of about +-1:
-# ThresholdedRelu's threshold and HardSigmoid's linear range lie inside that range (the
-# defaults would make ThresholdedRelu a Relu and Affine zero). activation_params shifts them
-# per position so each slot's value is distinct.
-ACT_PARAMS = {
-    "Affine": (0.7, 0.2),
-    "LeakyRelu": (0.15, None),
-    "ThresholdedRelu": (0.12, None),
-    "ScaledTanh": (1.3, 0.8),
-    "HardSigmoid": (0.35, 0.45),
-    "Elu": (0.8, None),
-}
-
-
-def activation_params(names):
-    """activation_alpha, activation_beta for ``names``, one value per consumer, in order."""
-    alphas, betas = [], []
-    for k, name in enumerate(names):
-        alpha, beta = ACT_PARAMS.get(name, (None, None))
-        if alpha is not None:
-            alphas.append(alpha + 0.01 * k)
-        if beta is not None:
-            betas.append(beta - 0.01 * k)
-    return alphas, betas
-
-
-def rotation(op, shift, sets):
-    """Activation names starting at ACTIVATIONS[shift]: one set (``sets`` = 1) used for both
-    directions, or a forward set and a different reverse set. Over shift = 0..10 every
-    activation lands in every slot of both directions."""
-    n = SLOTS[op] * sets
-    return [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(n)]
-
 
 # The one-set rotation (11 cases per cell) puts every activation in every slot of both
 # directions, in float32. With one set both directions get the same constants, so the

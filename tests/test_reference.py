@@ -19,19 +19,11 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from ortops import reference
 from ortops.activations import ACTIVATIONS, DEFAULT_ACTIVATIONS, Activation, apply
+from _cases import GATES, INPUTS, OUTPUTS, REFERENCE
 
 TOL = 1e-5
 OPSET = 22
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-INPUTS = {
-    "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
-    "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-    "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-}
-OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
-REFERENCE = {"LSTM": reference.lstm, "GRU": reference.gru, "RNN": reference.rnn}
 # Activations that read alpha / beta (ONNX's list; ortops.activations must agree).
 TAKES_ALPHA = {"Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu"}
 TAKES_BETA = {"Affine", "ScaledTanh", "HardSigmoid"}

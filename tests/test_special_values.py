@@ -34,7 +34,6 @@ The matrix (small shapes: seq 3, batch 3, input 4, hidden 5; sequence_lens [2, 0
 from __future__ import annotations
 
 import dataclasses
-import zlib
 
 import numpy as np
 import onnxruntime as ort
@@ -42,23 +41,14 @@ import pytest
 from onnx import helper
 
 import ortops
-from ortops import reference
 from ortops.activations import ACTIVATIONS
 from ortops.compare import special_mismatches
 from ortops.device import UnsupportedDeviceError
 from ortops.equivalent import cpu_equivalent, cpu_feeds
+from _cases import GATES, INPUTS, OUTPUTS, REFERENCE, SLOTS, activation_params, rotation, seed_of
 
 pytestmark = pytest.mark.gpu
 
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-SLOTS = {"LSTM": 3, "GRU": 2, "RNN": 1}
-INPUTS = {
-    "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
-    "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-    "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-}
-OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
-REFERENCE = {"LSTM": reference.lstm, "GRU": reference.gru, "RNN": reference.rnn}
 SEQ, BATCH, INPUT, HIDDEN = 3, 3, 4, 5
 LENS = [2, 0, 3]     # a row that ends early, an empty row, a full row
 SPECIAL = {"nan": np.nan, "+inf": np.inf, "-inf": -np.inf, "-0": -0.0}
@@ -72,10 +62,6 @@ SEEN = {"cases": 0, "nan": 0, "inf": 0, "neg_zero": 0, "ort_differs": 0,
 def _report():
     yield
     print("\nspecial values: " + ", ".join(f"{k} {v}" for k, v in SEEN.items()))
-
-
-def seed_of(*key) -> int:
-    return zlib.crc32(repr(key).encode())
 
 
 # --------------------------------------------------------------------------- running
@@ -263,24 +249,11 @@ def test_placements(layer_name, dtype):
 
 # --------------------------------------------------------------------------- activations
 
-# (alpha, beta) of the activations that take them (as in tests/test_kernels.py), shifted per
-# position so that each slot's value is distinct.
-ACT_PARAMS = {"Affine": (0.7, 0.2), "LeakyRelu": (0.15, None), "ThresholdedRelu": (0.12, None),
-              "ScaledTanh": (1.3, 0.8), "HardSigmoid": (0.35, 0.45), "Elu": (0.8, None)}
-
-
 def activation_attrs(op, shift):
     """Forward set ACTIVATIONS[shift:], reverse set the next ones: over shift = 0..10 every
     activation lands in every slot of both directions."""
-    n = SLOTS[op]
-    names = [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(2 * n)]
-    alphas, betas = [], []
-    for k, name in enumerate(names):
-        alpha, beta = ACT_PARAMS.get(name, (None, None))
-        if alpha is not None:
-            alphas.append(alpha + 0.01 * k)
-        if beta is not None:
-            betas.append(beta - 0.01 * k)
+    names = rotation(op, shift, 2)
+    alphas, betas = activation_params(names)
     attrs = {"direction": "bidirectional", "activations": names, "activation_alpha": alphas,
              "activation_beta": betas}
     if op == "GRU":

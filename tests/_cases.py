@@ -1,0 +1,58 @@
+"""What the tests share about generated cases: their own statement of the ONNX operators'
+tables (kept apart from the package's on purpose, so that a wrong table in ortops fails a
+test instead of agreeing with itself), stable seeds, and activation parameter sets."""
+
+import zlib
+
+from ortops import reference
+from ortops.activations import ACTIVATIONS
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+SLOTS = {"LSTM": 3, "GRU": 2, "RNN": 1}            # activation slots per direction (f, g, h)
+INPUTS = {
+    "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
+    "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
+    "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
+}
+OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+REFERENCE = {"LSTM": reference.lstm, "GRU": reference.gru, "RNN": reference.rnn}
+
+
+def seed_of(*key) -> int:
+    """A stable seed for a case's key (not Python's hash, which changes between processes), so
+    that a failing case is drawn again the same way."""
+    return zlib.crc32(repr(key).encode())
+
+
+# (alpha, beta) of the activations that take them, chosen for pre-activations of about +-1:
+# ThresholdedRelu's threshold and HardSigmoid's linear range lie inside that range (the
+# defaults would make ThresholdedRelu a Relu and Affine zero). activation_params shifts them
+# per position so each slot's value is distinct.
+ACT_PARAMS = {
+    "Affine": (0.7, 0.2),
+    "LeakyRelu": (0.15, None),
+    "ThresholdedRelu": (0.12, None),
+    "ScaledTanh": (1.3, 0.8),
+    "HardSigmoid": (0.35, 0.45),
+    "Elu": (0.8, None),
+}
+
+
+def activation_params(names):
+    """activation_alpha, activation_beta for ``names``, one value per consumer, in order."""
+    alphas, betas = [], []
+    for k, name in enumerate(names):
+        alpha, beta = ACT_PARAMS.get(name, (None, None))
+        if alpha is not None:
+            alphas.append(alpha + 0.01 * k)
+        if beta is not None:
+            betas.append(beta - 0.01 * k)
+    return alphas, betas
+
+
+def rotation(op, shift, sets):
+    """Activation names starting at ACTIVATIONS[shift]: one set (``sets`` = 1) used for both
+    directions, or a forward set and a different reverse set. Over shift = 0..10 every
+    activation lands in every slot of both directions."""
+    n = SLOTS[op] * sets
+    return [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(n)]
