@@ -227,18 +227,14 @@ class RecurrentLayer:
             if plan is None:
                 plan = self._build(seq, batch, steps, lens is not None, initial_h is not None,
                                    initial_c is not None, key[6], xw_scratch, state_scratch)
-            if caller_scratch:
-                # Caller regions may be one arena shared by this layer's shapes: one such run
-                # at a time (sharing an arena between layers is the caller's to serialise).
-                with self._scratch_lock:
-                    result = self._run(plan, shapes, names, X, lens, initial_h, initial_c)
-            else:
-                result = self._run(plan, shapes, names, X, lens, initial_h, initial_c)
-        except BaseException:
-            self._release(key, pool, plan)
-            raise
-        self._release(key, pool, plan)
-        return result
+            if not caller_scratch:
+                return self._run(plan, shapes, names, X, lens, initial_h, initial_c)
+            # Caller regions may be one arena shared by this layer's shapes: one such run at a
+            # time (sharing an arena between layers is the caller's to serialise).
+            with self._scratch_lock:
+                return self._run(plan, shapes, names, X, lens, initial_h, initial_c)
+        finally:
+            self._release(key, pool, plan)   # plan None: building it failed
 
     def _acquire(self, key, limit):
         """(pool, a free plan of ``key``), or (pool, None) when the caller is to build one.
@@ -250,7 +246,7 @@ class RecurrentLayer:
                 pool = self._plans.get(key)
                 if pool is None:
                     pool = self._plans[key] = _PlanPool(limit)
-                    self._evict()
+                    self._evict(keep=key)
                 self._plans.move_to_end(key)
                 if pool.free:
                     return pool, pool.free.pop()
@@ -267,14 +263,18 @@ class RecurrentLayer:
             elif self._plans.get(key) is pool:
                 pool.free.append(plan)
             # else: the key was evicted while this run held the plan; it is dropped here.
+            self._evict(keep=key)   # shapes kept beyond the cache while they were busy
             self._lock.notify_all()
 
-    def _evict(self):
-        """Keep plans for at most _PLAN_CACHE shapes: drop the least recently used idle ones."""
+    def _evict(self, keep):
+        """Keep plans for at most _PLAN_CACHE shapes: drop the least recently used idle ones
+        (never ``keep``, the key being acquired; while runs hold plans of every other key the
+        cache may hold more for a while)."""
         for old in list(self._plans):
             if len(self._plans) <= _PLAN_CACHE:
                 break
-            if len(self._plans[old].free) == self._plans[old].count:   # no run holds one
+            pool = self._plans[old]
+            if old != keep and len(pool.free) == pool.count:   # no run holds one of its plans
                 del self._plans[old]
 
     def _run(self, plan, shapes, names, X, lens, initial_h, initial_c):

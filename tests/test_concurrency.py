@@ -200,3 +200,22 @@ def test_queue_count_setting(monkeypatch, value, expected):
             max_queues()
     else:
         assert max_queues() == expected
+
+
+def test_more_shapes_in_flight_than_the_plan_cache_holds():
+    """Runs of more shapes at once than a layer caches plans for: the cache may exceed its
+    size while every other shape is busy, and drops idle shapes later (not the one a run is
+    acquiring)."""
+    from ortops.layer import _PLAN_CACHE
+
+    rng = np.random.default_rng(8)
+    W = rng.uniform(-0.5, 0.5, (1, 4, 3)).astype(np.float32)
+    R = rng.uniform(-0.5, 0.5, (1, 4, 4)).astype(np.float32)
+    layer = ortops.RecurrentLayer("RNN", W, R)
+    shapes = _PLAN_CACHE + 4
+    xs = [rng.uniform(-1, 1, (2 + i, 1, 3)).astype(np.float32) for i in range(shapes)]
+    want = [ortops.RecurrentLayer("RNN", W, R)(x) for x in xs]
+    got = _hammer(lambda i: layer(xs[i % shapes]), list(range(3 * shapes)), threads=shapes)
+    assert all(err is None and _same_bits(out, want[i % shapes]) for i, (out, err) in enumerate(got))
+    layer(xs[0])
+    assert len(layer._plans) <= _PLAN_CACHE
