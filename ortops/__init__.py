@@ -20,7 +20,7 @@ _LAZY = {
     "DeviceLostError": ("ortops._vk", "DeviceLostError"),
 }
 
-__all__ = sorted(_LAZY) + ["reference", "validation", "activations"]
+__all__ = sorted(_LAZY) + ["reference", "validation", "activations", "cells"]
 
 
 def __getattr__(name):
@@ -31,7 +31,7 @@ def __getattr__(name):
         value = getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
-    if name in ("reference", "validation", "activations"):
+    if name in ("reference", "validation", "activations", "cells"):
         import importlib
 
         return importlib.import_module(f"ortops.{name}")
