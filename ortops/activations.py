@@ -43,6 +43,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from .cells import CELLS, cell
+
 __all__ = [
     "ACTIVATIONS",
     "DEFAULT_ACTIVATIONS",
@@ -67,16 +69,13 @@ ACTIVATIONS: Tuple[str, ...] = (
     "Softplus",
 )
 
-# Number of activation slots per direction: LSTM f, g, h; GRU f, g; RNN f.
-SLOTS = {"LSTM": 3, "GRU": 2, "RNN": 1}
+# Number of activation slots per direction (LSTM f, g, h; GRU f, g; RNN f) and ONNX's
+# default activations: views of ortops.cells.CELLS.
+SLOTS = {name: len(c.slots) for name, c in CELLS.items()}
 
-DEFAULT_ACTIVATIONS = {
-    "LSTM": ("Sigmoid", "Tanh", "Tanh"),
-    "GRU": ("Sigmoid", "Tanh"),
-    "RNN": ("Tanh",),
-}
+DEFAULT_ACTIVATIONS = {name: c.default_activations for name, c in CELLS.items()}
 
-_SLOT_NAMES = {"LSTM": "f, g, h", "GRU": "f, g", "RNN": "f"}
+_SLOT_NAMES = {name: ", ".join(c.slots) for name, c in CELLS.items()}
 
 _CANONICAL = {name.lower(): name for name in ACTIVATIONS}
 
@@ -178,8 +177,7 @@ def resolve_activations(
     what their defaults are. Raises ValueError naming the operator and the
     argument.
     """
-    if op not in SLOTS:
-        raise ValueError(f"op must be one of LSTM, GRU, RNN, got {op!r}")
+    cell(op)   # ValueError for an unknown op
     if num_directions not in (1, 2) or isinstance(num_directions, bool):
         raise ValueError(f"{op}: num_directions must be 1 or 2, got {num_directions!r}")
     slots = SLOTS[op]

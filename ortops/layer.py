@@ -22,15 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ortops import validation
+from ortops.cells import CELLS, NAMES
 from ortops.device import context, require_ieee
 from ortops.shaders import spirv
 
-_CELL = {"LSTM": 0, "GRU": 1, "RNN": 2}
-_DEFAULT_ACTIVATIONS = {
-    "LSTM": ("Sigmoid", "Tanh", "Tanh"),
-    "GRU": ("Sigmoid", "Tanh"),
-    "RNN": ("Tanh",),
-}
 _GROUP = 64          # local size of the state and output passes
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
 _MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations at most)
@@ -129,8 +124,8 @@ class RecurrentLayer:
                  clip=None, input_forget=0, linear_before_reset=0, device=None,
                  timestamps=False, max_concurrent=_MAX_CONCURRENT):
         op = str(op).upper()
-        if op not in _CELL:
-            raise ValueError(f"ortops: op must be one of LSTM, GRU, RNN, got {op!r}")
+        if op not in CELLS:
+            raise ValueError(f"ortops: op must be one of {NAMES}, got {op!r}")
         self.spec = validation.check_layer(
             op, W, R, B, P, hidden_size=hidden_size, direction=direction, layout=layout,
             activations=activations, activation_alpha=activation_alpha,
@@ -169,7 +164,7 @@ class RecurrentLayer:
         """The two scratch regions a run of this shape needs, in bytes."""
         s = self.spec
         plane = s.num_directions * batch * s.hidden_size
-        extra = plane if s.op == "LSTM" else (2 * plane if s.op == "GRU" and not s.linear_before_reset else 0)
+        extra = CELLS[s.op].extra_state_planes(s.linear_before_reset) * plane
         return ScratchSizes(
             xw=4 * s.num_directions * seq * batch * s.gates * s.hidden_size,
             state=4 * ((seq + 1) * plane + extra),
@@ -401,7 +396,8 @@ class RecurrentLayer:
         acts = list(s.activations)
         if len(acts) == 1:
             acts = acts * 2
-        general = any(tuple(a.name for a in d) != _DEFAULT_ACTIVATIONS[s.op] for d in s.activations)
+        defaults = CELLS[s.op].default_activations
+        general = any(tuple(a.name for a in d) != defaults for d in s.activations)
         codes, alphas, betas = [], [], []
         for d in range(2):
             slots = list(acts[d]) + [acts[d][-1]] * (3 - len(acts[d]))
@@ -450,7 +446,7 @@ class RecurrentLayer:
                        [G * H, s.input_size, seq, batch, s.layout, xw_off, tpt], 2)
         init = program("state_init", [h0 or dummy, c0 or dummy, st_buf],
                        [D, batch, H, seq, s.layout, int(has_h0), int(has_c0),
-                        int(s.op == "LSTM"), st_off])
+                        int("initial_c" in CELLS[s.op].inputs), st_off])
 
         general, act_consts = self._activation_constants()
         # Batch rows per workgroup: a one-row kernel for a batch of one (carrying eight rows
@@ -475,7 +471,7 @@ class RecurrentLayer:
                 rpt = gates_in_pass
                 units = 4
             rows = gates_in_pass * units
-            spec = [_CELL[s.op], pass_, nb, units, int(general)] + common + act_consts
+            spec = [CELLS[s.op].code, pass_, nb, units, int(general)] + common + act_consts
             spec += [0] * (40 - len(spec)) + [rows, rows // rpt, rpt]
             buffers = [xw_buf, self._weights["R"], self._weights.get("B", dummy),
                        self._weights.get("P", dummy), lens_b, st_buf]

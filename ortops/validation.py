@@ -48,15 +48,22 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from .activations import Activation, resolve_activations
+from .cells import CELLS, cell
 
 __all__ = ["GATES", "OUTPUTS", "LayerSpec", "check_layer", "check_inputs", "output_shapes"]
 
-#: Gates per cell (rows of W and R per hidden unit) and outputs per cell, in ONNX's order.
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+#: Gates per cell (rows of W and R per hidden unit) and outputs per cell, in ONNX's order;
+#: views of ortops.cells.CELLS, kept for the modules and scripts that import them.
+GATES = {name: c.gates for name, c in CELLS.items()}
+OUTPUTS = {name: c.outputs for name, c in CELLS.items()}
 
-_GATE_TEXT = {"LSTM": "4*hidden_size", "GRU": "3*hidden_size", "RNN": "hidden_size"}
+_GATE_TEXT = {name: f"{c.gates}*hidden_size" if c.gates > 1 else "hidden_size" for name, c in CELLS.items()}
 _DIRECTIONS = ("forward", "reverse", "bidirectional")
+
+
+def _having(name: str) -> str:
+    """The cells that have input or attribute ``name``, for "only defined for ..." messages."""
+    return ", ".join(n for n, c in CELLS.items() if name in c.inputs or name in c.attributes)
 
 
 @dataclass(frozen=True)
@@ -161,9 +168,8 @@ def check_layer(
     means an optional input is absent. Returns the :class:`LayerSpec`; raises
     ValueError naming the operator and the argument otherwise.
     """
-    if op not in GATES:
-        raise ValueError(f"op must be one of LSTM, GRU, RNN, got {op!r}")
-    gates = GATES[op]
+    c = cell(op)
+    gates = c.gates
 
     if isinstance(direction, bytes):
         direction = direction.decode("utf-8", errors="replace")
@@ -178,12 +184,13 @@ def check_layer(
     layout = int(layout)
 
     input_forget = _flag(op, "input_forget", input_forget)
-    if input_forget and op != "LSTM":
-        raise ValueError(f"{op}: input_forget is only defined for LSTM, got {input_forget}")
+    if input_forget and "input_forget" not in c.attributes:
+        raise ValueError(f"{op}: input_forget is only defined for {_having('input_forget')}, got {input_forget}")
     linear_before_reset = _flag(op, "linear_before_reset", linear_before_reset)
-    if linear_before_reset and op != "GRU":
+    if linear_before_reset and "linear_before_reset" not in c.attributes:
         raise ValueError(
-            f"{op}: linear_before_reset is only defined for GRU, got {linear_before_reset}"
+            f"{op}: linear_before_reset is only defined for {_having('linear_before_reset')}, "
+            f"got {linear_before_reset}"
         )
 
     if clip is not None:
@@ -206,8 +213,8 @@ def check_layer(
             raise ValueError(
                 f"{op}: {name} must have the dtype of W ({dtype.name}), got {_dtype_text(a.dtype)}"
             )
-    if P is not None and op != "LSTM":
-        raise ValueError(f"{op}: P (peepholes) is only defined for LSTM, got shape {_shape(P)}")
+    if P is not None and "P" not in c.inputs:
+        raise ValueError(f"{op}: P (peepholes) is only defined for {_having('P')}, got shape {_shape(P)}")
 
     gate_text = _GATE_TEXT[op]
     _require_rank(op, "W", W, 3, f"num_directions, {gate_text}, input_size")
@@ -319,8 +326,10 @@ def check_inputs(
                 f"(batch row {b}; {bad.size} row(s) out of range)"
             )
 
-    if initial_c is not None and op != "LSTM":
-        raise ValueError(f"{op}: initial_c is only defined for LSTM, got {type(initial_c).__name__}")
+    if initial_c is not None and "initial_c" not in cell(op).inputs:
+        raise ValueError(
+            f"{op}: initial_c is only defined for {_having('initial_c')}, got {type(initial_c).__name__}"
+        )
     state_shape = _state_shape(spec, batch)
     for name, a in (("initial_h", initial_h), ("initial_c", initial_c)):
         if a is None:
@@ -346,6 +355,6 @@ def output_shapes(spec: LayerSpec, seq: int, batch: int) -> dict:
         shapes = {"Y": (seq, d, batch, H), "Y_h": (d, batch, H)}
     else:
         shapes = {"Y": (batch, seq, d, H), "Y_h": (batch, d, H)}
-    if spec.op == "LSTM":
+    if "Y_c" in CELLS[spec.op].outputs:
         shapes["Y_c"] = shapes["Y_h"]
     return shapes
