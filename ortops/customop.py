@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from ortops.cells import CELLS
 from ortops.validation import OUTPUTS
 
 DOMAIN = "ortops"
@@ -72,14 +73,11 @@ CONFIG_VERSION = 2   # 2: the run-token input, the Squeeze check, no status outp
 
 log = logging.getLogger("ortops")
 
-#: Inputs of the custom op in order, per standard op type.
-INPUTS = {
-    "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
-    "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-    "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-}
+#: Inputs of the custom op in order, per standard op type (ONNX's, from ortops.cells).
+INPUTS = {name: c.inputs for name, c in CELLS.items()}
 # Outputs of the custom op: OUTPUTS (ortops.validation).
-WEIGHTS = ("W", "R", "B", "P")
+#: The weights of any cell (W R B P), uploaded once per layer.
+WEIGHTS = tuple(dict.fromkeys(w for c in CELLS.values() for w in c.weights))
 #: The last input of every custom node: the run token (module docstring, "Errors").
 RUN_INPUT = "ortops_run"
 
@@ -183,26 +181,18 @@ def op_type(op: str, dtype: str) -> str:
     return op + DTYPES[dtype][0]
 
 
+# ONNX's defaults of the attributes that have one and that a config may lack (the others
+# default to None: absent).
+_ATTRIBUTE_DEFAULTS = {"direction": "forward", "layout": 0, "input_forget": 0, "linear_before_reset": 0}
+
+
 def layer_kwargs(cfg_attrs: dict, op: str) -> dict:
     """Keyword arguments of ``RecurrentLayer`` for a config's ``attrs``.
 
     Only the attributes the operator has are passed, so a kernel that refuses
     e.g. ``input_forget`` on a GRU is never asked.
     """
-    kw = {
-        "hidden_size": cfg_attrs.get("hidden_size"),
-        "direction": cfg_attrs.get("direction", "forward"),
-        "layout": cfg_attrs.get("layout", 0),
-        "activations": cfg_attrs.get("activations"),
-        "activation_alpha": cfg_attrs.get("activation_alpha"),
-        "activation_beta": cfg_attrs.get("activation_beta"),
-        "clip": cfg_attrs.get("clip"),
-    }
-    if op == "LSTM":
-        kw["input_forget"] = cfg_attrs.get("input_forget", 0)
-    if op == "GRU":
-        kw["linear_before_reset"] = cfg_attrs.get("linear_before_reset", 0)
-    return kw
+    return {name: cfg_attrs.get(name, _ATTRIBUTE_DEFAULTS.get(name)) for name in sorted(CELLS[op].attributes)}
 
 
 def build_layer(op: str, weights: dict, cfg_attrs: dict, device=None):
@@ -214,7 +204,7 @@ def build_layer(op: str, weights: dict, cfg_attrs: dict, device=None):
         weights["W"],
         weights["R"],
         weights.get("B"),
-        weights.get("P") if op == "LSTM" else None,
+        weights.get("P") if "P" in CELLS[op].inputs else None,
         device=device,
         **layer_kwargs(cfg_attrs, op),
     )
@@ -331,7 +321,7 @@ def run_node(cfg: dict, feed: list) -> tuple:
 
     wanted = tuple(cfg["outputs"])
     kwargs = {"sequence_lens": lens, "initial_h": vals["initial_h"], "outputs": wanted}
-    if op == "LSTM":
+    if "initial_c" in CELLS[op].inputs:
         kwargs["initial_c"] = vals["initial_c"]
     result = layer(X, **kwargs)
 

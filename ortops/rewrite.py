@@ -36,22 +36,16 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ortops import customop
+from ortops.cells import CELLS
 from ortops.validation import GATES, OUTPUTS
 
-RECURRENT = ("LSTM", "GRU", "RNN")
+#: The standard op types the rewrite replaces (ortops.cells).
+RECURRENT = tuple(CELLS)
 #: Operator versions the custom ops implement (one semantics: layout came in
 #: 14, types in 22). A model of opset 23 or later still uses version 22.
 SUPPORTED_VERSIONS = (7, 14, 22)
 _DTYPES = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16", TensorProto.DOUBLE: "float64"}
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64}
-_ATTRS = {
-    "LSTM": {"hidden_size", "direction", "layout", "activations", "activation_alpha", "activation_beta",
-             "clip", "input_forget"},
-    "GRU": {"hidden_size", "direction", "layout", "activations", "activation_alpha", "activation_beta",
-            "clip", "linear_before_reset"},
-    "RNN": {"hidden_size", "direction", "layout", "activations", "activation_alpha", "activation_beta",
-            "clip"},
-}
 
 
 @dataclass(frozen=True)
@@ -204,7 +198,7 @@ def _as_int(value):
 
 def _config_attrs(op: str, raw: dict) -> dict:
     """Normalised attribute set for the config (float32 values kept exact)."""
-    unknown = set(raw) - _ATTRS[op]
+    unknown = set(raw) - CELLS[op].attributes
     if unknown:
         raise ValueError(f"attribute(s) {sorted(unknown)} are not attributes of {op}")
 
