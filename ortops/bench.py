@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from ortops.validation import GATES
+from ortops.cells import CELLS
 
 # cell, seq, batch, input, hidden, direction: the anchor table of the project's notes.
 ANCHOR_SHAPES = [
@@ -60,7 +60,7 @@ def _median_ms(fn, runs: int, warmup: int = 3) -> float:
 
 def _weights(cell, inp, hidden, dirs, dtype, seed=0):
     rng = np.random.default_rng(seed)
-    g = GATES[cell]
+    g = CELLS[cell].gates
     s = 1.0 / np.sqrt(hidden)
     W = rng.uniform(-s, s, (dirs, g * hidden, inp)).astype(dtype)
     R = rng.uniform(-s, s, (dirs, g * hidden, hidden)).astype(dtype)
@@ -75,7 +75,7 @@ def one_node_model(cell, seq, batch, inp, hidden, direction, dtype):
     dirs = 2 if direction == "bidirectional" else 1
     W, R, B = _weights(cell, inp, hidden, dirs, dtype)
     elem = TensorProto.FLOAT16 if dtype == np.float16 else TensorProto.FLOAT
-    outputs = ["Y", "Y_h"] + (["Y_c"] if cell == "LSTM" else [])
+    outputs = list(CELLS[cell].outputs)
     node = helper.make_node(cell, ["X", "W", "R", "B"], outputs, hidden_size=hidden,
                             direction=direction)
     graph = helper.make_graph(

@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from ortops.cells import CELLS
 from ortops.compare import scaled_error, tolerance
 
 _ORT_TYPES = {
@@ -106,9 +107,13 @@ def _sequence_lens_inputs(model) -> dict:
     inputs = {i.name for i in model.graph.input}
     out = {}
     for n in model.graph.node:
-        if n.op_type in ("LSTM", "GRU", "RNN") and len(n.input) > 4 and n.input[4] in inputs:
+        # Any domain: an ortops custom node (float32: the same op type) takes ONNX's inputs too.
+        if n.op_type not in CELLS:
+            continue
+        k = CELLS[n.op_type].inputs.index("sequence_lens")
+        if len(n.input) > k and n.input[k] in inputs:
             layout = next((a.i for a in n.attribute if a.name == "layout"), 0)
-            out[n.input[4]] = (n.input[0], 1 if layout else 0)
+            out[n.input[k]] = (n.input[0], 1 if layout else 0)
     return out
 
 

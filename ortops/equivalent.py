@@ -17,7 +17,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ortops.rewrite import RECURRENT, load_model
+from ortops.cells import CELLS
+from ortops.rewrite import load_model
 
 
 def _widen_tensor(t: TensorProto) -> None:
@@ -77,18 +78,20 @@ def _layout0_graph(g: onnx.GraphProto) -> None:
                 for sg in a.graphs:
                     _layout0_graph(sg)
         layout = [a for a in n.attribute if a.name == "layout"]
-        if n.op_type not in RECURRENT or n.domain not in ("", "ai.onnx") or not layout or layout[0].i == 0:
+        if n.op_type not in CELLS or n.domain not in ("", "ai.onnx") or not layout or layout[0].i == 0:
             out_nodes.append(n)
             continue
         layout[0].i = 0
+        c = CELLS[n.op_type]
         # X, initial_h, initial_c: batch-first -> sequence/direction-first.
-        for idx in (0, 5, 6):
+        for idx in (c.inputs.index(x) for x in ("X", "initial_h", "initial_c") if x in c.inputs):
             if idx < len(n.input) and n.input[idx]:
                 t = _unique(names, n.input[idx] + "_layout0")
                 out_nodes.append(helper.make_node("Transpose", [n.input[idx]], [t], perm=[1, 0, 2]))
                 n.input[idx] = t
         post = []
-        for idx, perm in ((0, [2, 0, 1, 3]), (1, [1, 0, 2]), (2, [1, 0, 2])):
+        for idx, name in enumerate(c.outputs):
+            perm = [2, 0, 1, 3] if name == "Y" else [1, 0, 2]   # Y; Y_h and Y_c
             if idx < len(n.output) and n.output[idx]:
                 t = _unique(names, n.output[idx] + "_layout0")
                 post.append(helper.make_node("Transpose", [t], [n.output[idx]], perm=perm))

@@ -47,7 +47,7 @@ except ImportError:
     sys.path.insert(0, ROOT)
 
 from ortops.compare import scaled_error, tolerance  # noqa: E402
-from ortops.validation import GATES, OUTPUTS  # noqa: E402
+from ortops.cells import CELLS  # noqa: E402
 
 _ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
 _NP = {"float32": np.float32, "float16": np.float16}
@@ -195,7 +195,8 @@ def node_case(name, op, *, direction="forward", layout=0, dtype="float32", seq=4
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     dirs = 2 if direction == "bidirectional" else 1
-    G = GATES[op]
+    cell = CELLS[op]
+    G = cell.gates
     npdt = _NP[dtype]
 
     def rand(*shape, scale=1.0):
@@ -224,9 +225,9 @@ def node_case(name, op, *, direction="forward", layout=0, dtype="float32", seq=4
         attrs["layout"] = layout
     if clip is not None:
         attrs["clip"] = clip
-    if op == "LSTM" and input_forget:
+    if "input_forget" in cell.attributes and input_forget:
         attrs["input_forget"] = input_forget
-    if op == "GRU":
+    if "linear_before_reset" in cell.attributes:
         attrs["linear_before_reset"] = lbr
     if acts is not None:
         names, alpha, beta = acts
@@ -244,13 +245,13 @@ def node_case(name, op, *, direction="forward", layout=0, dtype="float32", seq=4
         if beta:
             attrs["activation_beta"] = beta
 
-    order = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"][: 8 if op == "LSTM" else 6]
+    order = cell.inputs
     present = set(feeds) | set(arrays)
     node_in = [n if n in present else "" for n in order]
     while node_in[-1] == "":
         node_in.pop()
-    wanted = tuple(outputs) if outputs else OUTPUTS[op]
-    node_out = [o if o in wanted else "" for o in OUTPUTS[op]]
+    wanted = tuple(outputs) if outputs else cell.outputs
+    node_out = [o if o in wanted else "" for o in cell.outputs]
     while node_out[-1] == "":
         node_out.pop()
     node = helper.make_node(op, node_in, node_out, name=f"{op.lower()}_node", **attrs)
@@ -269,7 +270,7 @@ def node_case(name, op, *, direction="forward", layout=0, dtype="float32", seq=4
         else:
             inits.append(numpy_helper.from_array(a, n))
     y_shape = [batch, seq, dirs, hidden] if layout else [seq, dirs, batch, hidden]
-    outs = [_value(o, dtype, y_shape if o == "Y" else list(state)) for o in OUTPUTS[op] if o in wanted]
+    outs = [_value(o, dtype, y_shape if o == "Y" else list(state)) for o in cell.outputs if o in wanted]
     graph = helper.make_graph([node], name, inputs, outs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = min(model.ir_version, 8 if opset < 22 else 10)
@@ -285,7 +286,7 @@ def differential_cases(seed: int = 20261129, quick: bool = False) -> list[Case]:
     rng = np.random.default_rng(seed)
     out = []
     counter = 0
-    for op in ("LSTM", "GRU", "RNN"):
+    for op in CELLS:
         profiles = _PROFILES[op]
         k = acts_k = 0
         for direction in ("forward", "reverse", "bidirectional"):
@@ -309,16 +310,16 @@ def differential_cases(seed: int = 20261129, quick: bool = False) -> list[Case]:
                         out.append(node_case(name, op, direction=direction, layout=layout, dtype=dtype,
                                              opset=opset, path=path, rng=rng, **dims, **prof))
     # Sizes that cross kernel boundaries: hidden not a multiple of 32, batch above 8.
-    for op in ("LSTM", "GRU", "RNN"):
+    for op in CELLS:
         for dtype in ("float32", "float16"):
             out.append(node_case(f"{op}-bidirectional-{dtype}-hidden33-batch9", op, direction="bidirectional",
                                  dtype=dtype, seq=3, batch=9, inp=7, hidden=33, bias=True, lens="zeros", h0=True,
-                                 c0=op == "LSTM", rng=rng))
+                                 c0="initial_c" in CELLS[op].inputs, rng=rng))
     # Zero sizes: ORT 1.32 CPU aborts on some of them, so ortops.reference is the oracle.
-    for op in ("LSTM", "GRU", "RNN"):
+    for op in CELLS:
         for seq, batch in ((0, 2), (3, 0)):
             out.append(node_case(f"{op}-forward-seq{seq}-batch{batch}", op, seq=seq, batch=batch, bias=True,
-                                 h0=True, c0=op == "LSTM", rng=rng, oracle="ortops.reference"))
+                                 h0=True, c0="initial_c" in CELLS[op].inputs, rng=rng, oracle="ortops.reference"))
     return out
 
 
@@ -341,8 +342,10 @@ def oracle_outputs(case: Case) -> list[np.ndarray]:
         f = getattr(reference, a["op"].lower())
         arr, fd = a["arrays"], a["feeds"]
         common = (fd["X"], arr["W"], arr["R"], arr.get("B"), fd.get("sequence_lens"), fd.get("initial_h"))
-        res = f(*common, fd.get("initial_c"), arr.get("P"), **a["attrs"]) if a["op"] == "LSTM" else f(*common, **a["attrs"])
-        return [r for n, r in zip(OUTPUTS[a["op"]], res) if n in a["outputs"]]
+        cell = CELLS[a["op"]]
+        extra = (fd.get("initial_c"), arr.get("P")) if "P" in cell.inputs else ()   # LSTM's
+        res = f(*common, *extra, **a["attrs"])
+        return [r for n, r in zip(cell.outputs, res) if n in a["outputs"]]
     import onnxruntime as ort
 
     from ortops.equivalent import cpu_equivalent, cpu_feeds
@@ -362,7 +365,7 @@ def _ortops_session(case: Case, device):
         sess = ort.InferenceSession(converted.SerializeToString(), ortops.register(ort.SessionOptions()),
                                     providers=["CPUExecutionProvider"])
         placed = [n for n in converted.graph.node if n.domain == "ortops"]
-        standard = [n for n in converted.graph.node if n.op_type in GATES and n.domain in ("", "ai.onnx")]
+        standard = [n for n in converted.graph.node if n.op_type in CELLS and n.domain in ("", "ai.onnx")]
         where = None if not standard else f"{len(standard)} recurrent node(s) left to ORT CPU"
         if not placed and not standard:
             where = "no recurrent node found"
