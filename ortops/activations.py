@@ -17,8 +17,8 @@ Resolution rules (checked against ONNX Runtime 1.32 CPU by running it, see
   that parameter's list. Affine, ScaledTanh and HardSigmoid take alpha and
   beta; LeakyRelu, ThresholdedRelu and Elu take alpha only. Values left over
   at the end are ignored (ORT ignores them too).
-* A parameter with no value left gets ORT's default. ORT differs from seed 001
-  here: its defaults are LeakyRelu alpha 0.01, HardSigmoid 0.2 / 0.5, Elu
+* A parameter with no value left gets ORT's default (docs/design.md, 'Activations':
+  here we follow ORT, not the semantics note the project started from): its defaults are LeakyRelu alpha 0.01, HardSigmoid 0.2 / 0.5, Elu
   alpha 1.0, and **0.0 for everything else**, i.e. ThresholdedRelu's
   threshold is 0 (not 1), Affine is ``0 * x + 0`` (not ``1 * x + 0``) and
   ScaledTanh is ``0 * tanh(0 * x)`` (not ``1 * tanh(0 * x)``). We match ORT.
@@ -26,7 +26,7 @@ Resolution rules (checked against ONNX Runtime 1.32 CPU by running it, see
   alpha/beta values consumed once) or two sets (forward, then reverse). ORT
   1.32 refuses one set for a bidirectional layer of any of the three
   operators ("activations.size() == num_directions * N was false"); accepting
-  it is our extension, as seed 001 specifies.
+  it is our extension, as docs/design.md ('Activations') specifies.
 * ORT's RNN also accepts two names for a single-direction layer (a leftover of
   the old spec default "Tanh, Tanh") and uses the first; we do the same. Unlike
   ORT we still require the second name to be a known activation.
@@ -267,7 +267,7 @@ def _keep(x):
 def apply(act: Activation, x, *, float32: bool = False, ort_cpu: bool = False) -> np.ndarray:
     """Evaluate ``act`` on ``x`` in float64 and return a new float64 array.
 
-    Definitions (seed 001): Affine alpha*x+beta; LeakyRelu x<0 ? alpha*x : x;
+    Definitions (docs/design.md, 'Activations'): Affine alpha*x+beta; LeakyRelu x<0 ? alpha*x : x;
     ThresholdedRelu x>alpha ? x : 0; ScaledTanh alpha*tanh(beta*x);
     HardSigmoid min(1, max(0, alpha*x+beta)); Elu x>=0 ? x : alpha*(exp(x)-1);
     Softsign x/(1+|x|); Softplus log(1+exp(x)) evaluated without overflow;
@@ -278,7 +278,7 @@ def apply(act: Activation, x, *, float32: bool = False, ort_cpu: bool = False) -
     NaN there, as in ONNX Runtime. A NaN input gives NaN except where a
     definition's comparison sends it to a constant branch (ThresholdedRelu:
     ``NaN > alpha`` is false, so 0). Relu and HardSigmoid keep NaN (max and min
-    propagate it, as IEEE 754-2019 maximum/minimum, numpy and seed 001 do) and
+    propagate it, as IEEE 754-2019 maximum/minimum, numpy and docs/design.md do) and
     give +0 for -0 (+0 is the larger zero there). ``tanh(-0)`` and the other odd
     functions of -0 give -0.
 

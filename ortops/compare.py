@@ -1,4 +1,4 @@
-"""How results are judged: the scaled error and the project's tolerances (seed 000), and the
+"""How results are judged: the scaled error and the project's tolerances (docs/design.md, 'Tolerances'), and the
 rule for IEEE special values (:func:`special_mismatches`, docs/special_values.md)."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def _groups(n: int) -> int:
 
 @dataclass(frozen=True)
 class ScratchSizes:
-    """Bytes of the two scratch regions a run needs (seed 000's XwLength and StateLength).
+    """Bytes of the two scratch regions a run needs (docs/design.md, 'Scratch').
 
     ``xw``: the input projection of every step and direction, float32
     [dirs, seq, batch, gates * hidden]. ``state``: every step's hidden state
@@ -192,7 +192,7 @@ class RecurrentLayer:
         Outputs are numpy arrays in the weights' dtype with ONNX's shapes for the layout. An
         output not named in ``outputs`` (a collection of "Y", "Y_h", "Y_c"; default all) is
         not computed and comes back as None; a single name may be given as a string. ``max_length`` is a host-side bound on the
-        sequence lengths (seed 000's MaxLength): the loop runs that many steps; it must be at
+        sequence lengths (docs/design.md, 'MaxLength'): the loop runs that many steps; it must be at
         least every sequence length. ``xw_scratch`` and ``state_scratch`` are optional
         ``(buffer, byte_offset)`` regions (buffers from :meth:`allocate`; both may be the same
         arena) of at least :meth:`scratch_sizes` bytes; by default the plan owns its scratch.

@@ -1,7 +1,7 @@
 """Float64 numpy reference for the ONNX recurrent operators LSTM, GRU and RNN.
 
 Written from the operator definitions (ONNX Operators.md) and the semantics
-settled in seed 001, with the same signatures as the public GPU API. Inputs
+settled in docs/design.md ('Semantics'), with the same signatures as the public GPU API. Inputs
 may be float32, float16 or float64 (all the same dtype); everything is
 computed in float64 and **the outputs are float64** whatever the input dtype
 (callers cast when they need to).
@@ -24,7 +24,7 @@ Semantics:
   state after the row's last valid step; a row of length 0 has Y_h = Y_c = 0
   (not the initial state). ORT 1.32 CPU does exactly this.
 * seq_length = 0: Y is empty and Y_h / Y_c are the initial states (zeros when
-  absent), as seed 001 settles, even when sequence_lens (necessarily all 0)
+  absent), as docs/design.md ('Zero sizes') settles, even when sequence_lens (necessarily all 0)
   is given. ORT 1.32 CPU differs: its LSTM and RNN return Y_h = 0 whatever the
   initial state (LSTM's Y_c was seen to hold uninitialised memory), and its GRU
   aborts the process.

@@ -9,6 +9,19 @@ purpose takes them itself through ortops.device.validation_messages().
 The header and the summary name the onnxruntime imported (CI also runs the session tests
 against the oldest admitted one). ``--onnxruntime-version V`` refuses to start with another
 one; ``--fail-on-skip`` makes a skipped or xfailed test fail the session.
+
+Markers (registered in pyproject.toml): ``gpu`` on every test that needs a Vulkan device
+(lavapipe will do), ``slow`` on those that take more than about 2 s, ``conformance`` on the
+suites scripts/conformance.py also runs. They are given here, in one place
+(:func:`pytest_collection_modifyitems`): a test is ``gpu`` unless its module (or the test
+itself) is listed in :data:`NO_DEVICE`, so a new module counts as ``gpu`` until listed (a
+module's own ``pytestmark = pytest.mark.gpu`` keeps it ``gpu`` whatever the table says).
+The inner loop is ``pytest -m "not gpu"``: when no selected test is ``gpu``, enumerating
+Vulkan devices or creating a context in this process (``ortops.device.devices`` /
+``context``, through the native module) raises :class:`DeviceUsed`, so a test that needs a
+device and is not marked fails instead of quietly running on one. (A subprocess, or an
+ONNX Runtime node callback that turns the exception into a node error, can hide it: list a
+test in NO_DEVICE only after reading it.)
 """
 
 import os
@@ -17,6 +30,98 @@ import pathlib
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
+
+#: Tests that need no Vulkan device: a module name maps to None (the whole module) or to the
+#: names of its device-free tests (parametrized cases share their function's name).
+NO_DEVICE = {
+    "test_compare": None,
+    "test_reference": None,
+    "test_validation": None,
+    "test_float_controls": None,
+    "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",
+                 "test_warmup_runs_once_then_for_the_given_time", "test_run_threads_refuses_bad_counts",
+                 "test_info_shows_nodes_left_to_ort"},
+    "test_conformance": {"test_scaled_error_detects_what_it_must",
+                         "test_equivalent_model_is_a_faithful_oracle"},
+    "test_devices": {"test_no_device_names_the_package"},
+    "test_kernels": {"test_activation_runs_cover_every_slot"},
+    "test_layer_api": {"test_unknown_op"},
+    "test_session": {"test_malformed_model_is_a_clear_error"},
+}
+
+#: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or
+#: whole modules that together take tens of seconds: module -> None (all) or test names.
+SLOW = {
+    "test_kernels": None,          # the kernel matrix (about 60 s), the recognizer shapes
+    "test_special_values": None,   # the ORT/reference/device matrix, test_placements 2-7 s each
+    "test_conformance": {"test_backend_suite_all_pass", "test_differential_suite_all_pass"},
+    "test_concurrency": {"test_one_session_many_threads_equals_serial",
+                         "test_separate_sessions_in_threads_equal_serial"},
+    "test_cli": {"test_bench_small_writes_report"},
+    "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
+}
+
+#: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects
+#: these with -m "not conformance", so that each suite runs once).
+CONFORMANCE = {
+    "test_conformance": {"test_backend_suite_all_pass", "test_differential_suite_all_pass"},
+}
+
+
+def _listed(table, item) -> bool:
+    module = item.module.__name__.rpartition(".")[2] if item.module else ""
+    if module not in table:
+        return False
+    names = table[module]
+    return names is None or item.originalname in names or item.name in names
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not _listed(NO_DEVICE, item):
+            item.add_marker(pytest.mark.gpu)
+        if _listed(SLOW, item):
+            item.add_marker(pytest.mark.slow)
+        if _listed(CONFORMANCE, item):
+            item.add_marker(pytest.mark.conformance)
+
+
+class DeviceUsed(BaseException):
+    """A test not marked gpu reached Vulkan (a BaseException, so that no pytest.raises(...)
+    or except Exception in the code under test can swallow it)."""
+
+
+class _NoDevice:
+    """Stands in for the native module while no selected test is marked gpu: reading
+    validation messages is allowed, enumerating devices and creating a context are not."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        if name in ("Context", "enumerate_devices"):
+            raise DeviceUsed(f"ortops._vk.{name}: this test needs a Vulkan device; mark it gpu "
+                             "(tests/conftest.py, NO_DEVICE)")
+        return getattr(self._real, name)
+
+
+def pytest_collection_finish(session):
+    if any(item.get_closest_marker("gpu") for item in session.items):
+        return
+    try:
+        import ortops.device as device
+    except Exception:
+        return
+    real = device._native
+    cached = []
+
+    def guarded():
+        if not cached:
+            cached.append(_NoDevice(real()))
+        return cached[0]
+
+    device._native = guarded
 
 
 def pytest_addoption(parser):

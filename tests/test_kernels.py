@@ -1,5 +1,5 @@
 """The GPU recurrent kernels (ortops.lstm / gru / rnn and RecurrentLayer) against the float64
-reference (ortops.reference), following seed 000's "Tolerance and evidence".
+reference (ortops.reference), following docs/design.md, 'Tolerances'.
 
 Every case:
   * runs twice on one RecurrentLayer and once through the functional API (a fresh layer) and
@@ -425,8 +425,8 @@ def test_passes_split_over_capped_dispatches(cell, dtype, monkeypatch):
 
 # --------------------------------------------------------------------------- recognizer
 
-# Seed 000's text-line recognizer: bidirectional LSTM, (seq, batch, input, hidden, lens). float32
-# at full size (on lavapipe a run takes one to two seconds, and a case runs three times); the
+# The text-line recognizer of docs/design.md, 'Tolerances': bidirectional LSTM, (seq, batch,
+# input, hidden, lens). float32 at full size (on lavapipe a run takes one to two seconds, and a case runs three times); the
 # batch-8 case has padded lines. float16 at full input and hidden size with the sequence cut
 # (80 to 16, 48 to 12).
 LINES = [48, 40, 33, 48, 12, 27, 48, 1]

@@ -219,8 +219,8 @@ def test_activation_slots_against_ort(index):
 
 
 def test_seed_cursor_example_against_ort():
-    """Seed 001's black-box case: separate alpha and beta cursors over one LSTM set,
-    here on both directions with the reverse set falling back to defaults."""
+    """The black-box case behind docs/design.md, 'Activations': separate alpha and beta
+    cursors over one LSTM set, here on both directions with the reverse set falling back to defaults."""
     rng = np.random.default_rng(7)
     tensors = make_case(rng, "LSTM", "bidirectional", init=True)
     attrs = dict(hidden_size=4, direction="bidirectional",
@@ -301,7 +301,8 @@ def test_apply_against_ort(name, params):
 
 
 def test_ort_defaults_are_zero_where_seed_001_says_one():
-    """Seed 001 gives ThresholdedRelu 1 and Affine/ScaledTanh alpha 1; ORT 1.32 uses 0."""
+    """The semantics note gave ThresholdedRelu 1 and Affine/ScaledTanh alpha 1; ORT 1.32 uses 0
+    (docs/design.md, 'Activations')."""
     x = X_GRID.astype(np.float64)
     assert np.array_equal(_ort_activation("ThresholdedRelu", None, None), np.where(x > 0, x, 0).astype(np.float32))
     assert not _ort_activation("Affine", None, None).any()

@@ -374,7 +374,7 @@ def test_clip_and_nan_with_bias(op, clip):
 @pytest.mark.parametrize("name", ("Relu", "HardSigmoid"))
 def test_relu_and_hardsigmoid_keep_nan(name):
     # ORT CPU's Relu and HardSigmoid are std::max(0.0f, x) (and std::min): NaN gives 0.
-    # Decision: NaN (max and min propagate NaN: IEEE 754-2019 maximum, numpy, seed 001).
+    # Decision: NaN (max and min propagate NaN: IEEE 754-2019 maximum, numpy, docs/design.md, 'Activations').
     t = one_unit("RNN", W=[1.0], X=[np.nan, 1.0, -2.0])
     got, ref, ort_out = check("RNN", t, _attrs(activations=[name]), expect_ort_differs=True)
     assert np.isnan(got[0][0]).all() and ort_out[0][0, 0, 0, 0] == 0.0

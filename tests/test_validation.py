@@ -275,8 +275,8 @@ def test_names_are_case_insensitive_and_bytes_accepted():
 
 
 def test_separate_cursors_and_defaults():
-    # Seed 001's example: alpha [0.3, 0.2, 1.2] and beta [0.4, 0.7] over
-    # HardSigmoid, LeakyRelu, ScaledTanh.
+    # The example in docs/design.md, 'Activations' (cursors): alpha [0.3, 0.2, 1.2] and
+    # beta [0.4, 0.7] over HardSigmoid, LeakyRelu, ScaledTanh.
     (d,) = resolve_activations("LSTM", 1, ["HardSigmoid", "LeakyRelu", "ScaledTanh"],
                                [0.3, 0.2, 1.2], [0.4, 0.7])
     f32 = lambda v: float(np.float32(v))
