@@ -25,6 +25,8 @@ from ortops import validation
 from ortops.cells import CELLS, NAMES
 from ortops.device import context, require_ieee
 from ortops.shaders import spirv
+from ortops.specialization import bits as _bits
+from ortops.specialization import pack
 
 _GROUP = 64          # local size of the state and output passes
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
@@ -36,10 +38,6 @@ _LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 1
 
 class UnsupportedLayerError(ValueError):
     """The layer is valid ONNX but does not fit this device (e.g. a storage binding limit)."""
-
-
-def _bits(x) -> int:
-    return int(np.float32(x).view(np.uint32))
 
 
 def _words(nbytes: int) -> int:
@@ -384,7 +382,7 @@ class RecurrentLayer:
         seq.barrier("transfer", "compute")
         for host, dev in zip(staging, stored.values()):
             words = _words(dev.nbytes)
-            copy = ctx.program(spirv("copy_words"), [host, dev], [], 1)
+            copy = ctx.program(spirv("copy_words"), [host, dev], pack("copy_words"), 1)
             keep.append(copy)
             seq.dispatch(copy, _groups(words), 1, 1, [words])
         seq.barrier("compute", "compute")
@@ -392,20 +390,23 @@ class RecurrentLayer:
         return stored
 
     def _activation_constants(self):
+        """(GENERAL, the step shader's ACT/ALPHA/BETA constants by name): per direction the
+        f, g, h slots (a cell with fewer slots repeats its last; one direction's list serves
+        both)."""
         s = self.spec
         acts = list(s.activations)
         if len(acts) == 1:
             acts = acts * 2
         defaults = CELLS[s.op].default_activations
         general = any(tuple(a.name for a in d) != defaults for d in s.activations)
-        codes, alphas, betas = [], [], []
+        values = {}
         for d in range(2):
             slots = list(acts[d]) + [acts[d][-1]] * (3 - len(acts[d]))
-            codes += [a.code for a in slots]
-            alphas += [_bits(a.alpha) for a in slots]
-            betas += [_bits(a.beta) for a in slots]
-        # ids 19-24 codes, 25-30 alpha, 31-36 beta: per direction f, g, h
-        return general, codes[0:3] + codes[3:6] + alphas[0:3] + alphas[3:6] + betas[0:3] + betas[3:6]
+            for slot, a in zip("FGH", slots):
+                values[f"ACT{d}_{slot}"] = a.code
+                values[f"ALPHA{d}_{slot}"] = _bits(a.alpha)
+                values[f"BETA{d}_{slot}"] = _bits(a.beta)
+        return general, values
 
     def _build(self, seq, batch, steps, has_lens, has_h0, has_c0, wanted, xw_region, state_region):
         s = self.spec
@@ -433,30 +434,35 @@ class RecurrentLayer:
         reverse0 = 1 if s.direction == "reverse" else 0
         keep = [xw_buf, st_buf]
 
-        def program(name, buffers, spec, push_words=0):
-            p = ctx.program(spirv(name, dtype), buffers, [int(v) & 0xFFFFFFFF for v in spec], push_words)
+        def program(name, buffers, push_words=0, **constants):
+            p = ctx.program(spirv(name, dtype), buffers, pack(name, **constants), push_words)
             keep.append(p)
             return p
+
+        shape = dict(DIRS=D, BATCH=batch, HIDDEN=H, SEQ=seq, LAYOUT=s.layout)
 
         # Large products take the 128 x 128 tile; small ones the 64 x 64 tile, which gives
         # four times as many workgroups to spread over the device.
         tpt = 8 if steps * batch * G * H * D >= _LARGE_PROJECTION else 4
         tile = 16 * tpt
-        gemm = program("input_projection", [x, self._weights["W"], xw_buf],
-                       [G * H, s.input_size, seq, batch, s.layout, xw_off, tpt], 2)
-        init = program("state_init", [h0 or dummy, c0 or dummy, st_buf],
-                       [D, batch, H, seq, s.layout, int(has_h0), int(has_c0),
-                        int("initial_c" in CELLS[s.op].inputs), st_off])
+        gemm = program("input_projection", [x, self._weights["W"], xw_buf], 2,
+                       N=G * H, K=s.input_size, SEQ=seq, BATCH=batch, LAYOUT=s.layout,
+                       XW_OFFSET=xw_off, TPT=tpt)
+        init = program("state_init", [h0 or dummy, c0 or dummy, st_buf], **shape,
+                       HAS_H0=int(has_h0), HAS_C0=int(has_c0),
+                       HAS_CELL=int("initial_c" in CELLS[s.op].inputs), STATE_OFFSET=st_off)
 
         general, act_consts = self._activation_constants()
         # Batch rows per workgroup: a one-row kernel for a batch of one (carrying eight rows
         # through the product when one is used costs registers and occupancy), else up to 8.
         nb = min(batch, 8)
         clip = s.clip
-        common = [int(s.has_bias), int(s.has_peepholes), int(clip is not None),
-                  _bits(clip) if clip is not None else 0, int(s.input_forget),
-                  int(s.linear_before_reset), int(has_lens), H, batch, seq, D, reverse0,
-                  xw_off, st_off]
+        common = dict(CELL=CELLS[s.op].code, NB=nb, GENERAL=int(general), HAS_BIAS=int(s.has_bias),
+                      HAS_PEEP=int(s.has_peepholes), HAS_CLIP=int(clip is not None),
+                      CLIP_BITS=_bits(clip) if clip is not None else 0,
+                      INPUT_FORGET=int(s.input_forget), LBR=int(s.linear_before_reset),
+                      HAS_LENS=int(has_lens), HIDDEN=H, BATCH=batch, SEQ=seq, DIRS=D,
+                      REVERSE0=reverse0, XW_OFFSET=xw_off, STATE_OFFSET=st_off, **act_consts)
 
         def step_program(pass_, gates_in_pass):
             if batch <= 8:
@@ -471,13 +477,12 @@ class RecurrentLayer:
                 rpt = gates_in_pass
                 units = 4
             rows = gates_in_pass * units
-            spec = [CELLS[s.op].code, pass_, nb, units, int(general)] + common + act_consts
-            spec += [0] * (40 - len(spec)) + [rows, rows // rpt, rpt]
             buffers = [xw_buf, self._weights["R"], self._weights.get("B", dummy),
                        self._weights.get("P", dummy), lens_b, st_buf]
             groups = (_ceil(H, units), D, _ceil(batch, nb))
             self._check_groups("the step pass", groups)
-            return program("step", buffers, spec, 1), groups
+            return program("step", buffers, 1, **common, PASS=pass_, UNITS=units, ROWS=rows,
+                           TY=rows // rpt, RPT=rpt), groups
 
         if s.op == "GRU" and not s.linear_before_reset:
             passes = [step_program(1, 2), step_program(2, 1)]
@@ -509,14 +514,14 @@ class RecurrentLayer:
         for name, buf in outs.items():
             if name == "Y":
                 words = _ceil(seq * D * batch * H * item, 4)
-                prog = program("output_sequence", [st_buf, lens_b, buf],
-                               [D, batch, H, seq, s.layout, int(has_lens), reverse0, st_off])
+                prog = program("output_sequence", [st_buf, lens_b, buf], **shape,
+                               HAS_LENS=int(has_lens), REVERSE0=reverse0, STATE_OFFSET=st_off)
                 sequence.dispatch(prog, _groups(words), 1, 1, [])
             else:
                 words = _ceil(D * batch * H * item, 4)
-                prog = program("output_state", [st_buf, lens_b, buf],
-                               [D, batch, H, seq, s.layout, int(has_lens), int(name == "Y_c"),
-                                st_off, 1], 1)
+                prog = program("output_state", [st_buf, lens_b, buf], 1, **shape,
+                               HAS_LENS=int(has_lens), CELL_STATE=int(name == "Y_c"),
+                               STATE_OFFSET=st_off, ZERO_EMPTY=1)
                 sequence.dispatch(prog, _groups(words), 1, 1, [steps])
         if self.timestamps:
             sequence.timestamp(3)
