@@ -1,0 +1,84 @@
+"""Kernel variants and the heuristics that choose them, with the measurements behind them.
+
+Every choice here changes only how work is split over threads and workgroups, never the
+order in which a sum is taken, so every variant gives the same bits
+(tests/test_determinism.py runs each against the others).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GROUP = 64          # local size of the state and output passes
+MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
+MAX_ROWS = 8        # R rows per step workgroup (x 32 lanes = 256 invocations at most)
+MAX_NB = 8          # batch rows per step workgroup
+LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 128 x 128 tile is used
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def grid_groups(n: int, max_groups: int = MAX_GROUPS) -> int:
+    """Workgroups of a grid-stride pass over n items (copy, state and output passes)."""
+    return min(ceil_div(n, GROUP), max_groups)
+
+
+def projection_tpt(outputs: int, large: int = LARGE_PROJECTION) -> int:
+    """Outputs per thread in each dimension of the input projection (its TPT constant).
+
+    Large products take the 128 x 128 tile; small ones the 64 x 64 tile, which gives
+    four times as many workgroups to spread over the device. ``outputs`` counts the
+    projection's outputs (steps x batch x gates x hidden x directions).
+    """
+    return 8 if outputs >= large else 4
+
+
+def projection_tile(tpt: int) -> int:
+    """Rows (and columns) of Xw one projection workgroup computes: 16 x 16 threads x tpt."""
+    return 16 * tpt
+
+
+@dataclass(frozen=True)
+class StepVariant:
+    """How one step pass splits its work: ``nb`` batch rows and ``units`` hidden units per
+    workgroup, ``rpt`` R rows per thread; ``rows`` (gates of the pass x units) R rows per
+    workgroup, over ``ty`` = rows / rpt threads per lane column."""
+
+    nb: int
+    units: int
+    rpt: int
+    rows: int
+
+    @property
+    def ty(self) -> int:
+        return self.rows // self.rpt
+
+
+def step_variant(batch: int, gates_in_pass: int) -> StepVariant:
+    """The step kernel variant for a batch and a pass computing ``gates_in_pass`` gates."""
+    # Batch rows per workgroup: a one-row kernel for a batch of one (carrying eight rows
+    # through the product when one is used costs registers and occupancy), else up to 8.
+    nb = min(batch, MAX_NB)
+    if batch <= MAX_NB:
+        # Latency-bound: one R row per thread, the most threads and the shortest
+        # chain per step (on the H200, 48x8x192->96 took 0.26 ms this way against
+        # 0.35 ms with a unit's gates per thread).
+        units = max(1, MAX_ROWS // gates_in_pass)
+        rpt = 1
+    else:
+        # Throughput-bound: all gates of a unit per thread, so each load feeds
+        # NB x gates multiply-adds. 128 threads a workgroup.
+        rpt = gates_in_pass
+        units = 4
+    return StepVariant(nb=nb, units=units, rpt=rpt, rows=gates_in_pass * units)
+
+
+def step_passes(op: str, gates: int, linear_before_reset: int):
+    """(PASS constant, gates computed) of each step pass: a GRU with linear_before_reset = 0
+    runs two (z and r first, since r is applied to h before the product with R_h; then h),
+    every other layer one pass of all its gates."""
+    if op == "GRU" and not linear_before_reset:
+        return [(1, 2), (2, 1)]
+    return [(0, gates)]
