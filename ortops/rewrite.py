@@ -26,6 +26,7 @@ subgraphs (If/Loop/Scan bodies) stay standard and are reported as such.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ortops import customop
 from ortops.cells import CELLS
+from ortops.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
 
 #: The standard op types the rewrite replaces (ortops.cells).
@@ -196,7 +198,7 @@ def _as_int(value):
     return int(value) if isinstance(value, (int, np.integer)) else value
 
 
-def _config_attrs(op: str, raw: dict) -> dict:
+def _config_attrs(op: str, raw: dict) -> NodeAttrs:
     """Normalised attribute set for the config (float32 values kept exact)."""
     unknown = set(raw) - CELLS[op].attributes
     if unknown:
@@ -205,17 +207,17 @@ def _config_attrs(op: str, raw: dict) -> dict:
     def f32(v):
         return float(np.float32(v))  # ONNX floats are float32; repr of this float64 is exact
 
-    return {
-        "hidden_size": int(raw["hidden_size"]) if "hidden_size" in raw else None,
-        "direction": raw.get("direction", "forward"),
-        "layout": int(raw.get("layout", 0)),
-        "activations": list(raw["activations"]) if "activations" in raw else None,
-        "activation_alpha": [f32(x) for x in raw["activation_alpha"]] if "activation_alpha" in raw else None,
-        "activation_beta": [f32(x) for x in raw["activation_beta"]] if "activation_beta" in raw else None,
-        "clip": f32(raw["clip"]) if "clip" in raw else None,
-        "input_forget": int(raw.get("input_forget", 0)),
-        "linear_before_reset": int(raw.get("linear_before_reset", 0)),
-    }
+    return NodeAttrs(
+        hidden_size=int(raw["hidden_size"]) if "hidden_size" in raw else None,
+        direction=raw.get("direction", "forward"),
+        layout=int(raw.get("layout", 0)),
+        activations=tuple(raw["activations"]) if "activations" in raw else None,
+        activation_alpha=tuple(f32(x) for x in raw["activation_alpha"]) if "activation_alpha" in raw else None,
+        activation_beta=tuple(f32(x) for x in raw["activation_beta"]) if "activation_beta" in raw else None,
+        clip=f32(raw["clip"]) if "clip" in raw else None,
+        input_forget=int(raw.get("input_forget", 0)),
+        linear_before_reset=int(raw.get("linear_before_reset", 0)),
+    )
 
 
 class _Graph:
@@ -306,7 +308,7 @@ def _all_names(graph) -> set[str]:
 
 def _dims_hint(info, op, attrs):
     """(input_size, hidden_size) for a probe layer when weights are not constant."""
-    hidden = attrs["hidden_size"]
+    hidden = attrs.hidden_size
     w = info.get("W")
     r = info.get("R")
     if hidden is None and r and r[1] and len(r[1]) == 3 and r[1][2]:
@@ -430,11 +432,11 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
                 # Probe with dummy weights: the kernels refuse dtype/attribute
                 # combinations at construction, whatever the sizes.
                 inp, hid = _dims_hint({n: info.types.get(present.get(n, "")) for n in ("W", "R")}, op, attrs)
-                dirs = 2 if attrs["direction"] == "bidirectional" else 1
+                dirs = 2 if attrs.direction == "bidirectional" else 1
                 G = GATES[op]
                 dummy = {"W": np.zeros((dirs, G * hid, inp), _NP[dtype]),
                          "R": np.zeros((dirs, G * hid, hid), _NP[dtype]), "B": None, "P": None}
-                probe_attrs = dict(attrs, hidden_size=hid)
+                probe_attrs = dataclasses.replace(attrs, hidden_size=hid)
                 customop.build_layer(op, dummy, probe_attrs, device)
                 layer = None
         except Exception as e:  # the kernels' refusal: the node stays on ORT's CPU kernel
@@ -460,12 +462,10 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             else:
                 new_in.append(widened(src))
         new_in.append(run_name)
-        cfg = {
-            "v": customop.CONFIG_VERSION, "key": key, "node": name, "op": op, "dtype": dtype,
-            "attrs": attrs, "weights": "registry" if registry else "inputs", "absent": absent_list,
-            "outputs": used, "gate": gate,
-            "device": None if device is None or weights == "registry" else str(getattr(device, "name", device)),
-        }
+        cfg = NodeConfig(
+            key=key, node=name, op=op, dtype=dtype, attrs=attrs, weights="registry" if registry else "inputs",
+            absent=tuple(absent_list), outputs=tuple(used), gate=gate,
+            device=None if device is None or weights == "registry" else str(getattr(device, "name", device)))
         new_out = []
         for o, s in zip(OUTPUTS[op], std_out):
             if o == gate:
@@ -476,7 +476,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
                 new_out.append(info.unique(f"{name}__ortops_unused_{o}"))
         new_nodes.append(helper.make_node(
             customop.op_type(op, dtype), new_in, new_out, name=name, domain=customop.DOMAIN,
-            config=customop.encode_config(cfg)))
+            config=cfg.to_json()))
         gate_name = std_out[OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
         new_nodes.append(check_node(new_out[OUTPUTS[op].index(gate)], gate_name,
                                     info.unique(f"{name}/ortops_check (on failure the reason is in the ortops log)")))
