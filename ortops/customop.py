@@ -57,15 +57,14 @@ cast back here before the layer sees them; outputs are float16.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import threading
 from typing import Any, Mapping
 
 import numpy as np
 
 from ortops.cells import CELLS
 from ortops.nodeconfig import ATTRIBUTE_DEFAULTS, CONFIG_VERSION, NodeAttrs, NodeConfig, encode
+from ortops.registry import WEIGHTS, Registry
 from ortops.validation import OUTPUTS
 
 DOMAIN = "ortops"
@@ -75,8 +74,7 @@ log = logging.getLogger("ortops")
 #: Inputs of the custom op in order, per standard op type (ONNX's, from ortops.cells).
 INPUTS = {name: c.inputs for name, c in CELLS.items()}
 # Outputs of the custom op: OUTPUTS (ortops.validation).
-#: The weights of any cell (W R B P), uploaded once per layer.
-WEIGHTS = tuple(dict.fromkeys(w for c in CELLS.values() for w in c.weights))
+# WEIGHTS (ortops.registry): the weights of any cell (W R B P), uploaded once per layer.
 #: The last input of every custom node: the run token (module docstring, "Errors").
 RUN_INPUT = "ortops_run"
 
@@ -88,23 +86,11 @@ DTYPES = {
     "float64": ("_f64", np.float64, np.float64),
 }
 
-#: Prebuilt layers of ``ortops.InferenceSession`` (weights uploaded once per
-#: session), keyed by ``config["key"]``. The session removes its entries when
-#: it is closed or collected.
-REGISTRY: dict[str, Any] = {}
+#: Prebuilt layers by key, devices, the converted-model cache and the errors of each run
+#: (ortops.registry). ``ortops.InferenceSession`` adds its layers when created and removes
+#: them when closed or collected.
+REGISTRY = Registry()
 
-# Layers of converted models, whose weights arrive as inputs on every run:
-# key -> (weights as bytes-comparable arrays, layer). Rebuilt only when the
-# weights changed, so a constant weight is uploaded once per process.
-_INLINE_CACHE: dict[str, tuple[tuple, Any]] = {}
-#: Device objects of session nodes whose weights are inputs (the config only
-#: holds a device name, which a session may have been given as an object).
-DEVICES: dict[str, Any] = {}
-_LOCK = threading.Lock()
-
-# Errors of failed nodes by run token (only tokens of running sessions: each run takes its own).
-_RUN_ERRORS: dict[int, list[BaseException]] = {}
-_tokens = itertools.count(1)
 
 class NodeRunError(ValueError):
     """A recurrent node failed at run time (bad input or device error).
@@ -178,21 +164,9 @@ def build_layer(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=N
 # -- errors ------------------------------------------------------------------------
 
 
-def new_run_token() -> int:
-    """A process-unique token for one run (never 0, which means "no session listening")."""
-    return next(_tokens)
-
-
-def take_run_errors(token: int) -> list[BaseException]:
-    """Remove and return the node errors recorded for one run, in the order they happened."""
-    with _LOCK:
-        return _RUN_ERRORS.pop(token, [])
-
-
 def _record_error(token: int, err: BaseException) -> None:
     if token:
-        with _LOCK:
-            _RUN_ERRORS.setdefault(token, []).append(err)
+        REGISTRY.record_error(token, err)
     else:
         # A plain onnxruntime session only sees the check node fail; this is where its user
         # learns why (logging's last-resort handler prints it when nothing is configured).
@@ -200,52 +174,6 @@ def _record_error(token: int, err: BaseException) -> None:
 
 
 # -- execution -----------------------------------------------------------------
-
-
-def _same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    # Compare bit patterns as unsigned integers: exact for NaNs and -0.0, and
-    # ~40x faster than comparing memoryviews (1 ms for 4 MB).
-    as_int = np.dtype(f"u{a.dtype.itemsize}")
-    return bool(np.array_equal(a.view(as_int), b.view(as_int)))
-
-
-def _inline_layer(cfg: NodeConfig, weights: dict):
-    """Layer for weights fed as inputs: reuse the cached one if the bits match."""
-    key = cfg.key
-    with _LOCK:
-        cached = _INLINE_CACHE.get(key)
-    order = tuple(weights.get(n) for n in WEIGHTS)
-    if cached is not None and all(_same_bits(a, b) for a, b in zip(cached[0], order)):
-        return cached[1]
-    layer = build_layer(cfg.op, weights, cfg.attrs, DEVICES.get(key, cfg.device))
-    with _LOCK:
-        _INLINE_CACHE[key] = (order, layer)
-    return layer
-
-
-def seed_inline_cache(key: str, weights: dict, layer) -> None:
-    """Pre-populate the converted-model cache (``convert`` built the layer already)."""
-    with _LOCK:
-        _INLINE_CACHE[key] = (tuple(weights.get(n) for n in WEIGHTS), layer)
-
-
-def forget(keys) -> None:
-    """Drop the registry entries, devices and cached layers of these keys."""
-    with _LOCK:
-        for k in keys:
-            REGISTRY.pop(k, None)
-            DEVICES.pop(k, None)
-            _INLINE_CACHE.pop(k, None)
-
-
-def clear_inline_cache() -> None:
-    """Drop every cached converted-model layer (frees their device memory)."""
-    with _LOCK:
-        _INLINE_CACHE.clear()
 
 
 def run_node(cfg: NodeConfig, feed: list) -> tuple:
@@ -273,7 +201,7 @@ def run_node(cfg: NodeConfig, feed: list) -> tuple:
     lens = vals["sequence_lens"]
 
     if cfg.weights == "registry":
-        layer = REGISTRY.get(cfg.key)
+        layer = REGISTRY.prebuilt(cfg.key)
         if layer is None:
             raise ValueError(
                 f"no prebuilt layer for key {cfg.key!r}: this node was rewritten for an "
@@ -282,7 +210,8 @@ def run_node(cfg: NodeConfig, feed: list) -> tuple:
     else:
         if vals["W"] is None or vals["R"] is None:
             raise ValueError("W and R are required inputs")
-        layer = _inline_layer(cfg, {n: vals.get(n) for n in WEIGHTS})
+        # build_layer looked up here, at call time (tests wrap it)
+        layer = REGISTRY.layer_for(cfg, {n: vals.get(n) for n in WEIGHTS}, build_layer)
 
     wanted = cfg.outputs
     kwargs = {"sequence_lens": lens, "initial_h": vals["initial_h"], "outputs": wanted}

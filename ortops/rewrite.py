@@ -485,7 +485,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         elif weights == "registry":
             devices[key] = device
         elif layer is not None and weights == "inline":
-            customop.seed_inline_cache(key, arrays, layer)
+            customop.REGISTRY.seed_inline(key, arrays, layer)
         keys.append(key)
         placement.append(NodePlacement(
             where="gpu", reason=_device_name(layer) if layer is not None else "Vulkan device",

@@ -71,10 +71,6 @@ def placement(model, *, device=None) -> list[NodePlacement]:
     return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8]).placement
 
 
-def _release(keys):
-    customop.forget(keys)
-
-
 class InferenceSession:
     """Drop-in ``onnxruntime.InferenceSession`` running RNN/GRU/LSTM on the GPU.
 
@@ -99,10 +95,9 @@ class InferenceSession:
             if cpu:
                 raise ValueError("recurrent node(s) not taken by the GPU path: "
                                  + "; ".join(p.describe() for p in cpu))
-        customop.REGISTRY.update(rw.layers)
-        customop.DEVICES.update(rw.devices)
+        customop.REGISTRY.add_session(rw.layers, rw.devices)
         # Layers go with the session: freed when it is closed or collected.
-        self._finalizer = weakref.finalize(self, _release, list(self._keys))
+        self._finalizer = weakref.finalize(self, customop.REGISTRY.forget, list(self._keys))
         so = register(sess_options)
         try:
             self._sess = ort.InferenceSession(rw.model.SerializeToString(), so, providers=providers, **kwargs)
@@ -133,18 +128,18 @@ class InferenceSession:
     def _guarded(self, call):
         """Run ``call(token)`` with a fresh run token; a recurrent node's own error (a
         ``customop.NodeRunError``) replaces ORT's report of the failed check."""
-        token = customop.new_run_token()
+        token = customop.REGISTRY.new_token()
         try:
             return call(token)
         except Exception:
-            errors = customop.take_run_errors(token)
+            errors = customop.REGISTRY.take_errors(token)
             if errors:
                 # The node's error, caused by what failed inside it (ORT's report of the
                 # failed check only repeats that the node failed).
                 raise errors[0] from errors[0].__cause__
             raise
         finally:
-            customop.take_run_errors(token)
+            customop.REGISTRY.take_errors(token)
 
     def _checked_feed(self, input_feed) -> dict:
         """``input_feed`` with its names checked and its numpy arrays in native byte order.
@@ -202,10 +197,10 @@ class InferenceSession:
         is given to ``callback`` as the error text."""
         sess = self._session()
         feed = self._checked_feed(input_feed)
-        token = customop.new_run_token()
+        token = customop.REGISTRY.new_token()
 
         def done(results, data, err):
-            errors = customop.take_run_errors(token)
+            errors = customop.REGISTRY.take_errors(token)
             if errors and err:
                 err = str(errors[0])
             callback(results, data, err)
