@@ -22,10 +22,17 @@ Two weight modes:
 
 Only nodes of the main graph are rewritten; recurrent nodes inside
 subgraphs (If/Loop/Scan bodies) stay standard and are reported as such.
+
+Structure: per recurrent node, :func:`place` decides (a :class:`Decision`:
+taken with its layer, or left to ORT with the reason), :func:`node_config`
+makes its :class:`ortops.nodeconfig.NodeConfig` and :func:`emit` its nodes
+(float16 casts, the custom node, the check Squeeze); ``_Builder`` holds what
+is graph-wide (unique names, the shared initializers, the run-token input).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -37,6 +44,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ortops import customop
 from ortops.cells import CELLS
+from ortops.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
 
 #: The standard op types the rewrite replaces (ortops.cells).
@@ -196,7 +204,7 @@ def _as_int(value):
     return int(value) if isinstance(value, (int, np.integer)) else value
 
 
-def _config_attrs(op: str, raw: dict) -> dict:
+def _config_attrs(op: str, raw: dict) -> NodeAttrs:
     """Normalised attribute set for the config (float32 values kept exact)."""
     unknown = set(raw) - CELLS[op].attributes
     if unknown:
@@ -205,17 +213,17 @@ def _config_attrs(op: str, raw: dict) -> dict:
     def f32(v):
         return float(np.float32(v))  # ONNX floats are float32; repr of this float64 is exact
 
-    return {
-        "hidden_size": int(raw["hidden_size"]) if "hidden_size" in raw else None,
-        "direction": raw.get("direction", "forward"),
-        "layout": int(raw.get("layout", 0)),
-        "activations": list(raw["activations"]) if "activations" in raw else None,
-        "activation_alpha": [f32(x) for x in raw["activation_alpha"]] if "activation_alpha" in raw else None,
-        "activation_beta": [f32(x) for x in raw["activation_beta"]] if "activation_beta" in raw else None,
-        "clip": f32(raw["clip"]) if "clip" in raw else None,
-        "input_forget": int(raw.get("input_forget", 0)),
-        "linear_before_reset": int(raw.get("linear_before_reset", 0)),
-    }
+    return NodeAttrs(
+        hidden_size=int(raw["hidden_size"]) if "hidden_size" in raw else None,
+        direction=raw.get("direction", "forward"),
+        layout=int(raw.get("layout", 0)),
+        activations=tuple(raw["activations"]) if "activations" in raw else None,
+        activation_alpha=tuple(f32(x) for x in raw["activation_alpha"]) if "activation_alpha" in raw else None,
+        activation_beta=tuple(f32(x) for x in raw["activation_beta"]) if "activation_beta" in raw else None,
+        clip=f32(raw["clip"]) if "clip" in raw else None,
+        input_forget=int(raw.get("input_forget", 0)),
+        linear_before_reset=int(raw.get("linear_before_reset", 0)),
+    )
 
 
 class _Graph:
@@ -306,7 +314,7 @@ def _all_names(graph) -> set[str]:
 
 def _dims_hint(info, op, attrs):
     """(input_size, hidden_size) for a probe layer when weights are not constant."""
-    hidden = attrs["hidden_size"]
+    hidden = attrs.hidden_size
     w = info.get("W")
     r = info.get("R")
     if hidden is None and r and r[1] and len(r[1]) == 3 and r[1][2]:
@@ -315,11 +323,265 @@ def _dims_hint(info, op, attrs):
     return inp, hidden or 1
 
 
+@dataclass(frozen=True)
+class _Standard:
+    """A main-graph recurrent node as the model has it (inputs and outputs padded with "")."""
+
+    node: onnx.NodeProto
+    index: int
+    name: str
+    op: str
+    raw: dict               # its attributes as they came
+    inputs: list            # the op's inputs in order ("" where absent)
+    outputs: list           # the op's outputs in order ("" where not named)
+    x_type: tuple | None    # (ONNX element type, dims) of X, else of W
+    dtype: str | None
+
+    @classmethod
+    def read(cls, node, index: int, info: "_Graph") -> "_Standard":
+        op = node.op_type
+        inputs = list(node.input) + [""] * (len(customop.INPUTS[op]) - len(node.input))
+        x_type = info.types.get(inputs[0]) or info.types.get(inputs[1])
+        return cls(node, index, node.name or f"{op}_{index}", op, _attrs(node), inputs,
+                   list(node.output) + [""] * (len(OUTPUTS[op]) - len(node.output)), x_type,
+                   _DTYPES.get(x_type[0]) if x_type else None)
+
+    def placed(self, where: str, reason: str, **extra) -> NodePlacement:
+        return NodePlacement(index=self.index, name=self.name, op=self.op, dtype=self.dtype,
+                             direction=str(self.raw.get("direction", "forward")),
+                             layout=_as_int(self.raw.get("layout", 0)), hidden_size=self.raw.get("hidden_size"),
+                             where=where, reason=reason, **extra)
+
+    def present(self) -> dict[str, str]:
+        """Input slot -> value name, for the inputs the node has."""
+        return {n: s for n, s in zip(customop.INPUTS[self.op], self.inputs) if s}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """:func:`place`'s answer for one node: taken by the GPU path (``attrs``, ``layer``:
+    the prebuilt layer, None when the weights are not constant) or left to ONNX Runtime
+    (``placement.reason`` says why)."""
+
+    placement: NodePlacement
+    attrs: NodeAttrs | None = None
+    constant: bool = False     # the weights are constants (the layer holds them)
+    layer: Any = None
+    arrays: dict | None = None  # constant weights, as the layer got them
+    outputs: tuple = ()         # the outputs the graph reads (the first is the gated one)
+
+    @property
+    def taken(self) -> bool:
+        return self.placement.where == "gpu"
+
+
 def _device_name(layer) -> str:
     dev = getattr(layer, "device", None)
     if dev is None:
         return "Vulkan device"
     return str(getattr(dev, "name", dev))
+
+
+def _refusal(std: _Standard, opset: int) -> str | None:
+    """Why ``std`` cannot be a custom node, before any layer is built (None: it may)."""
+    op, version = std.op, op_version(std.op, opset)
+    if version not in SUPPORTED_VERSIONS:
+        return (f"{op}-{version} (ai.onnx opset {opset}) is not one of the supported versions "
+                f"{', '.join(map(str, SUPPORTED_VERSIONS))}")
+    mistyped = _attr_type_errors(std.node, op, opset)
+    if mistyped:
+        return "; ".join(mistyped) + " (ONNX Runtime refuses the model: INVALID_GRAPH)"
+    if std.dtype is None:
+        return ("element type unknown or not float32/float16/float64"
+                + (f" (ONNX type {std.x_type[0]})" if std.x_type else ""))
+    return None
+
+
+def _build(std: _Standard, attrs: NodeAttrs, info: "_Graph", device):
+    """(layer, weight arrays) for constant weights; (None, None) after a probe with dummy
+    weights otherwise (the kernels refuse dtype/attribute combinations at construction,
+    whatever the sizes). Raises the kernels' refusal."""
+    op, np_dt, present = std.op, _NP[std.dtype], std.present()
+    if all(present[n] in info.consts for n in customop.WEIGHTS if n in present):
+        arrays = {n: info.array(present[n]) if n in present else None for n in customop.WEIGHTS}
+        arrays = {n: (None if a is None else np.ascontiguousarray(a.astype(np_dt, copy=False)))
+                  for n, a in arrays.items()}
+        return customop.build_layer(op, arrays, attrs, device), arrays
+    inp, hid = _dims_hint({n: info.types.get(present.get(n, "")) for n in ("W", "R")}, op, attrs)
+    dirs = 2 if attrs.direction == "bidirectional" else 1
+    G = GATES[op]
+    dummy = {"W": np.zeros((dirs, G * hid, inp), np_dt), "R": np.zeros((dirs, G * hid, hid), np_dt),
+             "B": None, "P": None}
+    customop.build_layer(op, dummy, dataclasses.replace(attrs, hidden_size=hid), device)
+    return None, None
+
+
+def _read_outputs(std: _Standard, info: "_Graph") -> tuple:
+    """The outputs the graph reads; when none, the first named one (or Y): the node still
+    produces something."""
+    used = [o for o, s in zip(OUTPUTS[std.op], std.outputs) if s and s in info.used]
+    return tuple(used or [o for o, s in zip(OUTPUTS[std.op], std.outputs) if s][:1] or ["Y"])
+
+
+def place(std: _Standard, info: "_Graph", opset: int, device) -> Decision:
+    """Take ``std`` (build its layer, or probe one) or leave it to ONNX Runtime, with why."""
+    reason = _refusal(std, opset)
+    if reason is not None:
+        return Decision(std.placed("cpu", reason))
+    try:
+        attrs = _config_attrs(std.op, std.raw)
+    except ValueError as e:
+        return Decision(std.placed("cpu", str(e)))
+    try:
+        layer, arrays = _build(std, attrs, info, device)
+    except Exception as e:  # the kernels' refusal: the node stays on ORT's CPU kernel
+        return Decision(std.placed("cpu", f"not taken by the GPU path: {type(e).__name__}: {e}"))
+    constant = arrays is not None
+    outputs = _read_outputs(std, info)
+    return Decision(std.placed("gpu", _device_name(layer) if layer is not None else "Vulkan device",
+                               weights="constant, uploaded once" if constant else "inputs, compared each run",
+                               outputs=outputs),
+                    attrs, constant, layer, arrays, outputs)
+
+
+class _Builder:
+    """The graph-wide parts of a rewrite: unique names, the shared initializers (empty
+    inputs, the check axes, a converted model's run token) and the float16 casts (one per
+    source value)."""
+
+    def __init__(self, info: "_Graph", opset: int):
+        self.info = info
+        self.opset = opset
+        self.initializers: list[TensorProto] = []
+        self._absent: dict[str, str] = {}
+        self._casts: dict[str, str] = {}
+        self._check_axes: str | None = None
+        # The run token every custom node takes last (customop, "Errors"): a graph input that
+        # ortops.InferenceSession feeds per run; in a converted model a constant 0.
+        self.run_name = info.unique(customop.RUN_INPUT)
+
+    def unique(self, base: str) -> str:
+        return self.info.unique(base)
+
+    def _constant(self, base: str, value: np.ndarray) -> str:
+        name = self.unique(base)
+        self.initializers.append(numpy_helper.from_array(value, name))
+        return name
+
+    def absent(self, kind: str) -> str:
+        """The shared empty initializer of ``kind`` (int32, float32 or float64)."""
+        if kind not in self._absent:
+            np_dt = {"int32": np.int32, "float32": np.float32, "float64": np.float64}[kind]
+            self._absent[kind] = self._constant(f"ortops_absent_{kind}", np.zeros((0,), np_dt))
+        return self._absent[kind]
+
+    def widened(self, src: str, nodes: list) -> str:
+        """``src`` cast to float32 (float16 inputs of a Python op abort: customop's docstring);
+        the Cast, made on first use, is appended to ``nodes``."""
+        if src not in self._casts:
+            self._casts[src] = self.unique(f"{src}__ortops_f32")
+            nodes.append(helper.make_node("Cast", [src], [self._casts[src]], to=TensorProto.FLOAT,
+                                          name=self.unique(f"{src}/ortops_widen")))
+        return self._casts[src]
+
+    def check(self, raw: str, out: str, node_name: str) -> onnx.NodeProto:
+        """The check node ``Squeeze(raw, axes=[0])`` (customop's docstring). From opset 13 the
+        axes are an input: one shared initializer (an initializer has no producer node, so no
+        optimiser moves an edge of it)."""
+        if self.opset < 13:
+            return helper.make_node("Squeeze", [raw], [out], name=node_name, axes=[0])
+        if self._check_axes is None:
+            self._check_axes = self._constant("ortops_check_axes", np.zeros((1,), np.int64))
+        return helper.make_node("Squeeze", [raw, self._check_axes], [out], name=node_name)
+
+    def finish(self, proto: onnx.ModelProto, nodes: list, taken: bool, registry: bool) -> str | None:
+        """Install ``nodes``, the shared initializers and, when a node was ``taken``, the run
+        token (an input in registry mode, returned; else a constant 0) and the ortops opset
+        import. Constants nothing reads any more go."""
+        g = proto.graph
+        run_input = None
+        if taken and registry:
+            g.input.append(helper.make_tensor_value_info(self.run_name, TensorProto.INT64, [1]))
+            run_input = self.run_name
+        elif taken:
+            self.initializers.append(numpy_helper.from_array(np.zeros((1,), np.int64), self.run_name))
+        del g.node[:]
+        g.node.extend(nodes)
+        g.initializer.extend(self.initializers)
+        _drop_unused_constants(g)
+        if taken and not any(i.domain == customop.DOMAIN for i in proto.opset_import):
+            proto.opset_import.append(helper.make_opsetid(customop.DOMAIN, 1))
+        return run_input
+
+
+def _custom_inputs(std: _Standard, registry: bool, b: _Builder, nodes: list) -> list[str]:
+    """The custom node's inputs: every slot of the op (empty initializers for absent inputs,
+    and for the weights of a registry node; float16 widened), then the run token."""
+    in_kind = "float64" if std.dtype == "float64" else "float32"
+    new_in = []
+    for n, src in zip(customop.INPUTS[std.op], std.inputs):
+        if registry and n in customop.WEIGHTS:
+            new_in.append(b.absent(in_kind))
+        elif not src:
+            new_in.append(b.absent("int32" if n == "sequence_lens" else in_kind))
+        elif n == "sequence_lens" or std.dtype != "float16":
+            new_in.append(src)
+        else:
+            new_in.append(b.widened(src, nodes))
+    return new_in + [b.run_name]
+
+
+def emit(std: _Standard, cfg: NodeConfig, b: _Builder) -> list[onnx.NodeProto]:
+    """The nodes replacing ``std``: new float16 casts, the custom node, its check Squeeze."""
+    nodes: list[onnx.NodeProto] = []
+    op, name, gate = std.op, std.name, cfg.gate
+    new_in = _custom_inputs(std, cfg.weights == "registry", b, nodes)
+    new_out = []
+    for o, s in zip(OUTPUTS[op], std.outputs):
+        if o == gate:
+            new_out.append(b.unique(f"{s or name + '_' + o}__ortops_raw"))
+        elif o in cfg.outputs:
+            new_out.append(s)
+        else:
+            new_out.append(b.unique(f"{name}__ortops_unused_{o}"))
+    nodes.append(helper.make_node(customop.op_type(op, std.dtype), new_in, new_out, name=name,
+                                  domain=customop.DOMAIN, config=cfg.to_json()))
+    g = OUTPUTS[op].index(gate)
+    gate_name = std.outputs[g] or b.unique(f"{name}_{gate}")
+    nodes.append(b.check(new_out[g], gate_name,
+                         b.unique(f"{name}/ortops_check (on failure the reason is in the ortops log)")))
+    return nodes
+
+
+def node_config(std: _Standard, d: Decision, key: str, weights: str, device) -> NodeConfig:
+    """The config of a taken node (``weights``: the rewrite's mode)."""
+    return NodeConfig(
+        key=key, node=std.name, op=std.op, dtype=std.dtype, attrs=d.attrs,
+        weights="registry" if weights == "registry" and d.constant else "inputs",
+        absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
+        outputs=d.outputs, gate=d.outputs[0],
+        device=None if device is None or weights == "registry" else str(getattr(device, "name", device)))
+
+
+def _subgraph_placements(g, info: "_Graph", index: int) -> list[NodePlacement]:
+    """Recurrent nodes inside subgraphs: left to ONNX Runtime, numbered from ``index``."""
+    out = []
+    for node, where in _subgraph_nodes(g):
+        if _is_recurrent(node):
+            raw = _attrs(node)
+            # X's type (inferred inside the subgraph, or an outer value), else W's (an initializer)
+            x_type = next((info.types[n] for n in node.input[:2] if n in info.types), None)
+            out.append(NodePlacement(
+                index=index, name=node.name or f"{node.op_type}_{index}", op=node.op_type,
+                dtype=_DTYPES.get(x_type[0]) if x_type else None, direction=str(raw.get("direction", "forward")),
+                layout=_as_int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"), where="cpu",
+                reason=f"inside a subgraph ({where}); only main-graph nodes are rewritten"))
+            index += 1
+    return out
+
+
+def _is_recurrent(node) -> bool:
+    return node.op_type in RECURRENT and node.domain in ("", "ai.onnx")
 
 
 def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = None) -> Rewritten:
@@ -338,185 +600,38 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     opset = default_opset(proto)
     tag = tag or uuid.uuid4().hex[:12]
     info = _Graph(proto)
-    g = proto.graph
-    new_nodes = []
-    placement: list[NodePlacement] = []
-    layers: dict[str, Any] = {}
-    devices: dict[str, Any] = {}
-    keys: list[str] = []
-    absent_names: dict[str, str] = {}
-    cast_names: dict[str, str] = {}
-    extra_inits = []
-    # The run token every custom node takes last (customop, "Errors"): a graph input that
-    # ortops.InferenceSession feeds per run; in a converted model a constant 0.
-    run_name = info.unique(customop.RUN_INPUT)
-    check_axes: list[str] = []  # name of the shared axes=[0] initializer of the check nodes
-
-    def absent(kind: str) -> str:
-        if kind not in absent_names:
-            absent_names[kind] = info.unique(f"ortops_absent_{kind}")
-            np_dt = {"int32": np.int32, "float32": np.float32, "float64": np.float64}[kind]
-            extra_inits.append(numpy_helper.from_array(np.zeros((0,), np_dt), absent_names[kind]))
-        return absent_names[kind]
-
-    def check_node(raw: str, out: str, node_name: str):
-        # Squeeze(raw, axes=[0]); see customop's docstring. From opset 13 the axes are an input:
-        # one shared initializer (an initializer has no producer node, so no optimiser moves an
-        # edge of it).
-        if opset < 13:
-            return helper.make_node("Squeeze", [raw], [out], name=node_name, axes=[0])
-        if not check_axes:
-            check_axes.append(info.unique("ortops_check_axes"))
-            extra_inits.append(numpy_helper.from_array(np.zeros((1,), np.int64), check_axes[0]))
-        return helper.make_node("Squeeze", [raw, check_axes[0]], [out], name=node_name)
-
-    def widened(src: str) -> str:
-        # float16 inputs reach the Python op as float32 (see customop docstring).
-        if src not in cast_names:
-            cast_names[src] = info.unique(f"{src}__ortops_f32")
-            new_nodes.append(helper.make_node("Cast", [src], [cast_names[src]], to=TensorProto.FLOAT,
-                                              name=info.unique(f"{src}/ortops_widen")))
-        return cast_names[src]
-
-    index = 0
-    for node in g.node:
-        if node.op_type not in RECURRENT or node.domain not in ("", "ai.onnx"):
-            new_nodes.append(node)
+    b = _Builder(info, opset)
+    out = Rewritten(proto, [])
+    nodes, index = [], 0
+    for node in proto.graph.node:
+        if not _is_recurrent(node):
+            nodes.append(node)
             continue
-        op = node.op_type
-        name = node.name or f"{op}_{index}"
-        raw = _attrs(node)
-        std_in = list(node.input) + [""] * (len(customop.INPUTS[op]) - len(node.input))
-        std_out = list(node.output) + [""] * (len(OUTPUTS[op]) - len(node.output))
-        x_type = info.types.get(std_in[0]) or info.types.get(std_in[1])
-        dtype = _DTYPES.get(x_type[0]) if x_type else None
-        base = dict(index=index, name=name, op=op, dtype=dtype, direction=str(raw.get("direction", "forward")),
-                    layout=_as_int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"))
+        std = _Standard.read(node, index, info)
         index += 1
-
-        def stay(reason: str):
-            placement.append(NodePlacement(where="cpu", reason=reason, **base))
-            new_nodes.append(node)
-
-        version = op_version(op, opset)
-        if version not in SUPPORTED_VERSIONS:
-            stay(f"{op}-{version} (ai.onnx opset {opset}) is not one of the supported versions "
-                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}")
+        d = place(std, info, opset, device)
+        out.placement.append(d.placement)
+        if not d.taken:
+            nodes.append(node)
             continue
-        mistyped = _attr_type_errors(node, op, opset)
-        if mistyped:
-            stay("; ".join(mistyped) + " (ONNX Runtime refuses the model: INVALID_GRAPH)")
-            continue
-        if dtype is None:
-            stay("element type unknown or not float32/float16/float64"
-                 + (f" (ONNX type {x_type[0]})" if x_type else ""))
-            continue
-        try:
-            attrs = _config_attrs(op, raw)
-        except ValueError as e:
-            stay(str(e))
-            continue
-        present = {n: s for n, s in zip(customop.INPUTS[op], std_in) if s}
-        weight_names = [n for n in customop.WEIGHTS if n in present]
-        constant = all(present[n] in info.consts for n in weight_names)
-        key = f"{tag}/{index - 1}"
-        try:
-            if constant:
-                arrays = {n: info.array(present[n]) if n in present else None for n in customop.WEIGHTS}
-                arrays = {n: (None if a is None else np.ascontiguousarray(a.astype(_NP[dtype], copy=False)))
-                          for n, a in arrays.items()}
-                layer = customop.build_layer(op, arrays, attrs, device)
-            else:
-                # Probe with dummy weights: the kernels refuse dtype/attribute
-                # combinations at construction, whatever the sizes.
-                inp, hid = _dims_hint({n: info.types.get(present.get(n, "")) for n in ("W", "R")}, op, attrs)
-                dirs = 2 if attrs["direction"] == "bidirectional" else 1
-                G = GATES[op]
-                dummy = {"W": np.zeros((dirs, G * hid, inp), _NP[dtype]),
-                         "R": np.zeros((dirs, G * hid, hid), _NP[dtype]), "B": None, "P": None}
-                probe_attrs = dict(attrs, hidden_size=hid)
-                customop.build_layer(op, dummy, probe_attrs, device)
-                layer = None
-        except Exception as e:  # the kernels' refusal: the node stays on ORT's CPU kernel
-            stay(f"not taken by the GPU path: {type(e).__name__}: {e}")
-            continue
+        cfg = node_config(std, d, f"{tag}/{std.index}", weights, device)
+        nodes.extend(emit(std, cfg, b))
+        _keep(out, cfg, d, weights, device)
+    out.placement.extend(_subgraph_placements(proto.graph, info, index))
+    out.run_input = b.finish(proto, nodes, taken=bool(out.keys), registry=weights == "registry")
+    return out
 
-        used = [o for o, s in zip(OUTPUTS[op], std_out) if s and s in info.used]
-        if not used:  # nothing reads the node: still produce its first named output
-            used = [o for o, s in zip(OUTPUTS[op], std_out) if s][:1] or ["Y"]
-        gate = used[0]
-        registry = weights == "registry" and constant
-        in_kind = "float64" if dtype == "float64" else "float32"
-        new_in, absent_list = [], []
-        for n, src in zip(customop.INPUTS[op], std_in):
-            if not src:
-                absent_list.append(n)
-            if registry and n in customop.WEIGHTS:
-                new_in.append(absent(in_kind))
-            elif not src:
-                new_in.append(absent("int32" if n == "sequence_lens" else in_kind))
-            elif n == "sequence_lens" or dtype != "float16":
-                new_in.append(src)
-            else:
-                new_in.append(widened(src))
-        new_in.append(run_name)
-        cfg = {
-            "v": customop.CONFIG_VERSION, "key": key, "node": name, "op": op, "dtype": dtype,
-            "attrs": attrs, "weights": "registry" if registry else "inputs", "absent": absent_list,
-            "outputs": used, "gate": gate,
-            "device": None if device is None or weights == "registry" else str(getattr(device, "name", device)),
-        }
-        new_out = []
-        for o, s in zip(OUTPUTS[op], std_out):
-            if o == gate:
-                new_out.append(info.unique(f"{s or name + '_' + o}__ortops_raw"))
-            elif o in used:
-                new_out.append(s)
-            else:
-                new_out.append(info.unique(f"{name}__ortops_unused_{o}"))
-        new_nodes.append(helper.make_node(
-            customop.op_type(op, dtype), new_in, new_out, name=name, domain=customop.DOMAIN,
-            config=customop.encode_config(cfg)))
-        gate_name = std_out[OUTPUTS[op].index(gate)] or info.unique(f"{name}_{gate}")
-        new_nodes.append(check_node(new_out[OUTPUTS[op].index(gate)], gate_name,
-                                    info.unique(f"{name}/ortops_check (on failure the reason is in the ortops log)")))
-        if registry:
-            layers[key] = layer
-        elif weights == "registry":
-            devices[key] = device
-        elif layer is not None and weights == "inline":
-            customop.seed_inline_cache(key, arrays, layer)
-        keys.append(key)
-        placement.append(NodePlacement(
-            where="gpu", reason=_device_name(layer) if layer is not None else "Vulkan device",
-            weights="constant, uploaded once" if constant else "inputs, compared each run",
-            outputs=tuple(used), **base))
 
-    for node, where in _subgraph_nodes(g):
-        if node.op_type in RECURRENT and node.domain in ("", "ai.onnx"):
-            raw = _attrs(node)
-            # X's type (inferred inside the subgraph, or an outer value), else W's (an initializer)
-            x_type = next((info.types[n] for n in node.input[:2] if n in info.types), None)
-            placement.append(NodePlacement(
-                index=index, name=node.name or f"{node.op_type}_{index}", op=node.op_type,
-                dtype=_DTYPES.get(x_type[0]) if x_type else None, direction=str(raw.get("direction", "forward")),
-                layout=_as_int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"), where="cpu",
-                reason=f"inside a subgraph ({where}); only main-graph nodes are rewritten"))
-            index += 1
-
-    run_input = None
-    if keys and weights == "registry":
-        g.input.append(helper.make_tensor_value_info(run_name, TensorProto.INT64, [1]))
-        run_input = run_name
-    elif keys:
-        extra_inits.append(numpy_helper.from_array(np.zeros((1,), np.int64), run_name))
-    del g.node[:]
-    g.node.extend(new_nodes)
-    g.initializer.extend(extra_inits)
-    _drop_unused_constants(g)
-    if keys and not any(i.domain == customop.DOMAIN for i in proto.opset_import):
-        proto.opset_import.append(helper.make_opsetid(customop.DOMAIN, 1))
-    return Rewritten(proto, placement, layers, keys, devices, run_input)
+def _keep(out: Rewritten, cfg: NodeConfig, d: Decision, weights: str, device) -> None:
+    """Record a taken node: its prebuilt layer (registry), its device (registry, weights as
+    inputs) or its layer in the converted-model cache (inline)."""
+    if cfg.weights == "registry":
+        out.layers[cfg.key] = d.layer
+    elif weights == "registry":
+        out.devices[cfg.key] = device
+    elif d.layer is not None:
+        customop.REGISTRY.seed_inline(cfg.key, d.arrays, d.layer)
+    out.keys.append(cfg.key)
 
 
 def _drop_unused_constants(g) -> None:

@@ -71,8 +71,15 @@ def placement(model, *, device=None) -> list[NodePlacement]:
     return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8]).placement
 
 
-def _release(keys):
-    customop.forget(keys)
+def _token_array(token: int) -> np.ndarray:
+    """The value fed to the run-token input (customop's docstring, "Errors")."""
+    return np.array([token], dtype=np.int64)
+
+
+def _node_error(token: int):
+    """The first node error recorded under ``token`` (all are taken), or None."""
+    errors = customop.REGISTRY.take_errors(token)
+    return errors[0] if errors else None
 
 
 class InferenceSession:
@@ -99,10 +106,9 @@ class InferenceSession:
             if cpu:
                 raise ValueError("recurrent node(s) not taken by the GPU path: "
                                  + "; ".join(p.describe() for p in cpu))
-        customop.REGISTRY.update(rw.layers)
-        customop.DEVICES.update(rw.devices)
+        customop.REGISTRY.add_session(rw.layers, rw.devices)
         # Layers go with the session: freed when it is closed or collected.
-        self._finalizer = weakref.finalize(self, _release, list(self._keys))
+        self._finalizer = weakref.finalize(self, customop.REGISTRY.forget, list(self._keys))
         so = register(sess_options)
         try:
             self._sess = ort.InferenceSession(rw.model.SerializeToString(), so, providers=providers, **kwargs)
@@ -133,18 +139,18 @@ class InferenceSession:
     def _guarded(self, call):
         """Run ``call(token)`` with a fresh run token; a recurrent node's own error (a
         ``customop.NodeRunError``) replaces ORT's report of the failed check."""
-        token = customop.new_run_token()
+        token = customop.REGISTRY.new_token()
         try:
             return call(token)
         except Exception:
-            errors = customop.take_run_errors(token)
-            if errors:
+            err = _node_error(token)
+            if err is not None:
                 # The node's error, caused by what failed inside it (ORT's report of the
                 # failed check only repeats that the node failed).
-                raise errors[0] from errors[0].__cause__
+                raise err from err.__cause__
             raise
         finally:
-            customop.take_run_errors(token)
+            customop.REGISTRY.take_errors(token)
 
     def _checked_feed(self, input_feed) -> dict:
         """``input_feed`` with its names checked and its numpy arrays in native byte order.
@@ -167,7 +173,7 @@ class InferenceSession:
     def _with_token(self, feed: dict, token: int, wrap=lambda a: a) -> dict:
         if self._run_input is None:
             return feed
-        return {**feed, self._run_input: wrap(np.array([token], dtype=np.int64))}
+        return {**feed, self._run_input: wrap(_token_array(token))}
 
     def run(self, output_names, input_feed, run_options=None):
         """Like ``onnxruntime.InferenceSession.run``, and like it safe to call from many
@@ -179,8 +185,7 @@ class InferenceSession:
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_with_ort_values``."""
-        sess = self._session()
-        self._checked_feed({})   # closed-session check only; OrtValues keep their byte order
+        sess = self._session()   # OrtValues keep their byte order: no _checked_feed
         return self._guarded(lambda token: sess.run_with_ort_values(
             output_names, self._with_token(input_dict_ort_values, token, ort.OrtValue.ortvalue_from_numpy),
             run_options))
@@ -192,7 +197,7 @@ class InferenceSession:
 
         def call(token):
             if self._run_input is not None:
-                iobinding.bind_cpu_input(self._run_input, np.array([token], dtype=np.int64))
+                iobinding.bind_cpu_input(self._run_input, _token_array(token))
             return sess.run_with_iobinding(iobinding, run_options)
 
         return self._guarded(call)
@@ -202,13 +207,11 @@ class InferenceSession:
         is given to ``callback`` as the error text."""
         sess = self._session()
         feed = self._checked_feed(input_feed)
-        token = customop.new_run_token()
+        token = customop.REGISTRY.new_token()
 
         def done(results, data, err):
-            errors = customop.take_run_errors(token)
-            if errors and err:
-                err = str(errors[0])
-            callback(results, data, err)
+            node_err = _node_error(token)
+            callback(results, data, str(node_err) if node_err is not None and err else err)
 
         return sess.run_async(output_names, self._with_token(feed, token), done, user_data, run_options)
 

@@ -1,0 +1,123 @@
+"""What the custom nodes find outside their config: the process-wide :class:`Registry`.
+
+``ortops.InferenceSession`` puts its prebuilt layers (and the devices of its nodes whose
+weights are inputs) here when it is created and takes them out when it is closed or
+collected; converted models keep their layers in the inline cache, rebuilt only when the
+weights fed change; every run's node errors wait here under the run's token until the
+session takes them (``customop``'s module docstring, "Errors"). Sessions run from many
+threads (docs/onnxruntime.md, "Threads"), so every table is read and written under the
+registry's lock; layers are built outside it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ortops.cells import CELLS
+from ortops.nodeconfig import NodeConfig
+
+#: The weights of any cell (W R B P), uploaded once per layer.
+WEIGHTS = tuple(dict.fromkeys(w for c in CELLS.values() for w in c.weights))
+
+
+def _same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    # Compare bit patterns as unsigned integers: exact for NaNs and -0.0, and
+    # ~40x faster than comparing memoryviews (1 ms for 4 MB).
+    as_int = np.dtype(f"u{a.dtype.itemsize}")
+    return bool(np.array_equal(a.view(as_int), b.view(as_int)))
+
+
+class Registry:
+    """Layers and devices by node key, and node errors by run token.
+
+    * prebuilt layers of sessions (weights uploaded once), by ``NodeConfig.key``;
+    * devices of session nodes whose weights are inputs (the config holds only a device
+      name, and a session may have been given a device object);
+    * the inline cache: key -> (weights, layer) for weights that arrive as inputs;
+    * node errors by run token (only tokens of running sessions: each run takes its own).
+
+    ``key in registry`` says whether a prebuilt layer is registered under ``key``.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._layers: dict[str, Any] = {}
+        self._devices: dict[str, Any] = {}
+        self._inline: dict[str, tuple[tuple, Any]] = {}
+        self._errors: dict[int, list[BaseException]] = {}
+        self._tokens = itertools.count(1)
+
+    # -- sessions ------------------------------------------------------------------
+
+    def add_session(self, layers: dict[str, Any], devices: dict[str, Any]) -> None:
+        """Register a session's prebuilt layers and the devices of its other nodes."""
+        with self._lock:
+            self._layers.update(layers)
+            self._devices.update(devices)
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drop the layers, devices and cached layers of these keys."""
+        with self._lock:
+            for k in keys:
+                self._layers.pop(k, None)
+                self._devices.pop(k, None)
+                self._inline.pop(k, None)
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._layers
+
+    def prebuilt(self, key: str):
+        """The prebuilt layer of ``key`` (None when its session is closed)."""
+        with self._lock:
+            return self._layers.get(key)
+
+    # -- weights as inputs -----------------------------------------------------------
+
+    def layer_for(self, cfg: NodeConfig, weights: dict, build: Callable) -> Any:
+        """Layer for weights fed as inputs: the cached one if the bits match, else
+        ``build(op, weights, attrs, device)`` (outside the lock), cached under the key."""
+        key = cfg.key
+        with self._lock:
+            cached = self._inline.get(key)
+            device = self._devices.get(key, cfg.device)
+        order = tuple(weights.get(n) for n in WEIGHTS)
+        if cached is not None and all(_same_bits(a, b) for a, b in zip(cached[0], order)):
+            return cached[1]
+        layer = build(cfg.op, weights, cfg.attrs, device)
+        with self._lock:
+            self._inline[key] = (order, layer)
+        return layer
+
+    def seed_inline(self, key: str, weights: dict, layer) -> None:
+        """Pre-populate the inline cache (``convert`` built the layer already)."""
+        with self._lock:
+            self._inline[key] = (tuple(weights.get(n) for n in WEIGHTS), layer)
+
+    def clear_inline(self) -> None:
+        """Drop every cached converted-model layer (frees their device memory)."""
+        with self._lock:
+            self._inline.clear()
+
+    # -- errors by run -----------------------------------------------------------------
+
+    def new_token(self) -> int:
+        """A process-unique token for one run (never 0, which means "no session listening")."""
+        return next(self._tokens)   # itertools.count's next is atomic under the GIL
+
+    def record_error(self, token: int, err: BaseException) -> None:
+        with self._lock:
+            self._errors.setdefault(token, []).append(err)
+
+    def take_errors(self, token: int) -> list[BaseException]:
+        """Remove and return the node errors recorded for one run, in the order they happened."""
+        with self._lock:
+            return self._errors.pop(token, [])
