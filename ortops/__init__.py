@@ -14,10 +14,12 @@ _LAZY = {
     "gru": ("ortops.ops", "gru"),
     "rnn": ("ortops.ops", "rnn"),
     "RecurrentLayer": ("ortops.layer", "RecurrentLayer"),
-    "InferenceSession": ("ortops.session", "InferenceSession"),
-    "convert": ("ortops.session", "convert"),
-    "register": ("ortops.session", "register"),
+    "InferenceSession": ("ortops.ort.session", "InferenceSession"),
+    "convert": ("ortops.ort.session", "convert"),
+    "register": ("ortops.ort.session", "register"),
     "DeviceLostError": ("ortops._vk", "DeviceLostError"),
+    "NodeRunError": ("ortops.ort.customop", "NodeRunError"),
+    "ModelError": ("ortops.ort.rewrite", "ModelError"),
 }
 
 __all__ = sorted(_LAZY) + ["reference", "validation", "activations", "cells"]

@@ -12,7 +12,7 @@ Three parts:
    linear_before_reset, activations with alpha/beta, subsets of the outputs,
    opsets 7/14/22, weights fed as graph inputs, and the ``convert`` +
    ``register`` path. Layout-1 and float16 cases are checked against the
-   layout-0 float32 equivalent model (``ortops.equivalent``) run by ORT CPU.
+   layout-0 float32 equivalent model (``ortops.ort.equivalent``) run by ORT CPU.
    Zero-size cases (seq 0, batch 0) are checked against ``ortops.reference``
    because ORT 1.32 CPU aborts the process on several of them.
 3. A markdown report (docs/conformance.md by default).
@@ -348,7 +348,7 @@ def oracle_outputs(case: Case) -> list[np.ndarray]:
         return [r for n, r in zip(cell.outputs, res) if n in a["outputs"]]
     import onnxruntime as ort
 
-    from ortops.equivalent import cpu_equivalent, cpu_feeds
+    from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
 
     model = case.model if case.oracle == "ORT CPU" else cpu_equivalent(case.model)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

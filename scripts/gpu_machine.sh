@@ -22,19 +22,19 @@ export CMAKE_BUILD_PARALLEL_LEVEL=16 PYTHONUNBUFFERED=1
   || { tail -50 /tmp/build.txt; exit 1; }
 # -P: don't put the source tree ahead of the installed package on sys.path.
 py() { python3 -P "$@"; }
-py -m ortops.cli devices > "$OUT/devices.txt" 2>&1 || \
+py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
-py -m ortops.demo | tee "$OUT/demo.txt"
+py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
   # As a user's first call meets it: the GPU idle, its clocks low (docs/perf.md, "GPU clocks").
-  py -m ortops.cli run models/recognizer.onnx --compare --repeat 20 2>&1 | tee "$OUT/recognizer.txt"
+  py -m ortops run models/recognizer.onnx --compare --repeat 20 2>&1 | tee "$OUT/recognizer.txt"
   # Steady state: 2 s of untimed runs first. Every sample model (GRU, RNN, float16 variants).
   for m in models/*.onnx; do
-    echo "== $m"; py -m ortops.cli info "$m"; py -m ortops.cli run "$m" --compare --warmup 2 --repeat 200
+    echo "== $m"; py -m ortops info "$m"; py -m ortops run "$m" --compare --warmup 2 --repeat 200
   done 2>&1 | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' > "$OUT/models.txt"
   grep -E '^==|median|error' "$OUT/models.txt"
 fi
@@ -42,9 +42,9 @@ if has threads; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   # The concurrency contract on the real GPU: one session shared by 1, 2, 4 and 8 threads,
   # every result checked bit for bit against the serial one (exit status 1 otherwise).
-  py -m ortops.cli run models/recognizer.onnx --compare --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
+  py -m ortops run models/recognizer.onnx --compare --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/threads.txt"
-  py -m ortops.cli run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
+  py -m ortops run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
 fi
 if has test; then

@@ -44,6 +44,7 @@ NO_DEVICE = {
     "test_concurrency": {"test_queue_count_setting"},
     "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",
                  "test_warmup_runs_once_then_for_the_given_time", "test_run_threads_refuses_bad_counts",
+                 "test_python_dash_m_ortops_is_the_command",
                  "test_info_shows_nodes_left_to_ort"},
     "test_conformance": {"test_scaled_error_detects_what_it_must",
                          "test_equivalent_model_is_a_faithful_oracle"},

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from ortops import chain
+from ortops.tools import chain
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -56,7 +56,7 @@ def test_dispatch_beyond_the_workgroup_count_is_refused():
 _PROBE = """
 import numpy as np
 import pytest
-from ortops import chain
+from ortops.tools import chain
 from ortops.device import validation_messages
 start = np.arange(1024, dtype=np.uint32)
 ok = np.array_equal(chain.run(start, 1000, barrier={barrier}), chain.expected(start, 1000))

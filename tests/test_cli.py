@@ -1,4 +1,4 @@
-"""The ``ortops`` command (ortops.cli.main)."""
+"""The ``ortops`` command (ortops.tools.cli.main)."""
 
 import re
 import time
@@ -8,7 +8,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from ortops import cli, customop
+from ortops.ort import customop
+from ortops.tools import cli
 
 from _scripts import load_script
 
@@ -111,7 +112,7 @@ def test_dynamic_dims_default_and_override(models, capsys):
 
 def test_generated_sequence_lens_are_full_length(models):
     sess_model = onnx.load(models["rnn"])
-    from ortops.session import InferenceSession
+    from ortops.ort.session import InferenceSession
 
     sess = InferenceSession(sess_model)
     feeds = cli.make_feeds(sess, sess_model, {}, {"batch": 2}, seed=0)
@@ -230,7 +231,7 @@ def test_run_threads_reports_runs_per_second_and_checks_bits(models, capsys):
 
 
 def test_run_threads_fails_when_a_concurrent_result_differs(models, capsys, monkeypatch):
-    from ortops.session import InferenceSession
+    from ortops.ort.session import InferenceSession
 
     real, calls = InferenceSession.run, []
 
@@ -251,3 +252,13 @@ def test_run_threads_refuses_bad_counts(models, capsys, value):
     with pytest.raises(SystemExit) as info:
         cli.main(["run", models["gru"], "--threads", value])
     assert info.value.code == 2 and "--threads" in capsys.readouterr().err
+
+
+def test_python_dash_m_ortops_is_the_command():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-P", "-m", "ortops", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "usage: ortops" in done.stdout and "devices" in done.stdout

@@ -19,7 +19,7 @@ import onnxruntime as ort
 import pytest
 
 import ortops
-from ortops import customop
+from ortops.ort import customop
 from ortops.device import context, device_lost_error
 
 from _scripts import load_script

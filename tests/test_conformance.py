@@ -130,7 +130,7 @@ def test_scaled_error_detects_what_it_must():
 
 
 def test_a_wrong_result_fails_its_case(monkeypatch):
-    from ortops import customop
+    from ortops.ort import customop
 
     real = customop.run_node
 

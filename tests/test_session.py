@@ -17,10 +17,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ortops
-from ortops import customop
-from ortops.equivalent import cpu_equivalent, cpu_feeds
-from ortops.rewrite import ModelError, rewrite
-from ortops.session import placement
+from ortops.ort import customop
+from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
+from ortops.ort.rewrite import ModelError, rewrite
+from ortops.ort.session import placement
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

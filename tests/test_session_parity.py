@@ -13,9 +13,10 @@ import pytest
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 import ortops
-from ortops import customop, validation
+from ortops import validation
+from ortops.ort import customop
 from ortops.compare import scaled_error
-from ortops.session import placement
+from ortops.ort.session import placement
 
 from _scripts import load_script
 

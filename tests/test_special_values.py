@@ -9,7 +9,7 @@ docs/special_values.md is the contract this file checks. Every case:
     float16, over the finite elements), and the sign of every exact zero on which the
     reference and ORT CPU agree;
   * runs stock ONNX Runtime CPU on a standard node (layout 0, float32; a float16 case through
-    ortops.equivalent's float32 model) and compares it by the same rule with the reference's
+    ortops.ort.equivalent's float32 model) and compares it by the same rule with the reference's
     model of ORT (``ort_cpu=True``), which differs from the reference only where ortops
     deliberately differs from ORT (the disagreements in docs/special_values.md). So each case
     shows both that the device follows the reference and that ORT does exactly what the
@@ -44,7 +44,7 @@ import ortops
 from ortops.activations import ACTIVATIONS
 from ortops.compare import special_mismatches
 from ortops.device import UnsupportedDeviceError
-from ortops.equivalent import cpu_equivalent, cpu_feeds
+from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
 from _cases import GATES, INPUTS, OUTPUTS, REFERENCE, SLOTS, activation_params, rotation, seed_of
 
 pytestmark = pytest.mark.gpu
@@ -96,7 +96,7 @@ _SESSIONS: dict = {}
 
 def ort_cpu(op, t, attrs):
     """Stock ONNX Runtime CPU on one standard node: float32, layout 0 (a float16 model goes
-    through ortops.equivalent's float32 model, which widens it exactly). Sessions are cached
+    through ortops.ort.equivalent's float32 model, which widens it exactly). Sessions are cached
     per node; tensors are fed as graph inputs."""
     present = tuple(n for n in INPUTS[op] if t.get(n) is not None)
     dtype = t["X"].dtype

@@ -16,7 +16,7 @@ import onnxruntime as ort
 import pytest
 
 import ortops
-from ortops import customop
+from ortops.ort import customop
 from ortops.compare import scaled_error
 
 MODELS = pathlib.Path(__file__).resolve().parent / "models"

@@ -1,4 +1,4 @@
-"""``python -m ortops.demo``: run a chain of GPU passes on the chosen device and check it."""
+"""``python -m ortops.tools.demo``: run a chain of GPU passes on the chosen device and check it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ortops import chain
+from ortops.tools import chain
 from ortops.device import select
 
 

@@ -18,7 +18,7 @@ output, the scaled error max|a - b| / max|b| and both timings; the exit
 status is 1 when an error is above the tolerance (1e-5 for float32 outputs,
 2e-3 for float16). ONNX Runtime CPU refuses layout-1 and float16 recurrent
 nodes, so for such models it runs the equivalent layout-0 float32 model
-(``ortops.equivalent``) on the inputs widened to float32.
+(``ortops.ort.equivalent``) on the inputs widened to float32.
 
 ``--threads 1,2,4,8`` then runs the session from that many threads at once
 (each thread ``--repeat`` runs on inputs of its own), prints runs/s for each
@@ -192,8 +192,8 @@ def _fmt_times(times) -> str:
 def cmd_run(args) -> int:
     import onnxruntime as ort
 
-    from ortops import rewrite
-    from ortops.session import InferenceSession
+    from ortops.ort import rewrite
+    from ortops.ort.session import InferenceSession
 
     if args.repeat < 1:
         raise CliError("--repeat must be at least 1")
@@ -224,7 +224,7 @@ def cmd_run(args) -> int:
     if not args.compare:
         return status
 
-    from ortops.equivalent import cpu_equivalent, cpu_feeds
+    from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
 
     equivalent = any(p.layout == 1 or p.dtype == "float16" for p in sess.placement) or any(
         v.dtype == np.float16 for v in feeds.values())
@@ -311,7 +311,7 @@ def _positive_int(text: str, what: str) -> int:
 
 
 def cmd_info(args) -> int:
-    from ortops import rewrite, session
+    from ortops.ort import rewrite, session
 
     model = rewrite.load_model(args.model)
     print(f"{args.model}: IR {model.ir_version}, ai.onnx opset {rewrite.default_opset(model)}, "
@@ -351,13 +351,13 @@ def cmd_devices(args) -> int:
 
 
 def cmd_bench(bench_args) -> int:
-    from ortops.bench import main as bench_main
+    from ortops.tools.bench import main as bench_main
 
     return int(bench_main(list(bench_args)) or 0)
 
 
 def cmd_demo(demo_args) -> int:
-    from ortops.demo import main as demo_main
+    from ortops.tools.demo import main as demo_main
 
     return int(demo_main(list(demo_args)) or 0)
 
@@ -400,7 +400,7 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("devices", help="list Vulkan devices")
     d.set_defaults(func=cmd_devices)
     # bench's and demo's arguments are their own; main() hands them over unparsed
-    sub.add_parser("bench", help="benchmarks (ortops.bench; arguments are passed to it)")
+    sub.add_parser("bench", help="benchmarks (ortops.tools.bench; arguments are passed to it)")
     sub.add_parser("demo", help="a chain of 1,000 dependent GPU passes, checked on the host")
     return ap
 

@@ -1,7 +1,7 @@
 """The ``config`` attribute of an ortops custom node, typed, encoded and decoded here only.
 
-``ortops.rewrite`` makes a :class:`NodeConfig` per custom node and writes it with
-:meth:`NodeConfig.to_json`; ``ortops.customop`` reads it back with
+``ortops.ort.rewrite`` makes a :class:`NodeConfig` per custom node and writes it with
+:meth:`NodeConfig.to_json`; ``ortops.ort.customop`` reads it back with
 :meth:`NodeConfig.from_json` (cached: ORT hands the same string on every run). The JSON
 format (``customop``'s module docstring, "Contract of a custom node"): one object with the
 keys ``v`` (:data:`CONFIG_VERSION`), ``key``, ``node``, ``op``, ``dtype``, ``attrs``,

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ortops.cells import CELLS
-from ortops.nodeconfig import NodeConfig
+from ortops.ort.nodeconfig import NodeConfig
 
 #: The weights of any cell (W R B P), uploaded once per layer.
 WEIGHTS = tuple(dict.fromkeys(w for c in CELLS.values() for w in c.weights))

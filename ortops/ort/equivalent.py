@@ -18,7 +18,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ortops.cells import CELLS
-from ortops.rewrite import load_model
+from ortops.ort.rewrite import load_model
 
 
 def _widen_tensor(t: TensorProto) -> None:

@@ -23,8 +23,8 @@ import weakref
 import numpy as np
 import onnxruntime as ort
 
-from ortops import customop
-from ortops.rewrite import ModelError, NodePlacement, load_model, rewrite
+from ortops.ort import customop
+from ortops.ort.rewrite import ModelError, NodePlacement, load_model, rewrite
 
 _MARK = "ortops.custom_ops_registered"
 

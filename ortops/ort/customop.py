@@ -2,7 +2,7 @@
 
 The ops are Python ops of onnxruntime-extensions: ORT calls back into this
 module, which runs the layer on the Vulkan device through
-:class:`ortops.RecurrentLayer`. ``ortops.rewrite`` produces the nodes; this
+:class:`ortops.RecurrentLayer`. ``ortops.ort.rewrite`` produces the nodes; this
 module only knows how to execute them.
 
 Contract of a custom node (see ``rewrite.py`` for the producer):
@@ -58,13 +58,14 @@ cast back here before the layer sees them; outputs are float16.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 
 from ortops.cells import CELLS
-from ortops.nodeconfig import ATTRIBUTE_DEFAULTS, CONFIG_VERSION, NodeAttrs, NodeConfig, encode
-from ortops.registry import WEIGHTS, Registry
+from ortops.ort.nodeconfig import ATTRIBUTE_DEFAULTS, NodeAttrs, NodeConfig, encode
+from ortops.ort.nodeconfig import CONFIG_VERSION  # noqa: F401 - part of the custom op's contract
+from ortops.ort.registry import WEIGHTS, Registry
 from ortops.validation import OUTPUTS
 
 DOMAIN = "ortops"
@@ -74,7 +75,7 @@ log = logging.getLogger("ortops")
 #: Inputs of the custom op in order, per standard op type (ONNX's, from ortops.cells).
 INPUTS = {name: c.inputs for name, c in CELLS.items()}
 # Outputs of the custom op: OUTPUTS (ortops.validation).
-# WEIGHTS (ortops.registry): the weights of any cell (W R B P), uploaded once per layer.
+# WEIGHTS (ortops.ort.registry): the weights of any cell (W R B P), uploaded once per layer.
 #: The last input of every custom node: the run token (module docstring, "Errors").
 RUN_INPUT = "ortops_run"
 
@@ -87,7 +88,7 @@ DTYPES = {
 }
 
 #: Prebuilt layers by key, devices, the converted-model cache and the errors of each run
-#: (ortops.registry). ``ortops.InferenceSession`` adds its layers when created and removes
+#: (ortops.ort.registry). ``ortops.InferenceSession`` adds its layers when created and removes
 #: them when closed or collected.
 REGISTRY = Registry()
 
@@ -122,7 +123,7 @@ def _node_device_lost_class():
 
 
 # -- configuration -----------------------------------------------------------
-# The config attribute is typed, encoded and decoded in ortops.nodeconfig.
+# The config attribute is typed, encoded and decoded in ortops.ort.nodeconfig.
 
 #: Serialise a node configuration (a NodeConfig or its dict form) to the attribute string.
 encode_config = encode

@@ -25,7 +25,7 @@ subgraphs (If/Loop/Scan bodies) stay standard and are reported as such.
 
 Structure: per recurrent node, :func:`place` decides (a :class:`Decision`:
 taken with its layer, or left to ORT with the reason), :func:`node_config`
-makes its :class:`ortops.nodeconfig.NodeConfig` and :func:`emit` its nodes
+makes its :class:`ortops.ort.nodeconfig.NodeConfig` and :func:`emit` its nodes
 (float16 casts, the custom node, the check Squeeze); ``_Builder`` holds what
 is graph-wide (unique names, the shared initializers, the run-token input).
 """
@@ -42,9 +42,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ortops import customop
+from ortops.ort import customop
 from ortops.cells import CELLS
-from ortops.nodeconfig import NodeAttrs, NodeConfig
+from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
 
 #: The standard op types the rewrite replaces (ortops.cells).

@@ -140,7 +140,7 @@ def _eval_split_us(device, runs):
 
 def _ortops_session_ms(model, X, runs, device):
     try:
-        from ortops.session import InferenceSession
+        from ortops.ort.session import InferenceSession
     except ImportError:
         return None
     sess = InferenceSession(model.SerializeToString(), device=device)
