@@ -1,20 +1,17 @@
-"""What the tests share about generated cases: their own statement of the ONNX operators'
-tables (kept apart from the package's on purpose, so that a wrong table in ortops fails a
-test instead of agreeing with itself), stable seeds, and activation parameter sets."""
+"""What the tests share about generated cases: the operators' tables (the package's one
+table of cells, which tests/test_cells.py checks against ONNX's own schemas and the step
+shader), stable seeds, and activation parameter sets."""
 
 import zlib
 
 from ortops import reference
 from ortops.activations import ACTIVATIONS
+from ortops.cells import CELLS
 
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-SLOTS = {"LSTM": 3, "GRU": 2, "RNN": 1}            # activation slots per direction (f, g, h)
-INPUTS = {
-    "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
-    "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-    "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
-}
-OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+GATES = {op: c.gates for op, c in CELLS.items()}
+SLOTS = {op: len(c.slots) for op, c in CELLS.items()}    # activation slots per direction
+INPUTS = {op: c.inputs for op, c in CELLS.items()}
+OUTPUTS = {op: c.outputs for op, c in CELLS.items()}
 REFERENCE = {"LSTM": reference.lstm, "GRU": reference.gru, "RNN": reference.rnn}
 
 

@@ -29,12 +29,12 @@ import pytest
 import ortops
 import ortops.layer
 from ortops.activations import ACTIVATIONS
+from ortops.compare import TOLERANCE as TOL, scaled_error
 from _cases import GATES, OUTPUTS, REFERENCE, SLOTS, activation_params, rotation, seed_of
 
 FUNCTIONAL = {"LSTM": ortops.lstm, "GRU": ortops.gru, "RNN": ortops.rnn}
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 DTYPES = (np.float32, np.float16)
-TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
 MIN_SCALE = 0.05          # max|ref| below this: the case compares (nearly) nothing
 MIN_INFORMATIVE = 0.25    # fraction of Y entries that must be neither 0 nor +-1
 
@@ -94,11 +94,6 @@ def run_layer(layer, t):
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def scaled_error(got, ref) -> float:
-    """max|got - ref| / max|ref| in float64 (NaN if got holds a NaN)."""
-    return float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
 
 
 def assert_close(name, got, ref):

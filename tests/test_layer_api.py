@@ -18,12 +18,11 @@ import ortops
 import ortops.layer
 from ortops import reference
 from ortops.layer import RecurrentLayer, UnsupportedLayerError
+from ortops.compare import TOLERANCE as TOL, scaled_error
+from _cases import GATES, OUTPUTS
 
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
-OUTPUTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
 FUNCTIONAL = {"LSTM": ortops.lstm, "GRU": ortops.gru, "RNN": ortops.rnn}
 REFERENCE = {"LSTM": reference.lstm, "GRU": reference.gru, "RNN": reference.rnn}
-TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
 # (op, linear_before_reset): a GRU with linear_before_reset = 0 runs two passes per step and
 # keeps z and r * h in its state scratch; with 1, one pass and no extra scratch.
 CELLS = {"LSTM": ("LSTM", 0), "GRU": ("GRU", 0), "GRU-lbr": ("GRU", 1), "RNN": ("RNN", 0)}
@@ -102,10 +101,6 @@ def assert_bits(got, expected, what):
         assert a is not None, f"{what}: {name} is None"
         assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: {name} dtype/shape"
         assert a.tobytes() == b.tobytes(), f"{what}: {name} has different bits"
-
-
-def scaled_error(got, ref):
-    return float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
 
 
 # --------------------------------------------------------------------------- reuse

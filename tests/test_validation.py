@@ -19,8 +19,8 @@ from ortops.activations import (
     resolve_activations,
 )
 from ortops.validation import LayerSpec, check_inputs, check_layer, output_shapes
+from _cases import GATES
 
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 def weights(op, *, dirs=1, hidden=3, input_size=2, dtype=np.float32, bias=True, peep=False):
