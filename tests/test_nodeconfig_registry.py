@@ -1,0 +1,99 @@
+"""The custom node's config (ortops.ort.nodeconfig) and the registry the custom nodes reach
+(ortops.ort.registry), without a device: a round trip that keeps float32 attributes exact,
+clear errors for malformed configs, and the registry's per-key and per-run bookkeeping."""
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from ortops.ort.nodeconfig import CONFIG_VERSION, NodeAttrs, NodeConfig, encode
+from ortops.ort.registry import Registry
+
+
+def _config(**changes):
+    attrs = NodeAttrs(hidden_size=5, direction="bidirectional", activations=("Sigmoid", "Tanh", "Tanh"),
+                      activation_alpha=(float(np.float32(0.1)),), clip=float(np.float32(1.7)))
+    fields = dict(key="tag/0", node="lstm_node", op="LSTM", dtype="float32", attrs=attrs, weights="registry",
+                  absent=("P",), outputs=("Y", "Y_h"), gate="Y")
+    fields.update(changes)
+    return NodeConfig(**fields)
+
+
+def test_round_trip_keeps_every_field_and_float32_values_exactly():
+    cfg = _config()
+    back = NodeConfig.from_json(cfg.to_json())
+    assert back == cfg
+    assert np.float32(back.attrs.clip) == np.float32(1.7) and back.attrs.clip == float(np.float32(1.7))
+    assert encode(cfg) == encode(cfg.to_dict()) == cfg.to_json()   # one encoding, sorted keys
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "config attribute is not JSON"),
+    (json.dumps({"v": CONFIG_VERSION - 1}), f"config version {CONFIG_VERSION - 1} is not the supported"),
+    (json.dumps([1, 2]), "config version None is not the supported"),
+])
+def test_malformed_configs_are_clear_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        NodeConfig.from_json(text)
+
+
+def test_missing_field_unknown_op_and_bad_attrs_are_named():
+    d = _config().to_dict()
+    for name in ("key", "gate"):
+        broken = {k: v for k, v in d.items() if k != name}
+        with pytest.raises(ValueError, match=f"config lacks '{name}'"):
+            NodeConfig.from_json(encode(broken))
+    with pytest.raises(ValueError, match="unsupported op/dtype LSTMX/float32"):
+        NodeConfig.from_json(encode(dict(d, op="LSTMX")))
+    with pytest.raises(ValueError, match="config attrs is not an object"):
+        NodeConfig.from_json(encode(dict(d, attrs=[1])))
+
+
+def test_registry_layers_are_per_key_and_forgotten_with_their_session():
+    reg = Registry()
+    reg.add_session({"a/0": "layer a0", "a/1": "layer a1"}, {"a/2": "device"})
+    reg.add_session({"b/0": "layer b0"}, {})
+    assert "a/0" in reg and reg.prebuilt("b/0") == "layer b0" and "a/2" not in reg
+    reg.forget(["a/0", "a/1", "a/2"])
+    assert "a/0" not in reg and reg.prebuilt("a/1") is None and reg.prebuilt("b/0") == "layer b0"
+
+
+def test_registry_rebuilds_an_inline_layer_only_when_the_weight_bits_change():
+    reg, builds = Registry(), []
+
+    def build(op, weights, attrs, device):
+        builds.append(device)
+        return object()
+
+    cfg = _config(weights="inputs", device="dev")
+    W = np.ones((1, 4, 3), np.float32)
+    first = reg.layer_for(cfg, {"W": W, "R": W}, build)
+    assert reg.layer_for(cfg, {"W": W.copy(), "R": W}, build) is first       # same bits
+    W2 = W.copy()
+    W2.view(np.uint32)[0, 0, 0] ^= 1                                          # the last bit
+    assert reg.layer_for(cfg, {"W": W2, "R": W}, build) is not first         # one bit differs
+    assert builds == ["dev", "dev"]
+
+
+def test_run_errors_belong_to_their_token_under_threads():
+    reg = Registry()
+    tokens = [reg.new_token() for _ in range(64)]
+    assert 0 not in tokens and len(set(tokens)) == len(tokens)
+    start = threading.Barrier(8)
+
+    def record(chunk):
+        start.wait()
+        for t in chunk:
+            reg.record_error(t, ValueError(f"error of {t}"))
+
+    threads = [threading.Thread(target=record, args=(tokens[i::8],)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for t in tokens:
+        (err,) = reg.take_errors(t)
+        assert str(err) == f"error of {t}"
+        assert reg.take_errors(t) == []
