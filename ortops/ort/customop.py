@@ -58,12 +58,13 @@ cast back here before the layer sees them; outputs are float16.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Mapping
 
 import numpy as np
 
 from ortops.cells import CELLS
-from ortops.ort.nodeconfig import ATTRIBUTE_DEFAULTS, NodeAttrs, NodeConfig, encode
+from ortops.ort.nodeconfig import ATTRIBUTE_DEFAULTS, DTYPES, NodeAttrs, NodeConfig, encode
 from ortops.ort.nodeconfig import CONFIG_VERSION  # noqa: F401 - part of the custom op's contract
 from ortops.ort.registry import WEIGHTS, Registry
 from ortops.validation import OUTPUTS
@@ -79,13 +80,6 @@ INPUTS = {name: c.inputs for name, c in CELLS.items()}
 #: The last input of every custom node: the run token (module docstring, "Errors").
 RUN_INPUT = "ortops_run"
 
-#: ``config["dtype"]`` -> (custom op type suffix, numpy dtype of the op's float
-#: inputs, numpy dtype of its outputs).
-DTYPES = {
-    "float32": ("", np.float32, np.float32),
-    "float16": ("_f16", np.float32, np.float16),  # inputs widened, see module doc
-    "float64": ("_f64", np.float64, np.float64),
-}
 
 #: Prebuilt layers by key, devices, the converted-model cache and the errors of each run
 #: (ortops.ort.registry). ``ortops.InferenceSession`` adds its layers when created and removes
@@ -107,6 +101,13 @@ class NodeRunError(ValueError):
 
 
 _lost_class = None
+
+
+def _is_device_lost(e: BaseException) -> bool:
+    # Only a layer's run raises DeviceLostError, so the native module is loaded by then; never
+    # import here (this runs inside the hook's error path, which must not raise).
+    vk = sys.modules.get("ortops._vk")
+    return vk is not None and isinstance(e, vk.DeviceLostError)
 
 
 def _node_device_lost_class():
@@ -242,9 +243,7 @@ def _as_node_error(e: BaseException, node: str, op: str) -> NodeRunError:
         text = text[len(op) + 2:] if text.startswith(f"{op}: ") else text
     else:
         text = f"{type(e).__name__}: {text}"
-    cls = NodeRunError
-    if type(e).__name__ == "DeviceLostError" and isinstance(e, RuntimeError):
-        cls = _node_device_lost_class()
+    cls = _node_device_lost_class() if _is_device_lost(e) else NodeRunError
     err = cls(node, op, text)
     err.__cause__ = e
     return err

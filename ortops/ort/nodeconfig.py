@@ -18,12 +18,21 @@ import threading
 from dataclasses import dataclass
 from typing import Mapping
 
+import numpy as np
+
 from ortops.cells import CELLS
 
 CONFIG_VERSION = 2   # 2: the run-token input, the Squeeze check, no status output
 
-#: Config dtypes (``customop.DTYPES`` maps them to op suffixes and numpy types).
-DTYPE_NAMES = ("float32", "float16", "float64")
+#: Config dtype -> (custom op type suffix, numpy dtype of the op's float inputs, numpy dtype
+#: of its outputs). float16 inputs arrive widened to float32: onnxruntime-extensions aborts
+#: the process on a float16 input of a Python op (customop's docstring).
+DTYPES = {
+    "float32": ("", np.float32, np.float32),
+    "float16": ("_f16", np.float32, np.float16),
+    "float64": ("_f64", np.float64, np.float64),
+}
+DTYPE_NAMES = tuple(DTYPES)
 
 # ONNX's defaults of the attributes that have one and that a config may lack (the others
 # default to None: absent).

@@ -112,6 +112,9 @@ class InferenceSession:
         so = register(sess_options)
         try:
             self._sess = ort.InferenceSession(rw.model.SerializeToString(), so, providers=providers, **kwargs)
+            # What a feed may name, fixed for the session's life (not asked of ORT every run).
+            inputs = frozenset(i.name for i in self.get_inputs())
+            self._feed_names = (inputs, inputs | {i.name for i in self._sess.get_overridable_initializers()})
         except Exception as e:
             self._finalizer()
             cpu = [p.describe() for p in rw.placement if p.where != "gpu"]
@@ -160,8 +163,7 @@ class InferenceSession:
         Byte order: ONNX Runtime 1.32 reads the bytes of a non-native-order array (``>f4`` on
         x86) as native ones, i.e. wrong values; the values are kept here instead.
         """
-        inputs = {i.name for i in self.get_inputs()}
-        known = inputs | {i.name for i in self.get_overridable_initializers()}
+        inputs, known = self._feed_names
         unknown = [k for k in input_feed if k not in known]
         if unknown:
             extra = sorted(known - inputs)
