@@ -53,6 +53,10 @@ NO_DEVICE = {
     "test_kernels": {"test_activation_runs_cover_every_slot"},
     "test_layer_api": {"test_unknown_op"},
     "test_session": {"test_malformed_model_is_a_clear_error"},
+    "test_quantized": {"test_dequantize_is_the_formula_in_ai_onnx_layout",
+                       "test_dequantize_errors_name_operator_argument_expected_got",
+                       "test_rule_catches_weights_read_otherwise_than_ort",
+                       "test_dequantized_model_is_the_float_model_ortops_computes"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or

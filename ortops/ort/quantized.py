@@ -4,7 +4,9 @@
 its W ``[num_directions, input_size, 4*hidden]`` and R ``[num_directions, hidden, 4*hidden]``
 (transposed relative to ai.onnx LSTM, gates in the same i, o, f, c order along the last
 axis) are int8 or uint8, with ``W_scale``/``W_zero_point`` and ``R_scale``/``R_zero_point``
-per tensor (``[num_directions]``) or per channel (``[num_directions, 4*hidden]``). Every
+per tensor (``[num_directions]``) or per channel (``[num_directions, 4*hidden]``; ORT's kernel
+then requires int8 zero points all 0 and uint8 ones all equal, and refuses the node otherwise,
+so ortops leaves such a node to it). Every
 other input and attribute is LSTM's (no ``layout``: the op is layout 0).
 
 The device path takes such a node as an LSTM whose weights are dequantized once, when its
@@ -63,6 +65,12 @@ def dequantize(name: str, q: np.ndarray, scale: np.ndarray, zero_point: np.ndarr
     if zero_point.dtype != q.dtype or zero_point.shape != scale.shape:
         raise ValueError(f"{OP}: {z_name}: expected {q.dtype} {_shape(scale)} (the type of {name}, the "
                          f"shape of {s_name}), got {zero_point.dtype} {_shape(zero_point)}")
+    if scale.ndim == 2 and q.dtype == np.int8 and zero_point.any():
+        raise ValueError(f"{OP}: {z_name}: expected per-channel int8 zero points all 0 (ONNX Runtime's "
+                         f"kernel refuses others), got {np.unique(zero_point)[:4].tolist()}")
+    if scale.ndim == 2 and q.dtype == np.uint8 and (zero_point != zero_point.flat[0]).any():
+        raise ValueError(f"{OP}: {z_name}: expected per-channel uint8 zero points all equal (ONNX Runtime's "
+                         f"kernel refuses others), got {np.unique(zero_point)[:4].tolist()}")
     if not np.isfinite(scale).all():
         raise ValueError(f"{OP}: {s_name}: expected finite scales, got {scale[~np.isfinite(scale)][:3].tolist()}")
     # [dirs] -> [dirs, 1, 1]; [dirs, gates] -> [dirs, 1, gates] (one scale per output column)
