@@ -225,15 +225,18 @@ def _cpu_runner(inp: int, hidden: int):
 
 def fit(points) -> Side:
     """The :class:`Side` through three measurements ``(Work, seconds)`` taken at :data:`SHAPES`
-    (one step, many steps of the same size, a wide one), each term at least 0."""
-    (w1, t1), (ws, ts), (wf, tf) = points
-    per_step = max((ts - t1) / max(ws.steps - w1.steps, 1), 0.0)
-    per_run = max(t1 - per_step * w1.steps, 0.0)
-    per_flop = max((tf - per_run - per_step * wf.steps) / wf.flops, 0.0)
-    # the small shapes' arithmetic, now that its cost is known, comes off the other two terms
-    per_step = max((ts - t1 - per_flop * (ws.flops - w1.flops)) / max(ws.steps - w1.steps, 1), 0.0)
-    per_run = max(t1 - per_step * w1.steps - per_flop * w1.flops, 0.0)
-    return Side(per_run, per_step, per_flop)
+    (one step, many steps of the same size, a wide one): the 3x3 system solved exactly, a term
+    that comes out negative (timing noise on a side where it is negligible) set to 0 and the
+    others fitted again without it."""
+    a = np.array([[1.0, w.steps, w.flops] for w, _ in points])
+    t = np.array([s for _, s in points])
+    free = [0, 1, 2]
+    while True:
+        x = np.zeros(3)
+        x[free] = np.linalg.lstsq(a[:, free], t, rcond=None)[0]
+        if (x >= 0).all() or len(free) == 1:
+            return Side(*(float(max(v, 0.0)) for v in x))
+        free.remove(int(np.argmin(np.where(np.isin(np.arange(3), free), x, np.inf))))
 
 
 def measure(device, shapes: str = "default", repeat: int = 20) -> Calibration:
