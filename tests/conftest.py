@@ -74,7 +74,8 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
-    "test_policy": {"test_concurrent_writers_leave_every_entry"},   # 4 spawned interpreters: 5 s
+    "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
+                    "test_placement_script_quick"},
 }
 
 #: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects
