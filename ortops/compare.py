@@ -112,20 +112,21 @@ def special_mismatches(got, expected, other=None, *, tol=None) -> list:
 # A com.microsoft.DynamicQuantizeLSTM runs on the device as the LSTM of its dequantized weights
 # (ortops.ort.quantized): exact to float32's tolerance. ONNX Runtime's own kernel also quantizes
 # X and the hidden state to uint8 at every step, so the two differ by ORT's activation
-# quantization. Measured on 24 outputs (Y, Y_h, Y_c of forward, reverse and bidirectional LSTMs,
-# hidden 32 to 256, quantize_dynamic per tensor and per channel; docs/onnxruntime.md,
-# "Quantized LSTM"): ORT's result against the float model 3.5e-3 to 8.6e-3, the dequantized
-# model's 2.3e-3 to 5.6e-3, the two against each other 2.5e-3 to 6.1e-3, at most 0.99 of ORT's
-# own error.
+# quantization. Measured on 42 outputs (Y, Y_h, Y_c of forward, reverse and bidirectional LSTMs,
+# hidden 32 to 256, quantize_dynamic per tensor and per channel, hand-built uint8/int8 nodes;
+# docs/onnxruntime.md, "Quantized LSTM"): ORT's result against the float model 3.5e-3 to 8.6e-3,
+# ortops' (the dequantized model's) 2.3e-3 to 6.3e-3, the two against each other 2.5e-3 to
+# 6.1e-3, at most 1.06 times ORT's own error.
 
 #: The dequantized model's distance from ORT's quantized result may be at most this multiple of
 #: ORT's own quantization error (its result against the float model). 2 is the triangle
 #: inequality's bound when the dequantized model is no farther from the float model than ORT
-#: is (it quantizes less); measured: at most 0.99.
+#: is (it quantizes less); measured: at most 1.06.
 QUANTIZED_MARGIN = 2.0
 #: Largest scaled error accepted between ORT's quantized result and the dequantized model when
-#: the float model is not known (``ortops run --compare``): 2^-5, five times the largest
-#: measured (6.1e-3; 8-bit quantization's step is 2^-8 of the range). Weights read otherwise
+#: the float model is not known (``ortops run --compare``): 2^-5, about three times the largest
+#: measured (1.09e-2, the logits of the quantized recognizer, whose MatMulInteger head quantizes
+#: once more; 7.2e-3 at an LSTM's output; 8-bit quantization's step is 2^-8 of the range). Weights read otherwise
 #: than ORT reads them (transposed, zero point ignored, scales on the wrong axis) give 0.1 to 1
 #: (tests/test_quantized.py).
 QUANTIZATION_BOUND = 2.0 ** -5
