@@ -208,3 +208,16 @@ def test_placement_script_quick(tmp_path, monkeypatch, capsys):
     assert "calibration (small shapes" in out and "  ORT CPU: " in out
     assert re.search(r"#0 'rnn': RNN bidirectional .*predicted [\d.]+ ms vs .*[\d.]+ ms", out)
     assert re.search(r"winner mispredicted for \d+ of 4 shapes", out)
+
+
+def test_auto_without_a_cost_model_keeps_the_device_and_says_why(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv(costmodel.CACHE_ENV, str(tmp_path / "cost.json"))
+
+    def broken(device, *a, **k):
+        raise RuntimeError("timer broken")
+
+    monkeypatch.setattr(costmodel, "measure", broken)
+    with ortops.InferenceSession(_two_node_model(), providers=["CPUExecutionProvider"], placement="auto") as s:
+        assert [p.where for p in s.placement] == ["gpu", "gpu"]
+        assert s.placement[1].reason.endswith("; no cost model (RuntimeError: timer broken)")
+    assert "no cost model" in caplog.text

@@ -33,6 +33,7 @@ is graph-wide (unique names, the shared initializers, the run-token input).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from ortops.ort import customop, policy, quantized
 from ortops.cells import CELLS
 from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
+
+log = logging.getLogger("ortops")
 
 #: The standard op types the rewrite replaces (ortops.cells).
 RECURRENT = tuple(CELLS)
@@ -638,8 +641,14 @@ def _apply_policy(d: Decision, std: _Standard, info: "_Graph", device) -> Decisi
 
     dims = lambda name: (info.types.get(name) or (None, None))[1]  # noqa: E731
     dev = d.layer.device if d.layer is not None else select(device)
-    gpu, why = policy.choose(std.op, d.attrs, dims(std.inputs[0]), dims(std.inputs[1]), dev)
     p = d.placement
+    try:
+        gpu, why = policy.choose(std.op, d.attrs, dims(std.inputs[0]), dims(std.inputs[1]), dev)
+    except Exception as e:  # no calibration (it failed to measure): "gpu"'s answer, saying why
+        log.warning("ortops: placement 'auto': no cost model (%s: %s); node %r stays on the device",
+                    type(e).__name__, e, std.name)
+        return dataclasses.replace(d, placement=dataclasses.replace(
+            p, reason=f"{p.reason}; no cost model ({type(e).__name__}: {e})"))
     if gpu:
         return dataclasses.replace(d, placement=dataclasses.replace(p, reason=f"{p.reason}; {why}"))
     return Decision(dataclasses.replace(p, where="cpu", reason=why, weights="", outputs=()))
