@@ -670,7 +670,8 @@ def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, 
     d = place(std, info, opset, device) if arrays is not None else Decision(std.placed("cpu", note))
     p = d.placement
     # T is float32 only: the type of a node X whose producer shape inference does not know
-    p = dataclasses.replace(p, op=quantized.OP, dtype=p.dtype or "float32", weights=f"{note}, dequantized to float32 and uploaded once" if d.taken else p.weights)
+    weights = f"{note}, dequantized to float32 and uploaded once" if d.taken else p.weights
+    p = dataclasses.replace(p, op=quantized.OP, dtype=p.dtype or "float32", weights=weights)
     return std, dataclasses.replace(d, placement=p)
 
 
