@@ -105,3 +105,67 @@ def special_mismatches(got, expected, other=None, *, tol=None) -> list:
     if wrong_sign.any():
         problems.append("sign of zero: " + _where(wrong_sign, g, e))
     return problems
+
+
+# -- quantized models -------------------------------------------------------------------------
+#
+# A com.microsoft.DynamicQuantizeLSTM runs on the device as the LSTM of its dequantized weights
+# (ortops.ort.quantized): exact to float32's tolerance. ONNX Runtime's own kernel also quantizes
+# X and the hidden state to uint8 at every step, so the two differ by ORT's activation
+# quantization. Measured on 42 outputs (Y, Y_h, Y_c of forward, reverse and bidirectional LSTMs,
+# hidden 32 to 256, quantize_dynamic per tensor and per channel, hand-built uint8/int8 nodes;
+# docs/onnxruntime.md, "Quantized LSTM"): ORT's result against the float model 3.5e-3 to 8.6e-3,
+# ortops' (the dequantized model's) 2.3e-3 to 6.3e-3, the two against each other 2.5e-3 to
+# 6.1e-3, at most 1.06 times ORT's own error.
+
+#: The dequantized model's distance from ORT's quantized result may be at most this multiple of
+#: ORT's own quantization error (its result against the float model). 2 is the triangle
+#: inequality's bound when the dequantized model is no farther from the float model than ORT
+#: is (it quantizes less); measured: at most 1.06.
+QUANTIZED_MARGIN = 2.0
+#: Largest scaled error accepted between ORT's quantized result and the dequantized model when
+#: the float model is not known (``ortops run --compare``): 2^-5, about three times the largest
+#: measured (1.09e-2, the logits of the quantized recognizer, whose MatMulInteger head quantizes
+#: once more; 7.2e-3 at an LSTM's output; 8-bit quantization's step is 2^-8 of the range). Weights read otherwise
+#: than ORT reads them (transposed, zero point ignored, scales on the wrong axis) give 0.1 to 1
+#: (tests/test_quantized.py).
+QUANTIZATION_BOUND = 2.0 ** -5
+
+
+def quantized_problems(got, exact, ort_quantized, float_result=None, *, tol=None, downstream=False) -> list:
+    """How ortops' result ``got`` for one output of a quantized model breaks the rule; [] if it
+    keeps it.
+
+    ``exact``: the dequantized model's result (the float64 reference, or ONNX Runtime CPU's
+    float32 result of ``ortops.ort.quantized.dequantized_model``); ``ort_quantized``: ONNX
+    Runtime CPU's result of the quantized model; ``float_result``: the float model's (before
+    quantization), when known. The rule:
+
+    * ``scaled_error(got, exact)`` at most ``tol`` (default :func:`tolerance` of got's dtype):
+      the device computes the dequantized model as exactly as any float32 model;
+    * ORT's quantization error ``q = scaled_error(ort_quantized, float_result)``; without a
+      float model, ``q = scaled_error(ort_quantized, exact)``, which must then be at most
+      :data:`QUANTIZATION_BOUND` (ortops reads the quantized weights as ORT does);
+    * ``scaled_error(got, ort_quantized)`` at most ``QUANTIZED_MARGIN * q + tol``.
+
+    ``downstream=True`` is for an output computed from the recurrent node's outputs by further
+    dynamically quantized nodes (the MatMulInteger head of a quantized recognizer): the first
+    condition is not applied to it, since a float32 rounding difference in such a node's input
+    can move its output by a whole quantization step (4.7e-4 measured on the recognizer's
+    logits); the recurrent node's own outputs are judged by all three.
+    """
+    g = np.asarray(got)
+    tol = tolerance(g.dtype) if tol is None else tol
+    problems = []
+    exact_err = scaled_error(got, exact)
+    if not downstream and not exact_err <= tol:
+        problems.append(f"scaled error {exact_err:.3g} against the dequantized model, above {tol:g}")
+    q = scaled_error(ort_quantized, exact if float_result is None else float_result)
+    if float_result is None and not q <= QUANTIZATION_BOUND:
+        problems.append(f"ONNX Runtime's quantized result is {q:.3g} from the dequantized model, above "
+                        f"{QUANTIZATION_BOUND:g}: the weights are not read as ONNX Runtime reads them")
+    diff = scaled_error(got, ort_quantized)
+    if not diff <= QUANTIZED_MARGIN * q + tol:
+        problems.append(f"scaled error {diff:.3g} against ONNX Runtime's quantized result, above "
+                        f"{QUANTIZED_MARGIN:g} x its own quantization error {q:.3g} + {tol:g}")
+    return problems

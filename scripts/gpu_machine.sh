@@ -26,7 +26,7 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench (none: build only)
+STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -54,4 +54,17 @@ if has test; then
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
+fi
+if has placement; then
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
+  # The cost model of placement="auto" on this GPU and CPU (calibrated afresh), its decisions for
+  # the sample models, and a sweep of LSTM shapes: predicted winner against measured winner.
+  py scripts/placement.py --recalibrate 2>&1 | tee "$OUT/placement.txt"
+  # A quantized recognizer as a user makes it (quantize_dynamic), on the device against ORT CPU.
+  py -c "from onnxruntime.quantization import quantize_dynamic as q; q('models/recognizer.onnx', \
+'models/recognizer_q.onnx', per_channel=True)" > /dev/null 2>&1
+  py -m ortops run models/recognizer_q.onnx --compare --warmup 2 --repeat 50 2>&1 | tr '\r' '\n' \
+    | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/recognizer_q.txt"
+  py -m ortops run models/recognizer_q.onnx --placement auto --warmup 2 --repeat 50 2>&1 | tr '\r' '\n' \
+    | grep -v '^ortops \[' | tee -a "$OUT/recognizer_q.txt"
 fi

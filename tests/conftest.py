@@ -53,6 +53,15 @@ NO_DEVICE = {
     "test_kernels": {"test_activation_runs_cover_every_slot"},
     "test_layer_api": {"test_unknown_op"},
     "test_session": {"test_malformed_model_is_a_clear_error"},
+    "test_quantized": {"test_dequantize_is_the_formula_in_ai_onnx_layout",
+                       "test_dequantize_errors_name_operator_argument_expected_got",
+                       "test_rule_catches_weights_read_otherwise_than_ort",
+                       "test_dequantized_model_is_the_float_model_ortops_computes"},
+    "test_policy": {"test_small_node_stays_on_cpu_large_goes_to_device",
+                    "test_dynamic_dimensions_take_the_stated_defaults", "test_fit_recovers_the_three_costs",
+                    "test_unknown_policy_is_refused_by_name", "test_cache_round_trip_relocated_by_the_environment",
+                    "test_default_cache_is_in_the_user_cache_dir", "test_corrupt_cache_is_measured_again",
+                    "test_concurrent_writers_leave_every_entry"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or
@@ -65,6 +74,8 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
+    "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
+                    "test_placement_script_quick"},
 }
 
 #: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects

@@ -262,3 +262,43 @@ def test_python_dash_m_ortops_is_the_command():
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert "usage: ortops" in done.stdout and "devices" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def quantized_recognizer(tmp_path_factory):
+    """The recognizer (same builder, smaller) as a user quantizes it: quantize_dynamic, per
+    channel (its LSTMs become DynamicQuantizeLSTM, its head MatMulInteger)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    d = tmp_path_factory.mktemp("quantized")
+    src, dst = d / "recognizer.onnx", d / "recognizer_q.onnx"
+    onnx.save(make_models.recognizer(seq=12, inp=24, hidden=16, classes=10), str(src))
+    quantize_dynamic(str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8)
+    return str(dst)
+
+
+def test_run_compare_quantized_recognizer(quantized_recognizer, capsys):
+    assert cli.main(["run", quantized_recognizer, "--compare", "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert len(re.findall(r"'lstm\d_quant': DynamicQuantizeLSTM bidirectional .*-> GPU .*"
+                          r"weights int8 per-channel, dequantized to float32 and uploaded once", out)) == 2
+    assert re.search(r"ONNX Runtime CPU \(the quantized model\): median [\d.]+ ms", out)
+    # the recurrent outputs exactly the dequantized model's, every output near ORT's quantized result
+    for name in ("lstm1.Y", "lstm2.Y"):
+        m = re.search(rf"  {re.escape(name)}: scaled error (\S+) against the dequantized model, (\S+) against "
+                      r"ORT's quantized result, whose quantization error is (\S+) OK", out)
+        assert m and float(m[1]) <= 1e-5 and 0 < float(m[2]) <= 2 * float(m[3]) + 1e-5, out
+    assert re.search(r"  logits: .*\(after quantized nodes: not judged\).* OK", out)
+
+
+def test_run_compare_quantized_fails_when_the_device_is_off(quantized_recognizer, capsys, monkeypatch):
+    real = customop.run_node
+
+    def skewed(cfg, feed):
+        outs = real(cfg, feed)
+        return tuple(o * o.dtype.type(1.001) if o.dtype.kind == "f" else o for o in outs)
+
+    monkeypatch.setattr(customop, "run_node", skewed)
+    assert cli.main(["run", quantized_recognizer, "--compare"]) == 1
+    assert re.search(r"lstm1.Y: .* FAILS: scaled error \S+ against the dequantized model, above 1e-05",
+                     capsys.readouterr().out)

@@ -33,6 +33,7 @@ is graph-wide (unique names, the shared initializers, the run-token input).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -42,10 +43,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ortops.ort import customop
+from ortops.ort import customop, policy, quantized
 from ortops.cells import CELLS
 from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
+
+log = logging.getLogger("ortops")
 
 #: The standard op types the rewrite replaces (ortops.cells).
 RECURRENT = tuple(CELLS)
@@ -584,7 +587,8 @@ def _is_recurrent(node) -> bool:
     return node.op_type in RECURRENT and node.domain in ("", "ai.onnx")
 
 
-def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = None) -> Rewritten:
+def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = None,
+            placement: str = "gpu") -> Rewritten:
     """Rewrite the recurrent nodes of ``model`` that the GPU path takes.
 
     weights: ``"registry"`` (constant weights kept out of the nodes; layers
@@ -593,7 +597,9 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     layers built here seed the converted-model cache).
     device: passed to ``RecurrentLayer`` (None: ``ORTOPS_DEVICE`` or default).
     tag: prefix of the layer keys (default: a fresh UUID).
+    placement: ``"gpu"`` or ``"auto"`` (``ortops.ort.policy``).
     """
+    policy.check(placement)
     if weights not in ("registry", "inline"):
         raise ValueError(f"weights must be 'registry' or 'inline', not {weights!r}")
     proto = load_model(model)
@@ -604,12 +610,17 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     out = Rewritten(proto, [])
     nodes, index = [], 0
     for node in proto.graph.node:
-        if not _is_recurrent(node):
+        if quantized.is_quantized(node):
+            std, d = _place_quantized(node, index, info, b, opset, device)
+        elif _is_recurrent(node):
+            std = _Standard.read(node, index, info)
+            d = place(std, info, opset, device)
+        else:
             nodes.append(node)
             continue
-        std = _Standard.read(node, index, info)
         index += 1
-        d = place(std, info, opset, device)
+        if placement != "gpu" and d.taken:
+            d = _apply_policy(d, std, info, device)
         out.placement.append(d.placement)
         if not d.taken:
             nodes.append(node)
@@ -620,6 +631,48 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     out.placement.extend(_subgraph_placements(proto.graph, info, index))
     out.run_input = b.finish(proto, nodes, taken=bool(out.keys), registry=weights == "registry")
     return out
+
+
+def _apply_policy(d: Decision, std: _Standard, info: "_Graph", device) -> Decision:
+    """``d`` under placement "auto" (ortops.ort.policy): the node's layer dropped and the node
+    left to ONNX Runtime where the cost model predicts its CPU faster; the prediction in the
+    report either way."""
+    from ortops.device import select
+
+    dims = lambda name: (info.types.get(name) or (None, None))[1]  # noqa: E731
+    dev = d.layer.device if d.layer is not None else select(device)
+    p = d.placement
+    try:
+        gpu, why = policy.choose(std.op, d.attrs, dims(std.inputs[0]), dims(std.inputs[1]), dev)
+    except Exception as e:  # no calibration (it failed to measure): "gpu"'s answer, saying why
+        log.warning("ortops: placement 'auto': no cost model (%s: %s); node %r stays on the device",
+                    type(e).__name__, e, std.name)
+        return dataclasses.replace(d, placement=dataclasses.replace(
+            p, reason=f"{p.reason}; no cost model ({type(e).__name__}: {e})"))
+    if gpu:
+        return dataclasses.replace(d, placement=dataclasses.replace(p, reason=f"{p.reason}; {why}"))
+    return Decision(dataclasses.replace(p, where="cpu", reason=why, weights="", outputs=()))
+
+
+def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, device):
+    """(std, decision) for a com.microsoft DynamicQuantizeLSTM (ortops.ort.quantized): placed as
+    the ai.onnx LSTM with its weights dequantized once (new initializers, used by a converted
+    model), reported under its own op type."""
+    arrays, note = quantized.dequantized_weights(node, info.array)
+    names = dict(zip(("W", "R"), (list(node.input) + ["", ""])[1:3]))
+    if arrays is not None:
+        for w, a in arrays.items():
+            names[w] = b.unique(f"{names[w]}__ortops_dequantized")
+            t = numpy_helper.from_array(a, names[w])
+            info.consts[names[w]], info.types[names[w]] = t, (TensorProto.FLOAT, list(a.shape))
+            b.initializers.append(t)   # dropped by finish() unless a converted model's node reads it
+    std = _Standard.read(quantized.as_lstm(node, names), index, info)
+    d = place(std, info, opset, device) if arrays is not None else Decision(std.placed("cpu", note))
+    p = d.placement
+    # T is float32 only: the type of a node X whose producer shape inference does not know
+    weights = f"{note}, dequantized to float32 and uploaded once" if d.taken else p.weights
+    p = dataclasses.replace(p, op=quantized.OP, dtype=p.dtype or "float32", weights=weights)
+    return std, dataclasses.replace(d, placement=p)
 
 
 def _keep(out: Rewritten, cfg: NodeConfig, d: Decision, weights: str, device) -> None:

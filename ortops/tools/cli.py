@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from ortops.cells import CELLS
-from ortops.compare import scaled_error, tolerance
+from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
 
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -201,7 +201,10 @@ def cmd_run(args) -> int:
         raise CliError(f"--warmup must be a number of seconds >= 0, got {args.warmup}")
     model = rewrite.load_model(args.model)
     dims = {k: _positive_int(v, f"--dim {k}") for k, v in _parse_pairs(args.dim, "--dim").items()}
-    sess = InferenceSession(model, providers=["CPUExecutionProvider"], device=args.device)
+    # A quantized model's recurrent outputs are compared too (_compare_quantized): run them out.
+    probe = _quantized_probe(model) if args.compare else model
+    sess = InferenceSession(probe, providers=["CPUExecutionProvider"], device=args.device,
+                            placement=args.placement)
     for p in sess.placement:
         print(p.describe())
     feeds = make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")), dims, args.seed)
@@ -223,6 +226,8 @@ def cmd_run(args) -> int:
         status = _thread_scaling(sess, make, args.threads, args.repeat, args.seed, args.warmup)
     if not args.compare:
         return status
+    if _quantized_taken(sess.placement):
+        return status if _compare_quantized(probe, sess.placement, feeds, names, outputs, args) else 1
 
     from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
 
@@ -243,6 +248,51 @@ def cmd_run(args) -> int:
         worst_ok &= ok
         print(f"  {name}: scaled error {err:.3g} (tolerance {tol:g}) {'OK' if ok else 'ABOVE TOLERANCE'}")
     return status if worst_ok else 1
+
+
+def _quantized_taken(placement) -> bool:
+    from ortops.ort import quantized
+
+    return any(p.op == quantized.OP and p.where == "gpu" for p in placement)
+
+
+def _quantized_probe(model):
+    """``model``, also outputting its DynamicQuantizeLSTM nodes' outputs when it has any."""
+    from ortops.ort import quantized
+
+    extra = quantized.recurrent_outputs(model)
+    return quantized.with_outputs(model, extra) if extra else model
+
+
+def _compare_quantized(model, placement, feeds, names, outputs, args) -> bool:
+    """``--compare`` for a model whose DynamicQuantizeLSTM nodes ran on the device: each output
+    against ONNX Runtime CPU's results of the dequantized model and of the quantized model, by
+    ``ortops.compare.quantized_problems``. True when every output keeps the rule."""
+    import onnxruntime as ort
+
+    from ortops.compare import quantized_problems
+    from ortops.ort import quantized
+
+    cpu = lambda m: ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])  # noqa: E731
+    which = [p.where == "gpu" for p in placement if p.op == quantized.OP]
+    quant, exact = cpu(model), cpu(quantized.dequantized_model(model, which))
+    _warm(lambda: quant.run(None, feeds), args.warmup)
+    ort_q, cpu_times = _timed(lambda: quant.run(None, feeds), args.repeat, "ORT CPU")
+    print(f"ONNX Runtime CPU (the quantized model): {_fmt_times(cpu_times)}")
+    dequantized = exact.run(None, feeds)
+    recurrent = {o for n in model.graph.node if quantized.is_quantized(n) for o in n.output}
+    print(f"  quantized rule (ortops.compare.quantized_problems): within {tolerance(np.float32):g} of the "
+          f"dequantized model (ORT CPU) and within {QUANTIZED_MARGIN:g} x ORT's quantization error of its result")
+    ok = True
+    for name, got, deq, q in zip(names, outputs, dequantized, ort_q):
+        downstream = name not in recurrent
+        problems = quantized_problems(got, deq, q, downstream=downstream)
+        ok &= not problems
+        print(f"  {name}: scaled error {scaled_error(got, deq):.3g} against the dequantized model"
+              f"{' (after quantized nodes: not judged)' if downstream else ''}, {scaled_error(got, q):.3g} "
+              f"against ORT's quantized result, whose quantization error is {scaled_error(q, deq):.3g} "
+              + ("OK" if not problems else "FAILS: " + "; ".join(problems)))
+    return ok
 
 
 def _thread_counts(text: str) -> list[int]:
@@ -322,7 +372,7 @@ def cmd_info(args) -> int:
             print(f"  input  {i.name}: {_type_text(i.type)}")
     for o in model.graph.output:
         print(f"  output {o.name}: {_type_text(o.type)}")
-    placement = session.placement(model, device=args.device)
+    placement = session.placement(model, device=args.device, policy=args.placement)
     if not placement:
         print("no RNN/GRU/LSTM node in the main graph")
     for p in placement:
@@ -372,6 +422,13 @@ equivalent model for layout-1 or float16 models) and exits 1 when a scaled
 error max|a-b|/max|b| is above 1e-5 (float32) or 2e-3 (float16)."""
 
 
+def _placement_argument(ap) -> None:
+    ap.add_argument("--placement", choices=("gpu", "auto"), default="gpu",
+                    help="gpu (default): every recurrent node the device can run goes to it; auto: a "
+                         "node stays on ORT CPU where the calibrated cost model predicts it faster "
+                         "(docs/onnxruntime.md, 'Placement policy')")
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ortops`` command."""
     ap = argparse.ArgumentParser(prog="ortops", description="ONNX RNN/GRU/LSTM on the GPU through Vulkan.")
@@ -390,12 +447,14 @@ def parser() -> argparse.ArgumentParser:
                    help="also run from N threads at once (each --repeat runs), per count: runs/s, "
                         "results checked against serial ones")
     r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
+    _placement_argument(r)
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
     r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("info", help="recurrent nodes of a model and where each runs")
     i.add_argument("model")
     i.add_argument("--device", default=None)
+    _placement_argument(i)
     i.set_defaults(func=cmd_info)
     d = sub.add_parser("devices", help="list Vulkan devices")
     d.set_defaults(func=cmd_devices)
