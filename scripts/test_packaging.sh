@@ -80,7 +80,8 @@ if has wheel; then
   stamp "wheel installed into a clean venv"
   # From another directory: the installed wheel, not the source tree, is what runs.
   (cd /tmp && "$OLDPWD/$venv/bin/ortops" run "$OLDPWD/models/recognizer.onnx" --compare) || status=1
-  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_packaging.py -m "not slow" || status=1
+  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_packaging.py tests/test_portability.py \
+    -m "not slow" || status=1
   stamp "wheel: main job and session tests"
 fi
 
@@ -99,7 +100,7 @@ import onnxruntime
 print(f"packaging: onnxruntime-gpu {onnxruntime.__version__} alone provides onnxruntime; providers {onnxruntime.get_available_providers()}")
 EOF
   stamp "onnxruntime-gpu venv"
-  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py || status=1
+  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py || status=1
   stamp "onnxruntime-gpu: session and conformance tests"
 fi
 exit $status
