@@ -5,7 +5,13 @@ pure-Python parts (``ortops.reference``, ``ortops.validation``) work even where
 no Vulkan loader is installed.
 """
 
+# The one place the version is written: pyproject.toml reads it from here (scikit-build-core's
+# regex metadata provider), and the wheel's metadata says the same.
 __version__ = "0.1.0"
+
+from ortops._onnxruntime import require_present as _require_onnxruntime
+
+_require_onnxruntime()  # a clear ImportError naming the flavours when none is installed
 
 _LAZY = {
     "devices": ("ortops.device", "devices"),

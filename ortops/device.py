@@ -66,10 +66,15 @@ class Device:
     denorm_flush_float32: bool
     timestamp_period_ns: float
     timestamps: bool
+    #: A portability implementation (it exposes VK_KHR_portability_subset: MoltenVK on Apple
+    #: GPUs, other layered drivers): not fully conformant; listed because the instance enables
+    #: VK_KHR_portability_enumeration where the loader offers it.
+    portability: bool = False
 
     def __str__(self) -> str:
+        kind = f"{self.type}, portability implementation" if self.portability else self.type
         return (
-            f"[{self.index}] {self.name} ({self.type}, {self.driver} {self.driver_info}, "
+            f"[{self.index}] {self.name} ({kind}, {self.driver} {self.driver_info}, "
             f"Vulkan {self.api_version})"
         )
 
@@ -92,6 +97,9 @@ class Device:
                     ("flushed on request" if self.denorm_flush_float32 else "driver's choice")),
                 f"    timestamp period          {self.timestamp_period_ns:g} ns"
                 + ("" if self.timestamps else " (no timestamps on the compute queue)"),
+                "    portability subset        {}".format(
+                    "yes (VK_KHR_portability_subset: not fully conformant)" if self.portability
+                    else "no"),
             ]
         )
 
@@ -136,7 +144,7 @@ def devices() -> list[Device]:
     return list(_devices_cache)
 
 
-def _match(spec, found: list[Device]) -> Device:
+def _match(spec: int | str | Device, found: list[Device]) -> Device:
     if isinstance(spec, Device):
         return spec
     if isinstance(spec, int) or (isinstance(spec, str) and spec.strip().isdigit()):
@@ -163,7 +171,7 @@ def _match(spec, found: list[Device]) -> Device:
     raise TypeError(f"ortops: device must be an int, a str or a Device, got {type(spec).__name__}")
 
 
-def select(device=None) -> Device:
+def select(device: int | str | Device | None = None) -> Device:
     """The device named by ``device``, else by ``ORTOPS_DEVICE``, else the preferred one."""
     found = devices()
     if not found:

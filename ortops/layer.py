@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any, Collection
 
 import numpy as np
 
 from ortops import plan as _plan
 from ortops import validation, variants
+from ortops._typing import Array, ArrayIn, DeviceSpec, Floats, Names
 from ortops.cells import CELLS, NAMES
 from ortops.device import context, require_ieee
 from ortops.limits import Limits, UnsupportedLayerError
@@ -74,10 +76,13 @@ class RecurrentLayer:
     they may share one arena.
     """
 
-    def __init__(self, op, W, R, B=None, P=None, *, hidden_size=None, direction="forward",
-                 layout=0, activations=None, activation_alpha=None, activation_beta=None,
-                 clip=None, input_forget=0, linear_before_reset=0, device=None,
-                 timestamps=False, max_concurrent=_MAX_CONCURRENT):
+    def __init__(self, op: str, W: ArrayIn, R: ArrayIn, B: ArrayIn | None = None,
+                 P: ArrayIn | None = None, *, hidden_size: int | None = None,
+                 direction: str = "forward", layout: int = 0, activations: Names = None,
+                 activation_alpha: Floats = None, activation_beta: Floats = None,
+                 clip: float | None = None, input_forget: int = 0, linear_before_reset: int = 0,
+                 device: DeviceSpec = None, timestamps: bool = False,
+                 max_concurrent: int = _MAX_CONCURRENT) -> None:
         op = str(op).upper()
         if op not in CELLS:
             raise ValueError(f"ortops: op must be one of {NAMES}, got {op!r}")
@@ -140,8 +145,10 @@ class RecurrentLayer:
 
     # ------------------------------------------------------------------ running
 
-    def __call__(self, X, sequence_lens=None, initial_h=None, initial_c=None, *, outputs=None,
-                 max_length=None, xw_scratch=None, state_scratch=None):
+    def __call__(self, X: ArrayIn, sequence_lens: ArrayIn | None = None,
+                 initial_h: ArrayIn | None = None, initial_c: ArrayIn | None = None, *,
+                 outputs: str | Collection[str] | None = None, max_length: int | None = None,
+                 xw_scratch: Any = None, state_scratch: Any = None) -> tuple[Array | None, ...]:
         """Run the layer; return (Y, Y_h) for GRU/RNN or (Y, Y_h, Y_c) for LSTM.
 
         Outputs are numpy arrays in the weights' dtype with ONNX's shapes for the layout. An

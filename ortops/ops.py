@@ -6,12 +6,19 @@ for repeated calls with the same weights, keep a RecurrentLayer instead.
 
 from __future__ import annotations
 
+from typing import cast
+
+from ortops._typing import Array, ArrayIn, DeviceSpec, Floats, Names
 from ortops.layer import RecurrentLayer
 
 
-def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
-         hidden_size=None, direction="forward", layout=0, activations=None,
-         activation_alpha=None, activation_beta=None, clip=None, input_forget=0, device=None):
+def lstm(X: ArrayIn, W: ArrayIn, R: ArrayIn, B: ArrayIn | None = None,
+         sequence_lens: ArrayIn | None = None, initial_h: ArrayIn | None = None,
+         initial_c: ArrayIn | None = None, P: ArrayIn | None = None, *,
+         hidden_size: int | None = None, direction: str = "forward", layout: int = 0,
+         activations: Names = None, activation_alpha: Floats = None,
+         activation_beta: Floats = None, clip: float | None = None, input_forget: int = 0,
+         device: DeviceSpec = None) -> tuple[Array, Array, Array]:
     """ONNX LSTM on the GPU; returns (Y, Y_h, Y_c) in the input's dtype (float32 or float16).
 
     Gate order i, o, f, c; P is [dirs, 3 * hidden] in the order i, o, f. Semantics follow
@@ -22,26 +29,32 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
                            layout=layout, activations=activations,
                            activation_alpha=activation_alpha, activation_beta=activation_beta,
                            clip=clip, input_forget=input_forget, device=device)
-    return layer(X, sequence_lens, initial_h, initial_c)
+    return cast("tuple[Array, Array, Array]", layer(X, sequence_lens, initial_h, initial_c))
 
 
-def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, hidden_size=None,
-        direction="forward", layout=0, activations=None, activation_alpha=None,
-        activation_beta=None, clip=None, linear_before_reset=0, device=None):
+def gru(X: ArrayIn, W: ArrayIn, R: ArrayIn, B: ArrayIn | None = None,
+        sequence_lens: ArrayIn | None = None, initial_h: ArrayIn | None = None, *,
+        hidden_size: int | None = None, direction: str = "forward", layout: int = 0,
+        activations: Names = None, activation_alpha: Floats = None,
+        activation_beta: Floats = None, clip: float | None = None,
+        linear_before_reset: int = 0, device: DeviceSpec = None) -> tuple[Array, Array]:
     """ONNX GRU on the GPU; returns (Y, Y_h) in the input's dtype. Gate order z, r, h."""
     layer = RecurrentLayer("GRU", W, R, B, hidden_size=hidden_size, direction=direction,
                            layout=layout, activations=activations,
                            activation_alpha=activation_alpha, activation_beta=activation_beta,
                            clip=clip, linear_before_reset=linear_before_reset, device=device)
-    return layer(X, sequence_lens, initial_h)
+    return cast("tuple[Array, Array]", layer(X, sequence_lens, initial_h))
 
 
-def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, *, hidden_size=None,
-        direction="forward", layout=0, activations=None, activation_alpha=None,
-        activation_beta=None, clip=None, device=None):
+def rnn(X: ArrayIn, W: ArrayIn, R: ArrayIn, B: ArrayIn | None = None,
+        sequence_lens: ArrayIn | None = None, initial_h: ArrayIn | None = None, *,
+        hidden_size: int | None = None, direction: str = "forward", layout: int = 0,
+        activations: Names = None, activation_alpha: Floats = None,
+        activation_beta: Floats = None, clip: float | None = None,
+        device: DeviceSpec = None) -> tuple[Array, Array]:
     """ONNX RNN on the GPU; returns (Y, Y_h) in the input's dtype."""
     layer = RecurrentLayer("RNN", W, R, B, hidden_size=hidden_size, direction=direction,
                            layout=layout, activations=activations,
                            activation_alpha=activation_alpha, activation_beta=activation_beta,
                            clip=clip, device=device)
-    return layer(X, sequence_lens, initial_h)
+    return cast("tuple[Array, Array]", layer(X, sequence_lens, initial_h))

@@ -26,7 +26,7 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement (none: build only)
+STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement, portability (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -46,6 +46,14 @@ if has threads; then
     | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/threads.txt"
   py -m ortops run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
+fi
+if has portability; then
+  # Portability enumeration (docs/packaging.md): what the loader offers, what the instance
+  # enabled, and that the NVIDIA device is not a portability implementation.
+  py -c "from ortops import _vk; print('offered:', _vk.available_instance_extensions()); _vk.enumerate_devices(); print('enabled:', _vk.enabled_instance_extensions())" \
+    > "$OUT/portability.txt" 2>&1
+  py -m pytest -q -p no:cacheprovider tests/test_portability.py tests/test_devices.py >> "$OUT/portability.txt" 2>&1
+  tail -5 "$OUT/portability.txt"
 fi
 if has test; then
   py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"

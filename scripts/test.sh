@@ -24,14 +24,14 @@ if [ $# -eq 0 ]; then
 fi
 .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider "$@" || status=$?
 
-# The oldest admitted onnxruntime: pyproject's lower bound (onnxruntime>=X), installed once
+# The oldest admitted onnxruntime: the lower bound of pyproject's cpu extra (onnxruntime>=X), installed once
 # into build/ort-oldest (pip --target, --no-deps: its dependencies are the venv's) and put
 # first on PYTHONPATH. --onnxruntime-version makes pytest refuse to start if another
 # onnxruntime is imported; the summary line names the one used. Skipped when pytest
 # arguments are given.
 if [ "${job_ran:-0}" = 1 ]; then
   oldest=$(.venv/bin/python -c 'import re, tomllib
-deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["cpu"]
 print(next(m.group(1) for d in deps if (m := re.fullmatch(r"onnxruntime>=([0-9]+\.[0-9]+\.[0-9]+)", d.replace(" ", "")))))')
   layer=build/ort-oldest
   if [ "$(cat "$layer/.version" 2>/dev/null)" != "$oldest" ]; then
@@ -47,5 +47,8 @@ print(next(m.group(1) for d in deps if (m := re.fullmatch(r"onnxruntime>=([0-9]+
   PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
     --onnxruntime-version "$oldest" -m "not conformance" tests/test_session.py tests/test_session_parity.py \
     tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py || status=$?
+  # Installed like any package: types, the oldest onnxruntime-extensions, the wheel in a clean
+  # venv, onnxruntime-gpu as the flavour (scripts/test_packaging.sh; docs/packaging.md).
+  bash scripts/test_packaging.sh || status=1
 fi
 exit $status

@@ -20,6 +20,10 @@ PYBIND11_MODULE(_vk, m)
 
     m.def("enumerate_devices", &enumerateDevices, "Describe every Vulkan device with a compute queue.");
     py::register_exception<DeviceLostError>(m, "DeviceLostError", PyExc_RuntimeError);
+    m.def("enabled_instance_extensions", &enabledInstanceExtensions,
+          "The instance extensions the last Vulkan instance was created with.");
+    m.def("available_instance_extensions", &availableInstanceExtensions,
+          "The instance extensions the Vulkan loader offers.");
     m.def("take_messages", &takeMessages, "Validation messages since the last call (and clear them).");
 
     py::class_<Context, std::shared_ptr<Context>>(m, "Context")

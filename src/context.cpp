@@ -48,6 +48,43 @@ layerAvailable(const char* name)
 
 const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
+// ---------------------------------------------------------------- portability
+
+// VK_KHR_portability_enumeration: since loader 1.3.216 a portability implementation (MoltenVK
+// on Apple GPUs, other layered drivers) is listed only when the instance enables this extension
+// and sets VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR. Both are requested only when the
+// loader offers the extension: an older loader would refuse an unknown extension
+// (VK_ERROR_EXTENSION_NOT_PRESENT) and lists such devices anyway.
+const char* kPortabilityEnumeration = "VK_KHR_portability_enumeration";
+// A device that is a portability implementation (not fully conformant) exposes this one; the
+// spec requires enabling it on such a device.
+const char* kPortabilitySubset = "VK_KHR_portability_subset";
+
+std::mutex g_extensions_mutex;
+std::vector<std::string> g_enabled_extensions;  // the last instance's, for the tests
+
+bool
+instanceExtensionAvailable(const char* name)
+{
+    for (const auto& ext : vk::enumerateInstanceExtensionProperties()) {
+        if (std::strcmp(ext.extensionName, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+deviceExtensionAvailable(const vk::PhysicalDevice& device, const char* name)
+{
+    for (const auto& ext : device.enumerateDeviceExtensionProperties()) {
+        if (std::strcmp(ext.extensionName, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // ---------------------------------------------------------------- instance and device
 
 vk::Instance
@@ -76,9 +113,16 @@ createInstance(bool validation, VkDebugUtilsMessengerCreateInfoEXT* messengerInf
         features.pNext = messengerInfo;
         info.pNext = &features;
     }
+    if (instanceExtensionAvailable(kPortabilityEnumeration)) {
+        extensions.push_back(kPortabilityEnumeration);
+        info.flags |= vk::InstanceCreateFlagBits::eEnumeratePortabilityKHR;
+    }
     info.setPEnabledLayerNames(layers);
     info.setPEnabledExtensionNames(extensions);
-    return vk::createInstance(info);
+    vk::Instance instance = vk::createInstance(info);
+    std::lock_guard<std::mutex> lock(g_extensions_mutex);
+    g_enabled_extensions.assign(extensions.begin(), extensions.end());
+    return instance;
 }
 
 std::string
@@ -166,6 +210,7 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
     d["denorm_flush_float32"] = static_cast<bool>(floats.shaderDenormFlushToZeroFloat32);
     d["timestamp_period_ns"] = limits.timestampPeriod;
     d["timestamps"] = timestampBits > 0 && limits.timestampComputeAndGraphics;
+    d["portability"] = deviceExtensionAvailable(device, kPortabilitySubset);
     return d;
 }
 
@@ -177,6 +222,23 @@ takeMessages()
     std::lock_guard<std::mutex> lock(g_messages_mutex);
     std::vector<std::string> out;
     out.swap(g_messages);
+    return out;
+}
+
+std::vector<std::string>
+enabledInstanceExtensions()
+{
+    std::lock_guard<std::mutex> lock(g_extensions_mutex);
+    return g_enabled_extensions;
+}
+
+std::vector<std::string>
+availableInstanceExtensions()
+{
+    std::vector<std::string> out;
+    for (const auto& ext : vk::enumerateInstanceExtensionProperties()) {
+        out.emplace_back(ext.extensionName.data());
+    }
     return out;
 }
 
@@ -243,6 +305,11 @@ Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
     std::vector<float> priorities(count, 1.0f);
     vk::DeviceQueueCreateInfo queueInfo({}, family, count, priorities.data());
     vk::DeviceCreateInfo deviceInfo({}, queueInfo);
+    std::vector<const char*> deviceExtensions;
+    if (deviceExtensionAvailable(*physical, kPortabilitySubset)) {
+        deviceExtensions.push_back(kPortabilitySubset);  // required on such a device
+    }
+    deviceInfo.setPEnabledExtensionNames(deviceExtensions);
     device = std::make_shared<vk::Device>(physical->createDevice(deviceInfo));
     for (uint32_t i = 0; i < count; i++) {
         queues.push_back(std::make_unique<Queue>());

@@ -90,6 +90,13 @@ struct Context
 std::vector<pybind11::dict>
 enumerateDevices();
 
+// The instance extensions the last instance was created with (VK_KHR_portability_enumeration
+// where the loader offers it; VK_EXT_debug_utils under validation), and those the loader offers.
+std::vector<std::string>
+enabledInstanceExtensions();
+std::vector<std::string>
+availableInstanceExtensions();
+
 // Validation messages (warnings and errors) since the last call, and clear them.
 std::vector<std::string>
 takeMessages();

@@ -42,6 +42,7 @@ NO_DEVICE = {
     "test_specialization": None,
     "test_plan_pool": None,
     "test_nodeconfig_registry": None,
+    "test_packaging": None,
     "test_concurrency": {"test_queue_count_setting"},
     "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",
                  "test_warmup_runs_once_then_for_the_given_time", "test_run_threads_refuses_bad_counts",

@@ -291,6 +291,25 @@ def _hook(k_id, feed, attributes):
     return tuple(res)
 
 
+#: The private names of onnxruntime_extensions the hook relies on; pyproject.toml admits the
+#: versions CI tests them with (scripts/test_extensions.sh: the oldest and the newest).
+HOOK_INTERNALS = (("_ocos", "_on_pyop_invocation"), ("PyCustomOpDef", "install_hooker"))
+
+
+def _check_hook_internals(ocos, opdef) -> None:
+    owners = {"_ocos": ocos, "PyCustomOpDef": opdef}
+    missing = [f"{o}.{n}" for o, n in HOOK_INTERNALS if not hasattr(owners[o], n)]
+    if missing:
+        from importlib import metadata
+
+        from ortops._onnxruntime import requirement
+
+        raise ImportError(
+            f"ortops: onnxruntime-extensions {metadata.version('onnxruntime-extensions')} lacks "
+            f"{', '.join(missing)}, which ortops' custom-op hook uses; install a version ortops "
+            f"admits: pip install '{requirement('onnxruntime-extensions')}'")
+
+
 def register_ops() -> None:
     """Define the ortops custom ops in onnxruntime-extensions and install the
     hook (idempotent). Must run before a session using them is created."""
@@ -315,6 +334,7 @@ def register_ops() -> None:
             opdef = onnx_op(op_type=f"{DOMAIN}::{op}{suffix}", inputs=types, outputs=outs,
                             attrs={"config": PyCustomOpDef.dt_string})(body)
             _OPS[id(opdef)] = (op, dtype)
+    _check_hook_internals(_ocos, PyCustomOpDef)
     _default_hook = _ocos._on_pyop_invocation
     PyCustomOpDef.install_hooker(_hook)
     _registered = True

