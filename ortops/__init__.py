@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "devices": ("ortops.device", "devices"),
     "Device": ("ortops.device", "Device"),
+    "assigned_devices": ("ortops.visible", "assigned_devices"),
     "lstm": ("ortops.ops", "lstm"),
     "gru": ("ortops.ops", "gru"),
     "rnn": ("ortops.ops", "rnn"),

@@ -53,6 +53,12 @@ NO_DEVICE = {
     "test_kernels": {"test_activation_runs_cover_every_slot"},
     "test_layer_api": {"test_unknown_op"},
     "test_session": {"test_malformed_model_is_a_clear_error"},
+    "test_visible": {"test_cuda_order_is_pci_order_for_one_model",
+                     "test_cuda_order_refuses_to_guess_fastest_first_across_models",
+                     "test_assigned_devices_maps_scheduler_variables", "test_bad_assignment_is_a_clear_error",
+                     "test_no_nvidia_device_means_index_is_an_error_and_empty_is_none",
+                     "test_assigned_device_by_rank", "test_missing_pci_bus_id_with_several_gpus_asks_for_uuids",
+                     "test_select_by_uuid_or_unique_prefix", "test_ambiguous_or_unknown_uuid_lists_the_devices"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or
