@@ -26,7 +26,7 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench (none: build only)
+STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, multigpu, serve (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -54,4 +54,9 @@ if has test; then
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
+fi
+if has multigpu; then
+  # Several GPUs (nvidia-h200-x2): recognizer runs/s on one GPU and on two, threads in one
+  # process and one process per GPU, every run checked against its device's serial result.
+  py scripts/multi_gpu.py --out "$OUT" ${MULTIGPU_ARGS:-} 2>&1 | tee "$OUT/multi_gpu_log.txt"
 fi
