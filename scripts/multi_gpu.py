@@ -143,9 +143,8 @@ def _child(model_path, rank, kind, uuid, feeds, expected, threads, seconds, warm
 
         device = assigned_device() if kind == "nvidia" else "GPU-" + uuid
         sess = _session(model_path, device)
-        got = sess.placement and _chosen_uuid(sess)
         runs, bad, elapsed = _drive([sess], feeds, [expected], threads, seconds, warmup, start)
-        results.put({"rank": rank, "uuid": got, "runs": runs, "mismatches": bad, "seconds": elapsed})
+        results.put({"rank": rank, "uuid": _chosen_uuid(sess), "runs": runs, "mismatches": bad, "seconds": elapsed})
     except BaseException as e:  # noqa: BLE001 - reported by the parent
         try:
             start.abort()
