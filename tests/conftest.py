@@ -72,7 +72,7 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
-    "test_serve": None,            # a local Ray instance with two replicas (about 12-20 s)
+    "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe)
 }
 
 #: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects
