@@ -14,7 +14,6 @@ import io
 import json
 import os
 import socket
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -59,7 +58,6 @@ def served(tmp_path_factory):
     ray, serve = _ray()
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    t0 = time.perf_counter()
     # Ray puts the driver's working directory first on its workers' sys.path: from the
     # repository root the replicas would import the source tree's ortops (no compiled module).
     here = os.getcwd()
@@ -74,8 +72,7 @@ def served(tmp_path_factory):
         handle = serve.run(ortops.serve.app(_model(), num_replicas=2, num_gpus=0, max_batch_size=4,
                                             batch_wait_timeout_s=0.02),
                            name="ortops-test", route_prefix="/recognizer")
-        started = time.perf_counter() - t0
-        yield f"http://127.0.0.1:{port}/recognizer", handle, started
+        yield f"http://127.0.0.1:{port}/recognizer", handle
     finally:
         serve.shutdown()
         ray.shutdown()
@@ -109,7 +106,7 @@ def _logits(body: bytes, kind: str) -> np.ndarray:
 
 
 def test_two_replicas_answer_concurrent_requests_like_ort_cpu(served):
-    url, handle, started = served
+    url, _ = served
     rng = np.random.default_rng(3)
     jobs = [_request(i, rng) for i in range(REQUESTS)]
     with ThreadPoolExecutor(CLIENTS) as pool:
@@ -129,7 +126,7 @@ def test_two_replicas_answer_concurrent_requests_like_ort_cpu(served):
 
 
 def test_bad_request_is_answered_400_naming_the_input(served):
-    url, _, _ = served
+    url, _ = served
     status, _, body = _post(url, json.dumps({"inputs": {"X": [[[0.0] * 3]]}}).encode(), "application/json")
     assert status == 400 and "input 'X': expected shape [6, batch, 5], got [1, 1, 3]" in json.loads(body)["error"]
     status, _, body = _post(url, json.dumps({"inputs": {"Y": [1.0]}}).encode(), "application/json")
@@ -138,9 +135,18 @@ def test_bad_request_is_answered_400_naming_the_input(served):
     assert status == 400 and "could not read the request body as application/json" in json.loads(body)["error"]
 
 
+def test_deployment_handle_predict_matches_ort_cpu(served):
+    """``predict`` for Python callers (a DeploymentHandle): arrays in, outputs by name out."""
+    _, handle = served
+    x = np.random.default_rng(8).uniform(-1, 1, (SEQ, 2, INP)).astype(np.float32)
+    got = handle.predict.remote({"X": x}).result(timeout_s=120)
+    want = ort.InferenceSession(_model().SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
+    assert set(got) == {"logits"} and scaled_error(got["logits"], want) <= tolerance(np.float32)
+
+
 def test_replicas_ran_clean_under_validation(served):
-    """Each replica's validation messages (when the layer is on) and that both live apart."""
-    _, handle, _ = served
+    """Last: each replica's validation messages from everything above (when the layer is on)."""
+    _, handle = served
     from ortops.device import validation_enabled
 
     seen = {}
