@@ -72,6 +72,7 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
+    "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},
     "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe)
 }
 

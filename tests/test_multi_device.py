@@ -97,3 +97,34 @@ def test_converted_model_names_its_device_by_uuid():
     feed = _feeds(1, seed=3)[0]
     want = ortops.InferenceSession(_model(), providers=["CPUExecutionProvider"], device=d).run(None, feed)
     assert _same_bits(sess.run(None, feed), want)
+
+
+def test_multi_gpu_script_runs_what_the_devices_allow(tmp_path):
+    """scripts/multi_gpu.py (the two-GPU measurement) on whatever is here: threads and a
+    process per device, every run equal to its device's serial result; with one device the
+    two-device rows are reported as not run."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import onnx
+
+    from _scripts import ROOT
+
+    model = tmp_path / "small.onnx"
+    onnx.save(_model(), str(model))
+    done = subprocess.run([sys.executable, "-P", str(ROOT / "scripts" / "multi_gpu.py"), "--model", str(model),
+                           "--batch", "2", "--threads", "1,2", "--seconds", "0.3", "--warmup", "0.1",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "multi_gpu.json").read_text())
+    ran = [r for r in report["rows"] if "runs" in r]
+    assert {(r["mode"], r["threads_per_device"]) for r in ran} >= {("threads", 1), ("threads", 2),
+                                                                   ("processes", 1), ("processes", 2)}
+    assert all(r["runs"] > 0 and r["mismatches"] == 0 for r in ran)
+    assert all(r.get("pinning", "ok") == "ok" for r in ran)
+    if len(ortops.devices()) == 1:
+        assert [r["not_run"] for r in report["rows"] if "not_run" in r] == ["only 1 device(s) (vulkan) here"] * 2
+    assert "| threads | 1 | 1 |" in (tmp_path / "multi_gpu.md").read_text()
