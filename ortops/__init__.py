@@ -16,6 +16,7 @@ _require_onnxruntime()  # a clear ImportError naming the flavours when none is i
 _LAZY = {
     "devices": ("ortops.device", "devices"),
     "Device": ("ortops.device", "Device"),
+    "assigned_devices": ("ortops.visible", "assigned_devices"),
     "lstm": ("ortops.ops", "lstm"),
     "gru": ("ortops.ops", "gru"),
     "rnn": ("ortops.ops", "rnn"),

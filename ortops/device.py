@@ -1,7 +1,8 @@
 """Vulkan devices: listing, choosing one, and the per-process context on it.
 
 A device is chosen by argument (``device=``: an index, a name substring, a type such as
-``"discrete"`` or ``"cpu"``, or a :class:`Device`), else by the ``ORTOPS_DEVICE`` environment
+``"discrete"`` or ``"cpu"``, a UUID or a unique prefix of one (``"GPU-"`` optional, as
+nvidia-smi prints it), or a :class:`Device`), else by the ``ORTOPS_DEVICE`` environment
 variable (same forms), else by preference: a discrete GPU, then an integrated one, then a
 virtual one, then a CPU implementation such as lavapipe.
 
@@ -70,6 +71,11 @@ class Device:
     #: GPUs, other layered drivers): not fully conformant; listed because the instance enables
     #: VK_KHR_portability_enumeration where the loader offers it.
     portability: bool = False
+    # Identity (VkPhysicalDeviceIDProperties; VK_EXT_pci_bus_info). On NVIDIA ``uuid`` is the
+    # GPU UUID nvidia-smi, NVML and CUDA report (nvidia-smi prints it after "GPU-").
+    uuid: str = ""                 # 8-4-4-4-12 lowercase hex
+    luid: str | None = None        # 16 hex digits where the driver reports a valid LUID (Windows)
+    pci_bus_id: str | None = None  # "dddd:bb:dd.f" where the device offers VK_EXT_pci_bus_info
 
     def __str__(self) -> str:
         kind = f"{self.type}, portability implementation" if self.portability else self.type
@@ -100,7 +106,9 @@ class Device:
                 "    portability subset        {}".format(
                     "yes (VK_KHR_portability_subset: not fully conformant)" if self.portability
                     else "no"),
-            ]
+                f"    uuid                      {self.uuid or 'not reported'}",
+                f"    pci bus id                {self.pci_bus_id or 'not reported'}",
+            ] + ([f"    luid                      {self.luid}"] if self.luid else [])
         )
 
 
@@ -158,6 +166,9 @@ def _match(spec: int | str | Device, found: list[Device]) -> Device:
         )
     if isinstance(spec, str):
         text = spec.strip().lower()
+        by_uuid = match_uuid(spec.strip(), found)
+        if by_uuid is not None:
+            return by_uuid
         for d in found:
             if d.type == text:
                 return d
@@ -166,12 +177,50 @@ def _match(spec: int | str | Device, found: list[Device]) -> Device:
                 return d
         raise ValueError(
             f"ortops: no Vulkan device matches {spec!r} (an index, a type such as 'discrete' or "
-            "'cpu', or part of a name); devices: " + "; ".join(str(d) for d in found)
+            "'cpu', a UUID or its prefix, or part of a name); devices: "
+            + "; ".join(f"{d} uuid {d.uuid}" for d in found)
         )
     raise TypeError(f"ortops: device must be an int, a str or a Device, got {type(spec).__name__}")
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _uuid_prefix(text: str) -> str | None:
+    """``text`` as lowercase UUID digits without dashes, or None if it does not look like a
+    UUID: after nvidia-smi's ``GPU-`` any hex digits and dashes; without it at least 8 hex
+    digits (an all-digit text is an index, handled before), so that a name fragment such as
+    ``"cafe"`` is still matched against names."""
+    t = text.strip().lower()
+    explicit = t.startswith("gpu-")
+    if explicit:
+        t = t[4:]
+    digits = t.replace("-", "")
+    if not digits or not set(digits) <= _HEX or len(digits) > 32:
+        return None
+    return digits if explicit or len(digits) >= 8 else None
+
+
+def match_uuid(text: str, found: list[Device]) -> Device | None:
+    """The device whose UUID is ``text`` or starts with it (with or without ``GPU-``; dashes
+    optional); None if ``text`` does not look like a UUID (at least 8 hex digits, or any
+    number after ``GPU-``). A prefix of several devices' UUIDs, or of none, is a ValueError
+    listing the devices."""
+    digits = _uuid_prefix(text)
+    if digits is None:
+        return None
+    hits = [d for d in found if d.uuid.replace("-", "").startswith(digits)]
+    if len(hits) == 1:
+        return hits[0]
+    listing = "; ".join(f"{d} uuid {d.uuid or 'not reported'}" for d in found)
+    if not hits:
+        raise ValueError(f"ortops: no Vulkan device has a UUID starting with {text!r}; devices: {listing}")
+    raise ValueError(f"ortops: the UUID prefix {text!r} matches {len(hits)} Vulkan devices "
+                     f"(give more digits); devices: {listing}")
+
+
 def select(device: int | str | Device | None = None) -> Device:
+
     """The device named by ``device``, else by ``ORTOPS_DEVICE``, else the preferred one."""
     found = devices()
     if not found:

@@ -26,7 +26,8 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement, portability (none: build only)
+STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement, portability,
+                      # multigpu, servewheels, serve (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -75,4 +76,26 @@ if has placement; then
     | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/recognizer_q.txt"
   py -m ortops run models/recognizer_q.onnx --placement auto --warmup 2 --repeat 50 2>&1 | tr '\r' '\n' \
     | grep -v '^ortops \[' | tee -a "$OUT/recognizer_q.txt"
+fi
+if has multigpu; then
+  # Several GPUs (nvidia-h200-x2): recognizer runs/s on one GPU and on two, threads in one
+  # process and one process per GPU, every run checked against its device's serial result.
+  py scripts/multi_gpu.py --out "$OUT" ${MULTIGPU_ARGS:-} 2>&1 | tee "$OUT/multi_gpu_log.txt"
+fi
+if has servewheels || has serve; then
+  # Ray Serve is not on the image: its wheels are carried in .whl-ray1/ (ray, without its Java
+  # jars and dashboard web client) and .whl-ray2/ (what else ray[serve] needs that the image
+  # lacks), over 64 MiB together with .gl/ and .whl/, so in two calls on one warm machine;
+  # each call installs the folders it finds (a folder carried earlier stays on the machine).
+  for d in .whl-ray*/; do
+    compgen -G "$d*.whl" > /dev/null && python3 -m pip install -q --no-index --no-deps --no-compile \
+      --no-cache-dir --upgrade --target /tmp/site-ray "$d"*.whl
+  done
+  export PYTHONPATH=$PYTHONPATH:/tmp/site-ray
+fi
+if has serve; then
+  # Requests/s and p50/p99 latency of ortops.serve, 1 replica then one per GPU, every answer
+  # checked against ONNX Runtime CPU; the replicas' devices are checked to differ.
+  py -c "import ray; print('ray', ray.__version__)" || exit 1
+  py scripts/serve_bench.py --out "$OUT" ${SERVE_ARGS:-} 2>&1 | tee "$OUT/serve_bench_log.txt"
 fi

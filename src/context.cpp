@@ -4,6 +4,7 @@
 #include "context.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace py = pybind11;
@@ -154,6 +155,69 @@ computeQueueFamily(const vk::PhysicalDevice& device)
     return -1;
 }
 
+bool
+hasDeviceExtension(const vk::PhysicalDevice& device, const char* name)
+{
+    for (const auto& ext : device.enumerateDeviceExtensionProperties()) {
+        if (std::strcmp(ext.extensionName, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// 8-4-4-4-12 lowercase hex, as nvidia-smi prints a GPU UUID (after its "GPU-").
+std::string
+uuidText(const uint8_t* bytes)
+{
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (int i = 0; i < VK_UUID_SIZE; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            out += '-';
+        }
+        out += hex[bytes[i] >> 4];
+        out += hex[bytes[i] & 15];
+    }
+    return out;
+}
+
+// Identity: the device UUID (VkPhysicalDeviceIDProperties, core in Vulkan 1.1; on NVIDIA the
+// same bytes as the CUDA/NVML GPU UUID), the LUID where valid (Windows), and the PCI address
+// from VK_EXT_pci_bus_info where offered (not chained otherwise: the validation layer
+// reports a structure of an extension the device lacks). ortops.visible maps scheduler
+// variables (CUDA_VISIBLE_DEVICES) to Vulkan devices through these.
+void
+describeIdentity(const vk::PhysicalDevice& device, py::dict& d)
+{
+    auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
+                                       vk::PhysicalDeviceIDProperties>();
+    const auto& id = chain.get<vk::PhysicalDeviceIDProperties>();
+    d["uuid"] = uuidText(id.deviceUUID.data());
+    if (id.deviceLUIDValid) {
+        std::string luid;
+        static const char* hex = "0123456789abcdef";
+        for (int i = 0; i < VK_LUID_SIZE; i++) {
+            luid += hex[id.deviceLUID[i] >> 4];
+            luid += hex[id.deviceLUID[i] & 15];
+        }
+        d["luid"] = luid;
+    } else {
+        d["luid"] = py::none();
+    }
+    d["pci_bus_id"] = py::none();
+    if (hasDeviceExtension(device, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME)) {
+        auto pci = device.getProperties2<vk::PhysicalDeviceProperties2,
+                                         vk::PhysicalDevicePCIBusInfoPropertiesEXT>()
+                     .get<vk::PhysicalDevicePCIBusInfoPropertiesEXT>();
+        // nvidia-smi's form (domain 8 hex digits there; 4 here, as lspci and CUDA print it).
+        char text[32];
+        std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", pci.pciDomain, pci.pciBus,
+                      pci.pciDevice, pci.pciFunction);
+        d["pci_bus_id"] = std::string(text);
+    }
+}
+
 // The fields of ortops.device.Device.
 py::dict
 describe(const vk::PhysicalDevice& device, uint32_t index)
@@ -211,6 +275,7 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
     d["timestamp_period_ns"] = limits.timestampPeriod;
     d["timestamps"] = timestampBits > 0 && limits.timestampComputeAndGraphics;
     d["portability"] = deviceExtensionAvailable(device, kPortabilitySubset);
+    describeIdentity(device, d);
     return d;
 }
 

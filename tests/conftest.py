@@ -63,6 +63,13 @@ NO_DEVICE = {
                     "test_unknown_policy_is_refused_by_name", "test_cache_round_trip_relocated_by_the_environment",
                     "test_default_cache_is_in_the_user_cache_dir", "test_corrupt_cache_is_measured_again",
                     "test_concurrent_writers_leave_every_entry"},
+    "test_serve_wire": None,
+    "test_visible": {"test_cuda_order_is_pci_order_for_one_model",
+                     "test_cuda_order_refuses_to_guess_fastest_first_across_models",
+                     "test_assigned_devices_maps_scheduler_variables", "test_bad_assignment_is_a_clear_error",
+                     "test_no_nvidia_device_means_index_is_an_error_and_empty_is_none",
+                     "test_assigned_device_by_rank", "test_missing_pci_bus_id_with_several_gpus_asks_for_uuids",
+                     "test_select_by_uuid_or_unique_prefix", "test_ambiguous_or_unknown_uuid_lists_the_devices"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or
@@ -77,6 +84,8 @@ SLOW = {
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
     "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
                     "test_placement_script_quick"},
+    "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},
+    "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe)
 }
 
 #: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects

@@ -563,7 +563,13 @@ def node_config(std: _Standard, d: Decision, key: str, weights: str, device) -> 
         weights="registry" if weights == "registry" and d.constant else "inputs",
         absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
         outputs=d.outputs, gate=d.outputs[0],
-        device=None if device is None or weights == "registry" else str(getattr(device, "name", device)))
+        device=None if device is None or weights == "registry" else _device_spec(device))
+
+
+def _device_spec(device) -> str:
+    """How a converted model names its device: a Device by UUID (two GPUs of one model share
+    a name, so a name would send every node to the first), anything else as given."""
+    return str(getattr(device, "uuid", "") or getattr(device, "name", device))
 
 
 def _subgraph_placements(g, info: "_Graph", index: int) -> list[NodePlacement]:

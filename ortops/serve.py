@@ -1,0 +1,348 @@
+"""Serving a model with ortops on Ray Serve (the optional extra ``ortops[serve]``).
+
+Each replica loads the model into one :class:`ortops.InferenceSession` on one Vulkan device,
+and answers HTTP requests::
+
+    import ray, ortops.serve
+    from ray import serve
+
+    ray.init()
+    serve.run(ortops.serve.app("models/recognizer.onnx", num_replicas=2), route_prefix="/recognizer")
+    # POST http://127.0.0.1:8000/recognizer  {"inputs": {"X": [[[...]]]}}  ->  {"outputs": {"logits": ...}}
+
+Pinning: where NVIDIA GPUs are seen, each replica asks Ray for one GPU (``num_gpus=1``). Ray
+then sets ``CUDA_VISIBLE_DEVICES`` in the replica's process, which Vulkan ignores;
+:func:`replica_device` maps it to the Vulkan device of that GPU (ortops.visible), so two
+replicas on a two-GPU machine run on different GPUs. Without GPUs (lavapipe) replicas take
+no GPU from Ray and choose as usual (``device=``, ``ORTOPS_DEVICE``, the default).
+
+Batching: where every input and every output of the model has one symbolic dimension of the
+same name (the recognizer's ``batch``: X ``[seq, batch, inp]`` -> logits ``[seq, batch,
+classes]``), concurrent requests are stacked along it (``serve.batch``) and run as one; each
+request gets its own rows back. Requests whose other dimensions differ run in separate
+stacks. Other models run request by request.
+
+Wire formats: a JSON body ``{"inputs": {name: nested lists}}`` (element types from the
+model; floats written by ``json`` round-trip float32 exactly) answered with ``{"outputs":
+{name: nested lists}}``; or an ``.npz`` body (``Content-Type: application/x-npz``, as
+``numpy.savez`` writes) answered with one; or, for a one-input model, an ``.npy`` body
+(``application/x-npy``) answered with an ``.npz``. A bad request (unknown or missing input,
+wrong element type or dimension) is answered 400 with the reason; the response headers
+name the replica (``x-ortops-replica``), its device (``x-ortops-device``) and how many
+rows ran together (``x-ortops-rows``).
+
+The wire format, the batching and the pinning are plain functions here (tested without
+Ray); :func:`app` builds the Ray Serve application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+log = logging.getLogger("ortops")
+
+__all__ = ["app", "replica_device", "BatchAxes", "batch_axes", "stack", "split",
+           "decode_request", "encode_response", "RequestError"]
+
+
+class RequestError(ValueError):
+    """A request the model cannot run (answered 400)."""
+
+
+# ---------------------------------------------------------------- the model's interface
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Inputs and outputs: names, numpy element types and dimensions (int or a name)."""
+
+    inputs: dict
+    outputs: dict
+    dtypes: dict
+
+    @classmethod
+    def of(cls, model) -> "Signature":
+        from onnx import helper
+
+        g = model.graph
+        initializers = {i.name for i in g.initializer}
+
+        def dims(v):
+            return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                         for d in v.type.tensor_type.shape.dim)
+
+        ins = {v.name: dims(v) for v in g.input if v.name not in initializers}
+        outs = {v.name: dims(v) for v in g.output}
+        dtypes = {v.name: np.dtype(helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type))
+                  for v in g.input if v.name in ins}
+        return cls(ins, outs, dtypes)
+
+
+@dataclass(frozen=True)
+class BatchAxes:
+    """Where the shared batch dimension is in each input and output."""
+
+    name: str
+    inputs: dict
+    outputs: dict
+
+
+def batch_axes(model) -> BatchAxes | None:
+    """The dimension concurrent requests can be stacked along: a symbolic dimension that every
+    input and every output has exactly once (``batch``, ``N`` or ``batch_size`` first if
+    several qualify); None if there is none (requests then run one by one)."""
+    sig = Signature.of(model)
+    tensors = list(sig.inputs.values()) + list(sig.outputs.values())
+    if not sig.inputs or not sig.outputs:
+        return None
+    names = [n for n in dict.fromkeys(d for d in tensors[0] if isinstance(d, str))
+             if all(t.count(n) == 1 for t in tensors)]
+    if not names:
+        return None
+    name = next((n for n in ("batch", "N", "batch_size") if n in names), names[0])
+    return BatchAxes(name, {k: v.index(name) for k, v in sig.inputs.items()},
+                     {k: v.index(name) for k, v in sig.outputs.items()})
+
+
+def check_feed(feed: dict, sig: Signature) -> dict:
+    """``feed`` as arrays of the model's element types; RequestError naming what is wrong."""
+    missing = sorted(set(sig.inputs) - set(feed))
+    unknown = sorted(set(feed) - set(sig.inputs))
+    if missing or unknown:
+        raise RequestError(f"inputs: expected {sorted(sig.inputs)}, got {sorted(feed)}")
+    out = {}
+    for name, value in feed.items():
+        want = sig.dtypes[name]
+        arr = np.asarray(value)
+        if arr.dtype != want:
+            if arr.dtype.kind not in "iuf" or (want.kind in "iu" and arr.dtype.kind == "f"):
+                raise RequestError(f"input {name!r}: expected element type {want}, got {arr.dtype}")
+            arr = arr.astype(want)
+        dims = sig.inputs[name]
+        if arr.ndim != len(dims) or any(isinstance(d, int) and d > 0 and d != s for d, s in zip(dims, arr.shape)):
+            shown = "[" + ", ".join(str(d) for d in dims) + "]"
+            raise RequestError(f"input {name!r}: expected shape {shown}, got {list(arr.shape)}")
+        out[name] = np.ascontiguousarray(arr)
+    return out
+
+
+# ---------------------------------------------------------------- stacking requests
+
+
+def _stack_key(feed: dict, axes: BatchAxes) -> tuple:
+    """Requests with equal keys can be stacked (same element types, same other dimensions)."""
+    return tuple((k, v.dtype.str, v.shape[:axes.inputs[k]] + v.shape[axes.inputs[k] + 1:])
+                 for k, v in sorted(feed.items()))
+
+
+def stack(feeds: list[dict], axes: BatchAxes) -> tuple[dict, list[int]]:
+    """One feed of ``feeds`` concatenated along the batch axis, and each one's row count."""
+    first = next(iter(axes.inputs))
+    sizes = [f[first].shape[axes.inputs[first]] for f in feeds]
+    stacked = {k: np.concatenate([f[k] for f in feeds], axis=a) for k, a in axes.inputs.items()}
+    return stacked, sizes
+
+
+def split(outputs: dict, axes: BatchAxes, sizes: list[int]) -> list[dict]:
+    """The rows of each request, in order, from the outputs of a stacked run."""
+    bounds = np.cumsum([0] + sizes)
+    return [{k: np.take(v, np.arange(lo, hi), axis=axes.outputs[k]) for k, v in outputs.items()}
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def groups(feeds: list[dict], axes: BatchAxes) -> list[list[int]]:
+    """Indices of ``feeds`` that can be stacked together, first-come order kept."""
+    by_key: dict = {}
+    for i, f in enumerate(feeds):
+        by_key.setdefault(_stack_key(f, axes), []).append(i)
+    return list(by_key.values())
+
+
+# ---------------------------------------------------------------- wire format
+
+NPZ = "application/x-npz"
+NPY = "application/x-npy"
+
+
+def decode_request(body: bytes, content_type: str | None, sig: Signature) -> dict:
+    """The feed of a request body (JSON, .npz or, for one input, .npy); RequestError if bad."""
+    kind = (content_type or "application/json").split(";")[0].strip().lower()
+    try:
+        if kind == NPZ:
+            with np.load(io.BytesIO(body), allow_pickle=False) as z:
+                feed = {k: z[k] for k in z.files}
+        elif kind in (NPY, "application/octet-stream"):
+            if len(sig.inputs) != 1:
+                raise RequestError(f"an .npy body carries one input; this model has {sorted(sig.inputs)} "
+                                   f"(send {NPZ})")
+            feed = {next(iter(sig.inputs)): np.load(io.BytesIO(body), allow_pickle=False)}
+        else:
+            doc = json.loads(body or b"null")
+            if not isinstance(doc, dict) or not isinstance(doc.get("inputs"), dict):
+                raise RequestError('a JSON body must be {"inputs": {name: nested lists}}')
+            feed = {k: np.asarray(v, dtype=sig.dtypes.get(k)) for k, v in doc["inputs"].items()}
+    except RequestError:
+        raise
+    except Exception as e:  # noqa: BLE001 - every malformed body is the client's error
+        raise RequestError(f"could not read the request body as {kind}: {e}") from None
+    return check_feed(feed, sig)
+
+
+def encode_response(outputs: dict, content_type: str | None) -> tuple[bytes, str]:
+    """The body of an answer: .npz for a binary request, JSON otherwise."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind in (NPZ, NPY, "application/octet-stream"):
+        buf = io.BytesIO()
+        np.savez(buf, **outputs)
+        return buf.getvalue(), NPZ
+    return json.dumps({"outputs": {k: v.tolist() for k, v in outputs.items()}}).encode(), "application/json"
+
+
+# ---------------------------------------------------------------- pinning
+
+
+def replica_device(device=None, env=None):
+    """The device a replica runs on: ``device`` if given; else the GPU the scheduler assigned
+    (``CUDA_VISIBLE_DEVICES``, which Ray sets for a replica given ``num_gpus``; see
+    ortops.visible); else None (``ORTOPS_DEVICE`` or the default device)."""
+    if device is not None:
+        return device
+    from ortops.visible import assigned_device
+
+    return assigned_device(env)
+
+
+def nvidia_gpus() -> int:
+    """How many NVIDIA Vulkan devices this process sees (the replicas' GPU count default)."""
+    import ortops
+    from ortops.visible import NVIDIA_VENDOR_ID
+
+    return sum(d.vendor_id == NVIDIA_VENDOR_ID for d in ortops.devices())
+
+
+# ---------------------------------------------------------------- the replica
+
+
+class Replica:
+    """What one Ray Serve replica holds: the session on its device and the batch axes. The Ray
+    deployment class (:func:`_deployment_class`) wraps it; usable without Ray too."""
+
+    def __init__(self, model, *, device=None, providers=None, sess_options=None):
+        import ortops
+        from ortops.device import select
+        from ortops.ort.rewrite import load_model
+
+        proto = load_model(model)
+        self.signature = Signature.of(proto)
+        self.axes = batch_axes(proto)
+        self.device = replica_device(device)
+        self.session = ortops.InferenceSession(proto, sess_options, providers=providers or ["CPUExecutionProvider"],
+                                               device=self.device, require_gpu=True)
+        chosen = select(self.device)
+        self.device_uuid = chosen.uuid
+        self.output_names = [o.name for o in self.session.get_outputs()]
+        log.info("ortops.serve: replica on %s (uuid %s), batch axis %s", chosen, chosen.uuid,
+                 self.axes.name if self.axes else "none")
+
+    def run(self, feed: dict) -> dict:
+        return dict(zip(self.output_names, self.session.run(None, feed)))
+
+    def run_many(self, feeds: list[dict]) -> list[tuple[dict, int]]:
+        """Each feed's outputs and the rows they ran with: stacked where the model allows."""
+        if self.axes is None:
+            return [(self.run(f), 1) for f in feeds]
+        done: list = [None] * len(feeds)
+        for group in groups(feeds, self.axes):
+            stacked, sizes = stack([feeds[i] for i in group], self.axes)
+            for i, out in zip(group, split(self.run(stacked), self.axes, sizes)):
+                done[i] = (out, sum(sizes))
+        return done
+
+
+def _deployment_class():
+    """The Ray Serve deployment (built on first use: Ray is an optional dependency)."""
+    from ray import serve
+    from starlette.responses import Response
+
+    class OrtopsDeployment:
+        def __init__(self, model, device=None, max_batch_size=8, batch_wait_timeout_s=0.005,
+                     providers=None):
+            self.replica = Replica(model, device=device, providers=providers)
+            self._batched.set_max_batch_size(max_batch_size)
+            self._batched.set_batch_wait_timeout_s(batch_wait_timeout_s)
+            try:
+                self.tag = serve.get_replica_context().replica_tag
+            except Exception:  # noqa: BLE001 - outside a replica (tests)
+                self.tag = str(os.getpid())
+
+        @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
+        async def _batched(self, feeds: list[dict]) -> list:
+            # The session releases the GIL in ONNX Runtime and the Vulkan wait; a worker
+            # thread keeps the replica's event loop answering while the batch runs.
+            return await asyncio.to_thread(self.replica.run_many, feeds)
+
+        async def predict(self, feed: dict) -> dict:
+            """For DeploymentHandle callers: a feed of arrays -> the outputs by name."""
+            feed = check_feed(feed, self.replica.signature)
+            if self.replica.axes is None:
+                return await asyncio.to_thread(self.replica.run, feed)
+            out, _ = await self._batched(feed)
+            return out
+
+        def info(self) -> dict:
+            """The replica's tag, device UUID and the validation messages since the last call."""
+            from ortops.device import validation_enabled, validation_messages
+
+            return {"replica": self.tag, "device": self.replica.device_uuid, "pid": os.getpid(),
+                    "validation": validation_enabled(), "validation_messages": validation_messages()}
+
+        async def __call__(self, request) -> Response:
+            kind = request.headers.get("content-type")
+            try:
+                feed = decode_request(await request.body(), kind, self.replica.signature)
+                if self.replica.axes is None:
+                    out, rows = await asyncio.to_thread(self.replica.run, feed), 1
+                else:
+                    out, rows = await self._batched(feed)
+            except (RequestError, ValueError) as e:
+                return Response(json.dumps({"error": str(e)}), status_code=400, media_type="application/json")
+            body, media = encode_response(out, kind)
+            return Response(body, media_type=media, headers={
+                "x-ortops-replica": self.tag, "x-ortops-device": self.replica.device_uuid,
+                "x-ortops-rows": str(rows)})
+
+    return OrtopsDeployment
+
+
+def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=None, max_batch_size: int = 8,
+        batch_wait_timeout_s: float = 0.005, max_ongoing_requests: int | None = None, name: str = "ortops",
+        providers=None):
+    """A Ray Serve application serving ``model`` (a path, bytes or ModelProto).
+
+    num_gpus: GPUs Ray gives each replica; default 1 where this process sees NVIDIA Vulkan
+    devices (Ray then pins each replica to its own GPU and :func:`replica_device` maps it),
+    else 0 (every replica on the default or ``device``). max_ongoing_requests: requests a
+    replica accepts at once (default twice ``max_batch_size``, so that a full batch can
+    gather while one runs).
+    """
+    from ray import serve
+
+    from ortops.ort.rewrite import load_model
+
+    if num_gpus is None:
+        num_gpus = 1 if nvidia_gpus() else 0
+    # A path travels as an absolute one (a replica's working directory is Ray's), else bytes.
+    body = (os.path.abspath(os.fspath(model)) if isinstance(model, (str, os.PathLike))
+            else load_model(model).SerializeToString())
+    deployment = serve.deployment(
+        _deployment_class(), name=name, num_replicas=num_replicas,
+        ray_actor_options={"num_cpus": 0, "num_gpus": num_gpus},
+        max_ongoing_requests=max_ongoing_requests or 2 * max_batch_size)
+    return deployment.bind(body, device, max_batch_size, batch_wait_timeout_s, providers)

@@ -1,0 +1,127 @@
+"""ortops.serve without Ray or a device: which axis requests are stacked along, stacking and
+splitting them back, grouping by the other dimensions, the JSON / .npz / .npy bodies and their
+errors, and which device a replica takes (listed in tests/conftest.py NO_DEVICE)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from ortops import serve
+from ortops.serve import RequestError, Signature
+
+from _scripts import load_script
+from test_visible import FOUND, A, C
+
+make_models = load_script("make_models")
+
+
+def _recognizer():
+    return make_models.recognizer(seq=6, inp=5, hidden=4, classes=3, seed=1)
+
+
+def test_batch_axis_of_the_recognizer_and_the_gru():
+    axes = serve.batch_axes(_recognizer())
+    assert (axes.name, axes.inputs, axes.outputs) == ("batch", {"X": 1}, {"logits": 1})
+    gru = serve.batch_axes(make_models.gru(seq=3, inp=2, hidden=2))
+    assert gru.inputs == {"X": 1} and gru.outputs == {"Y": 2, "Y_h": 1}
+
+
+def test_no_shared_symbolic_dimension_means_no_batching():
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["n", 4])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, "m"])
+    model = helper.make_model(helper.make_graph([helper.make_node("Transpose", ["X"], ["Y"])], "t", [x], [y]))
+    assert serve.batch_axes(model) is None
+    fixed = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["X"], ["Y"])], "r",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 4])]))
+    assert serve.batch_axes(fixed) is None
+
+
+def test_stack_then_split_gives_each_request_its_rows():
+    axes = serve.batch_axes(_recognizer())
+    rng = np.random.default_rng(0)
+    feeds = [{"X": rng.standard_normal((6, n, 5)).astype(np.float32)} for n in (1, 3, 2)]
+    stacked, sizes = serve.stack(feeds, axes)
+    assert sizes == [1, 3, 2] and stacked["X"].shape == (6, 6, 5)
+    # Outputs that carry the input rows (as a model would) come back to the right request.
+    parts = serve.split({"logits": stacked["X"][:, :, :3] * 2}, axes, sizes)
+    for f, p in zip(feeds, parts):
+        assert np.array_equal(p["logits"], f["X"][:, :, :3] * 2)
+
+
+def test_requests_of_other_shapes_or_types_are_not_stacked_together():
+    axes = serve.BatchAxes("batch", {"X": 1}, {"Y": 1})
+    f = [{"X": np.zeros((6, 1, 5), np.float32)}, {"X": np.zeros((7, 2, 5), np.float32)},
+         {"X": np.zeros((6, 4, 5), np.float32)}, {"X": np.zeros((6, 1, 5), np.float16)}]
+    assert serve.groups(f, axes) == [[0, 2], [1], [3]]
+
+
+def test_json_npz_and_npy_bodies():
+    sig = Signature.of(_recognizer())
+    x = np.random.default_rng(1).uniform(-1, 1, (6, 2, 5)).astype(np.float32)
+    feed = serve.decode_request(json.dumps({"inputs": {"X": x.tolist()}}).encode(), "application/json", sig)
+    assert feed["X"].dtype == np.float32 and np.array_equal(feed["X"], x)     # exact through JSON
+    buf = io.BytesIO()
+    np.savez(buf, X=x)
+    assert np.array_equal(serve.decode_request(buf.getvalue(), "application/x-npz", sig)["X"], x)
+    buf = io.BytesIO()
+    np.save(buf, x)
+    assert np.array_equal(serve.decode_request(buf.getvalue(), "application/x-npy", sig)["X"], x)
+    body, kind = serve.encode_response({"logits": x}, "application/json; charset=utf-8")
+    assert kind == "application/json" and np.array_equal(np.asarray(json.loads(body)["outputs"]["logits"], np.float32), x)
+    body, kind = serve.encode_response({"logits": x}, "application/x-npz")
+    with np.load(io.BytesIO(body)) as z:
+        assert kind == "application/x-npz" and np.array_equal(z["logits"], x)
+
+
+@pytest.mark.parametrize("body, kind, message", [
+    (b'{"inputs": {"X": [[[1.0, 2.0, 3.0]]]}}', "application/json", r"input 'X': expected shape \[6, batch, 5\], got \[1, 1, 3\]"),
+    (b'{"inputs": {"Y": [1.0]}}', "application/json", r"inputs: expected \['X'\], got \['Y'\]"),
+    (b'{"X": [1.0]}', "application/json", 'a JSON body must be {"inputs"'),
+    (b"not json", "application/json", "could not read the request body as application/json"),
+    (b"not npz", "application/x-npz", "could not read the request body as application/x-npz"),
+    (b'{"inputs": {"X": "text"}}', "application/json", "could not read the request body"),
+])
+def test_bad_bodies_are_request_errors(body, kind, message):
+    with pytest.raises(RequestError, match=message):
+        serve.decode_request(body, kind, Signature.of(_recognizer()))
+
+
+def test_feed_types_are_checked():
+    sig = Signature.of(_recognizer())
+    with pytest.raises(RequestError, match="input 'X': expected element type float32, got <U1"):
+        serve.check_feed({"X": np.full((6, 1, 5), "a")}, sig)
+    assert serve.check_feed({"X": np.zeros((6, 1, 5), np.float64)}, sig)["X"].dtype == np.float32
+    lens = helper.make_tensor_value_info("L", TensorProto.INT32, ["batch"])
+    model = helper.make_model(helper.make_graph([helper.make_node("Identity", ["L"], ["O"])], "i", [lens],
+                                                [helper.make_tensor_value_info("O", TensorProto.INT32, ["batch"])]))
+    with pytest.raises(RequestError, match="input 'L': expected element type int32, got float64"):
+        serve.check_feed({"L": np.array([1.5])}, Signature.of(model))
+
+
+def test_npy_body_needs_a_one_input_model():
+    two = helper.make_model(helper.make_graph(
+        [helper.make_node("Add", ["A", "B"], ["C"])], "add",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch"]) for n in "AB"],
+        [helper.make_tensor_value_info("C", TensorProto.FLOAT, ["batch"])]))
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(2, np.float32))
+    with pytest.raises(RequestError, match=r"an .npy body carries one input; this model has \['A', 'B'\]"):
+        serve.decode_request(buf.getvalue(), "application/x-npy", Signature.of(two))
+
+
+def test_replica_device_takes_the_given_one_else_the_assigned_gpu(monkeypatch):
+    from ortops import device as device_mod
+
+    monkeypatch.setattr(device_mod, "_devices_cache", list(FOUND))
+    assert serve.replica_device("cpu", env={"CUDA_VISIBLE_DEVICES": "2"}) == "cpu"
+    assert serve.replica_device(None, env={"CUDA_VISIBLE_DEVICES": "2"}) is C     # Ray gave it GPU 2
+    assert serve.replica_device(None, env={"CUDA_VISIBLE_DEVICES": f"GPU-{A.uuid}"}) is A
+    assert serve.replica_device(None, env={"CUDA_VISIBLE_DEVICES": ""}) is None    # no GPU: choose as usual
+    assert serve.replica_device(None, env={}) is None
