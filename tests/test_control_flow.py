@@ -246,3 +246,32 @@ def test_weights_computed_with_arithmetic_stay_inputs_of_the_body_node():
     assert lstm.where == "gpu" and lstm.weights.startswith("inputs"), lstm.describe()
     feeds = {"X": _uniform(rng, (T, B, I)), "h_in": _uniform(rng, (1, B, H)), "cond": np.array(True)}
     assert_close(sess.run(None, feeds), stock(model, feeds))
+
+
+def test_float16_node_in_a_branch_gets_its_casts_inside_the_branch():
+    # ORT CPU has no float16 recurrent kernel, so the oracle is the same node in a main graph:
+    # the same kernel on the same inputs gives the same bits (the determinism contract).
+    rng = np.random.default_rng(10)
+    H16 = TensorProto.FLOAT16
+    w = [numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name)
+         for t in _weights("LSTM", rng, prefix="m")]
+    lstm = helper.make_node("LSTM", ["X", "mW", "mR", "mB", "", "h0"], ["Y", "Y_h"], name="half", hidden_size=H)
+    plain = _model([lstm], [_vi("X", [T, B, I], H16), _vi("h0", [1, B, H], H16)], [_vi("Y_h", [1, B, H], H16)], w)
+    then_g = helper.make_graph([lstm], "then", [], [_vi("Y_h", [1, B, H], H16)])
+    else_g = helper.make_graph([helper.make_node("Identity", ["h0"], ["e"])], "else", [], [_vi("e", [1, B, H], H16)])
+    branched = _model([helper.make_node("If", ["cond"], ["out"], name="branch", then_branch=then_g,
+                                        else_branch=else_g)],
+                      [_vi("X", [T, B, I], H16), _vi("h0", [1, B, H], H16), _vi("cond", [], TensorProto.BOOL)],
+                      [_vi("out", [1, B, H], H16)], w)
+    sess = ortops.InferenceSession(branched, providers=["CPUExecutionProvider"])
+    (p,) = sess.placement
+    assert (p.where, p.dtype, p.path) == ("gpu", "float16", "If 'branch' then_branch"), p.describe()
+    rw = ortops.ort.rewrite.rewrite(branched, weights="registry", tag="cf-half")
+    customop.REGISTRY.forget(rw.keys)
+    body = _body(rw.model.graph.node[0], "then_branch")   # X and h0 widened inside the branch
+    assert [(n.domain, n.op_type) for n in body.node][:2] == [("", "Cast"), ("", "Cast")]
+    assert [n.domain for n in body.node][2:] == ["ortops", ""] and body.node[3].op_type == "Squeeze"
+    feeds = {"X": _uniform(rng, (T, B, I)).astype(np.float16), "h0": _uniform(rng, (1, B, H)).astype(np.float16)}
+    (got,) = sess.run(None, dict(feeds, cond=np.array(True)))
+    (want,) = ortops.InferenceSession(plain, providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert got.dtype == np.float16 and np.array_equal(got.view(np.uint16), want.view(np.uint16))
