@@ -10,8 +10,11 @@ lose to the CPU; this script measures it rather than assume it.
 
 For each engine (ortops.InferenceSession; ORT CPU with its default thread pool; ORT CPU with
 one intra-op thread) it streams ``--frames`` frames of a synthetic signal (silence, a tone,
-noise), timing each ``run`` alone (time.perf_counter_ns around the call), after
-``--warmup`` untimed frames, and reports median, p90, p99 and max in microseconds. It also
+noise), timing each ``run`` alone (time.perf_counter_ns around the call), after ``--warmup``
+seconds of untimed frames, and reports median, p90, p99 and max in microseconds. Frames go
+back to back by default; ``--realtime`` paces them as a live stream does (one every 32 ms),
+which leaves a GPU idle between frames and so at its idle clocks (docs/perf.md, "GPU clocks"):
+the latency a deployed stream sees. It also
 checks that the ortops stream's speech probabilities equal ORT CPU's (scaled error over the
 stream, the project's float32 tolerance) and fails (exit 1) if not.
 
@@ -69,7 +72,7 @@ def extract_models(wheel: str, out_dir: str) -> dict[str, str]:
 
 def signal(seconds: float, sr: int, seed: int = 0) -> np.ndarray:
     """Silence, then a 220 Hz tone with a vibrato, then noise bursts: float32 in [-1, 1]."""
-    t = np.arange(int(seconds * sr)) / sr
+    t = np.arange(round(seconds * sr)) / sr
     rng = np.random.default_rng(seed)
     tone = 0.5 * np.sin(2 * np.pi * (220 + 20 * np.sin(2 * np.pi * 3 * t)) * t)
     gate = ((t % 4.0) > 1.0) & ((t % 4.0) < 2.5)
@@ -87,14 +90,18 @@ def frames(sig: np.ndarray, sr: int):
         yield x
 
 
-def stream(sess, sig: np.ndarray, sr: int, on_frame=None):
+def stream(sess, sig: np.ndarray, sr: int, on_frame=None, pace: float | None = None):
     """Run ``sess`` over ``sig`` frame by frame, its state fed back. Returns (probabilities
     [frames], states [frames, 2, 1, 128], per-run nanoseconds [frames]). ``on_frame(x, state)``
-    sees each frame's feed before the run (the tests compare there)."""
+    sees each frame's feed before the run (the tests compare there); ``pace``: seconds between
+    frame starts (a live stream), None: back to back."""
     state = np.zeros(STATE_SHAPE, np.float32)
     sr_arr = np.array(sr, np.int64)
     probs, states, ns = [], [], []
-    for x in frames(sig, sr):
+    start = time.perf_counter()
+    for k, x in enumerate(frames(sig, sr)):
+        if pace is not None:
+            time.sleep(max(0.0, start + k * pace - time.perf_counter()))
         if on_frame is not None:
             on_frame(x, state)
         t0 = time.perf_counter_ns()
@@ -130,7 +137,10 @@ def sessions(model: str, device=None) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=2000, help="timed frames per engine (default 2000)")
-    ap.add_argument("--warmup", type=int, default=50, help="untimed frames first (default 50)")
+    ap.add_argument("--warmup", type=float, default=2.0, metavar="SECONDS",
+                    help="untimed frames, back to back, for this long first (default 2)")
+    ap.add_argument("--realtime", action="store_true",
+                    help="one frame every frame duration (32 ms at 16 kHz), as a live stream")
     ap.add_argument("--sr", type=int, default=16000, choices=sorted(FRAMES))
     ap.add_argument("--model", default="silero_vad", help="model name in the wheel, or a path to an .onnx")
     ap.add_argument("--wheel", default=None, help="the silero-vad wheel (default: build/deps)")
@@ -143,16 +153,20 @@ def main(argv=None) -> int:
         model = args.model if args.model.endswith(".onnx") else extract_models(find_wheel(args.wheel), tmp)[args.model]
         engines = sessions(model, args.device)
         frame, _ = FRAMES[args.sr]
-        sig = signal((args.frames + args.warmup + 1) * frame / args.sr, args.sr)
-        warm = sig[:args.warmup * frame]
-        timed = sig[args.warmup * frame:]
+        timed = signal(args.frames * frame / args.sr, args.sr)
+        warm = signal(4.0, args.sr, seed=1)
+        pace = frame / args.sr if args.realtime else None
         lines = [f"model {os.path.basename(model)}, {args.sr} Hz, frame {frame} samples "
-                 f"({1e3 * frame / args.sr:.0f} ms), batch 1, state fed back; {args.warmup} warm-up frames"]
+                 f"({1e3 * frame / args.sr:.0f} ms), batch 1, state fed back; {args.warmup} s of warm-up frames; "
+                 + ("frames paced in real time" if args.realtime else "frames back to back")]
         lines += [p.describe() for p in engines["ortops"].placement]
-        report, probs = {"model": os.path.basename(model), "sr": args.sr, "frame": frame, "engines": {}}, {}
+        report, probs = {"model": os.path.basename(model), "sr": args.sr, "frame": frame,
+                         "realtime": args.realtime, "engines": {}}, {}
         for name, sess in engines.items():
-            stream(sess, warm, args.sr)
-            probs[name], _, ns = stream(sess, timed, args.sr)
+            until = time.perf_counter() + args.warmup
+            while time.perf_counter() < until:
+                stream(sess, warm[:int(0.5 * args.sr)], args.sr)   # half-second streams
+            probs[name], _, ns = stream(sess, timed, args.sr, pace=pace)
             report["engines"][name] = stats = percentiles(ns)
             lines.append(f"{name:17s} median {stats['median_us']:8.1f} us  p90 {stats['p90_us']:8.1f}  "
                          f"p99 {stats['p99_us']:8.1f}  max {stats['max_us']:9.1f}  ({stats['frames']} frames)")

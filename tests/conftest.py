@@ -65,7 +65,8 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
-    "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu"},   # 2.2-2.4 s each
+    "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
+                        "test_stream_bench_reports_every_engine"},           # 3 s
 }
 
 #: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects

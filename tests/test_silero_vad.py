@@ -85,3 +85,16 @@ def test_streaming_frame_by_frame_equals_ort_cpu(models, sr):
     assert worst["h"] <= TOL and worst["c"] <= TOL, worst
     assert scaled_error(probs, want_probs) <= TOL
     assert probs.max() > 0.5 > probs.min()   # the signal has speech-like and silent stretches
+
+
+def test_stream_bench_reports_every_engine(tmp_path, capsys):
+    # scripts/stream_bench.py as gpu_machine.sh's stream stage runs it, a short stream, paced.
+    assert bench.main(["--frames", "20", "--warmup", "0.2", "--realtime", "--out", str(tmp_path)]) == 0
+    import json
+
+    report = json.loads((tmp_path / "stream.json").read_text())
+    assert set(report["engines"]) == {"ortops", "ORT CPU", "ORT CPU 1 thread"} and report["realtime"]
+    for stats in report["engines"].values():
+        assert stats["frames"] == 20 and 0 < stats["median_us"] <= stats["p99_us"] <= stats["max_us"]
+    assert report["scaled_error"] <= TOL
+    assert "-> GPU" in capsys.readouterr().out
