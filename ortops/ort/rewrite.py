@@ -626,14 +626,15 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
 
 def _tidy(proto: onnx.ModelProto, folded: set, info: "_Graph") -> None:
     """Remove the weight chains the layers now hold (``folded``: their output names), then
-    the initializers and Constant nodes nothing reads any more, in every scope."""
+    the initializers and Constant nodes nothing reads any more, in every scope; repeated while
+    something goes (one pass per link of a chain: 4 for TorchScript's Slice/Concat/Unsqueeze)."""
     graphs = list(subgraphs.all_graphs(proto.graph))
-    if folded:
-        for g in graphs:
-            subgraphs.prune(g, folded, info.read_names)
-    for g in graphs[1:]:
-        _drop_unused_constants(g, info.read_names())
-    _drop_unused_constants(proto.graph)
+    while True:
+        live = info.read_names()
+        removed = sum(subgraphs.prune(g, folded, live) for g in graphs) if folded else 0
+        removed += sum(_drop_unused_constants(g, live) for g in graphs)
+        if not removed:
+            return
 
 
 def _keep(out: Rewritten, cfg: NodeConfig, d: Decision, weights: str, device) -> None:
@@ -648,12 +649,15 @@ def _keep(out: Rewritten, cfg: NodeConfig, d: Decision, weights: str, device) ->
     out.keys.append(cfg.key)
 
 
-def _drop_unused_constants(g, used: set | None = None) -> None:
+def _drop_unused_constants(g, used: set | None = None) -> int:
     """Remove initializers and Constant nodes nothing reads any more (weights
     now held by the registry), so the session does not keep a second copy.
-    ``used``: the names read anywhere in the model (default: in ``g`` and its bodies)."""
+    ``used``: the names read anywhere in the model (default: in ``g`` and its bodies).
+    Returns how many went."""
     used = used if used is not None else used_names(g) | {o.name for o in g.output}
-    keep = [t for t in g.initializer if t.name in used or t.name in {i.name for i in g.input}]
+    before = len(g.initializer) + len(g.node)
+    inputs = {i.name for i in g.input}
+    keep = [t for t in g.initializer if t.name in used or t.name in inputs]
     if len(keep) != len(g.initializer):
         del g.initializer[:]
         g.initializer.extend(keep)
@@ -662,3 +666,4 @@ def _drop_unused_constants(g, used: set | None = None) -> None:
     if len(nodes) != len(g.node):
         del g.node[:]
         g.node.extend(nodes)
+    return before - len(g.initializer) - len(g.node)

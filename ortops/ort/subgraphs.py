@@ -166,17 +166,15 @@ class Folder:
         return np.asarray(arr)
 
 
-def prune(graph: onnx.GraphProto, candidates: set, used: Callable[[], set]) -> None:
+def prune(graph: onnx.GraphProto, candidates: set, live: set) -> int:
     """Remove from ``graph`` the nodes among ``candidates`` (folded weight chains) whose
-    outputs nothing reads any more, repeatedly (a Slice feeding only a removed Concat goes
-    too). ``candidates`` holds the nodes' output names (unique in a model; protobuf messages
-    are not hashable); ``used()`` gives the names read anywhere in the model, graph outputs
-    included."""
-    while True:
-        live = used()
-        keep = [n for n in graph.node
-                if not (set(n.output) & candidates) or any(o in live for o in n.output)]
-        if len(keep) == len(graph.node):
-            return
+    outputs are not ``live`` (read anywhere in the model, graph outputs included); returns how
+    many went. ``candidates`` holds the nodes' output names (unique in a model; protobuf
+    messages are not hashable). The caller repeats while something goes (a Slice feeding only
+    a removed Concat goes in the next pass)."""
+    keep = [n for n in graph.node if not (set(n.output) & candidates) or any(o in live for o in n.output)]
+    removed = len(graph.node) - len(keep)
+    if removed:
         del graph.node[:]
         graph.node.extend(keep)
+    return removed
