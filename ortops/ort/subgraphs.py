@@ -113,10 +113,16 @@ class Folder:
                     if o:
                         self.producers[o] = n
         self._cache: dict[str, np.ndarray | None] = {}
+        self._chains: dict[str, list | None] = {}
 
     def chain(self, name: str) -> list:
         """The nodes (in order) that compute ``name`` from constants, or None if it is not so
         computed (a graph input, a non-foldable op, a value of unknown origin on the way)."""
+        if name not in self._chains:  # memoised: exporters share sub-chains (one weight, 3 Slices)
+            self._chains[name] = self._chain(name)
+        return self._chains[name]
+
+    def _chain(self, name: str) -> list:
         if name in self.consts:
             return []
         n = self.producers.get(name)
