@@ -53,6 +53,8 @@ NO_DEVICE = {
     "test_kernels": {"test_activation_runs_cover_every_slot"},
     "test_layer_api": {"test_unknown_op"},
     "test_session": {"test_malformed_model_is_a_clear_error"},
+    "test_control_flow": {"test_folder_folds_data_movement_exactly_and_nothing_else",
+                          "test_scope_describes_the_path_outermost_first"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or

@@ -275,3 +275,40 @@ def test_float16_node_in_a_branch_gets_its_casts_inside_the_branch():
     (got,) = sess.run(None, dict(feeds, cond=np.array(True)))
     (want,) = ortops.InferenceSession(plain, providers=["CPUExecutionProvider"]).run(None, feeds)
     assert got.dtype == np.float16 and np.array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_folder_folds_data_movement_exactly_and_nothing_else():
+    # TorchScript's gate reorder of a weight (Slice, Concat, Unsqueeze), folded bit for bit; a
+    # chain with arithmetic (Mul) or a graph input on the way is not a constant.
+    from ortops.ort.subgraphs import Folder
+
+    w = np.random.default_rng(11).standard_normal((8, 3)).astype(np.float32)
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, np.int64)))
+    nodes = [c("s0", [4]), c("e0", [8]), c("s1", [0]), c("e1", [4]), c("ax", [0]),
+             helper.make_node("Slice", ["w", "s0", "e0", "ax"], ["a"]),
+             helper.make_node("Slice", ["w", "s1", "e1", "ax"], ["b"]),
+             helper.make_node("Concat", ["a", "b"], ["ab"], axis=0),
+             helper.make_node("Unsqueeze", ["ab", "ax"], ["W"]),
+             helper.make_node("Mul", ["W", "W"], ["W2"]),
+             helper.make_node("Unsqueeze", ["x", "ax"], ["X1"])]
+    model = _model(nodes, [_vi("x", [8, 3])], [_vi("W", [1, 8, 3]), _vi("W2", [1, 8, 3]), _vi("X1", [1, 8, 3])],
+                   [numpy_helper.from_array(w, "w")])
+    consts = {"w": model.graph.initializer[0]}
+    consts.update({n.output[0]: n.attribute[0].t for n in model.graph.node if n.op_type == "Constant"})
+    folder = Folder(model, consts)
+    got = folder.value("W")
+    want = np.concatenate([w[4:], w[:4]])[None]
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert [n.op_type for n in folder.chain("W")] == ["Slice", "Slice", "Concat", "Unsqueeze"]
+    assert folder.value("W2") is None and folder.chain("W2") is None
+    assert folder.value("X1") is None
+
+
+def test_scope_describes_the_path_outermost_first():
+    from ortops.ort.subgraphs import Scope
+
+    loop = helper.make_node("Loop", ["n", ""], [], name="l")
+    cond = helper.make_node("If", ["c"], [], name="")
+    scope = Scope().inside(loop, "body").inside(cond, "else_branch")
+    assert scope.describe() == "Loop 'l' body / If '(unnamed)' else_branch" and not scope.is_main
+    assert Scope().describe() == "" and Scope().is_main
