@@ -72,7 +72,8 @@ def _loop_model(rng, chunks: int, chunk: int) -> onnx.ModelProto:
          helper.make_node("LSTM", ["xc", "mW", "mR", "mB", "", "h", "c"], ["y", "h2", "c2"], name="chunk_lstm",
                           hidden_size=H),
          helper.make_node("Identity", ["cond_in"], ["cond_out"])],
-        "body", [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("h", [1, B, H]), _vi("c", [1, B, H])],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("h", [1, B, H]),
+                 _vi("c", [1, B, H])],
         [_vi("cond_out", [], TensorProto.BOOL), _vi("h2", [1, B, H]), _vi("c2", [1, B, H]), _vi("y", [chunk, 1, B, H])],
         [numpy_helper.from_array(np.array(chunk, np.int64), "clen"),
          numpy_helper.from_array(np.array([0], np.int64), "ax0")])
@@ -92,7 +93,8 @@ def _scan_model(rng, k: int) -> onnx.ModelProto:
         "body", [_vi("h", [2, B, H]), _vi("x", [T, B, I])], [_vi("h2", [2, B, H]), _vi("y_out", [T, 2, B, H])],
         _weights("RNN", rng, dirs=2, prefix="r"))
     nodes = [helper.make_node("Scan", ["h0", "Xs"], ["hN", "ys"], name="scan", body=body, num_scan_inputs=1)]
-    return _model(nodes, [_vi("h0", [2, B, H]), _vi("Xs", [k, T, B, I])], [_vi("hN", [2, B, H]), _vi("ys", [k, T, 2, B, H])])
+    return _model(nodes, [_vi("h0", [2, B, H]), _vi("Xs", [k, T, B, I])],
+                  [_vi("hN", [2, B, H]), _vi("ys", [k, T, 2, B, H])])
 
 
 def _if_in_loop_model(rng, n: int) -> onnx.ModelProto:
@@ -184,7 +186,8 @@ def test_loop_over_chunks_equals_one_lstm_over_the_whole_sequence():
     hN, cN, _ = ortops.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
     whole = _model([helper.make_node("LSTM", ["X", "mW", "mR", "mB", "", "h0", "c0"], ["Y", "Yh", "Yc"],
                                      hidden_size=H)],
-                   [_vi("X", [12, B, I]), _vi("h0", [1, B, H]), _vi("c0", [1, B, H])], [_vi("Yh", [1, B, H]), _vi("Yc", [1, B, H])],
+                   [_vi("X", [12, B, I]), _vi("h0", [1, B, H]), _vi("c0", [1, B, H])],
+                   [_vi("Yh", [1, B, H]), _vi("Yc", [1, B, H])],
                    [t for t in model.graph.initializer if t.name.startswith("m")])
     assert_close([hN, cN], stock(whole, feeds))
 
