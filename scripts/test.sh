@@ -46,7 +46,8 @@ print(next(m.group(1) for d in deps if (m := re.fullmatch(r"onnxruntime>=([0-9]+
   # The conformance job just ran against this onnxruntime: its suites are deselected here too.
   PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
     --onnxruntime-version "$oldest" -m "not conformance" tests/test_session.py tests/test_session_parity.py \
-    tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py || status=$?
+    tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py tests/test_control_flow.py \
+    tests/test_silero_vad.py || status=$?
   # Installed like any package: types, the oldest onnxruntime-extensions, the wheel in a clean
   # venv, onnxruntime-gpu as the flavour (scripts/test_packaging.sh; docs/packaging.md).
   bash scripts/test_packaging.sh || status=1

@@ -70,6 +70,8 @@ NO_DEVICE = {
                      "test_no_nvidia_device_means_index_is_an_error_and_empty_is_none",
                      "test_assigned_device_by_rank", "test_missing_pci_bus_id_with_several_gpus_asks_for_uuids",
                      "test_select_by_uuid_or_unique_prefix", "test_ambiguous_or_unknown_uuid_lists_the_devices"},
+    "test_control_flow": {"test_folder_folds_data_movement_exactly_and_nothing_else",
+                          "test_scope_describes_the_path_outermost_first"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or
@@ -86,6 +88,8 @@ SLOW = {
                     "test_placement_script_quick"},
     "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},
     "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe)
+    "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
+                        "test_stream_bench_reports_every_engine"},           # 3 s
 }
 
 #: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects

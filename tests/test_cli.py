@@ -1,5 +1,6 @@
 """The ``ortops`` command (ortops.tools.cli.main)."""
 
+import pathlib
 import re
 import time
 
@@ -58,6 +59,15 @@ def test_info_shows_nodes_left_to_ort(models, capsys, monkeypatch):
     assert cli.main(["info", models["gru"]]) == 0
     assert re.search(r"'gru': GRU .*-> ONNX Runtime CPU \(not taken by the GPU path: .*no such kernel",
                      capsys.readouterr().out)
+
+
+def test_info_names_the_bodies_of_nodes_in_control_flow(capsys):
+    # A torch.jit.script export (tests/models): its LSTM in a Loop body, its GRU in an If branch.
+    path = pathlib.Path(__file__).resolve().parent / "models" / "scripted_loop_if.onnx"
+    assert cli.main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"#\d Loop '/Loop' body / LSTM '/LSTM': LSTM forward .* float32 -> GPU", out), out
+    assert re.search(r"#\d If '/If' else_branch / GRU '/GRU': GRU forward .* float32 -> GPU", out), out
 
 
 @pytest.mark.parametrize("name", ["recognizer", "recognizer_fp16", "gru", "gru_fp16", "rnn", "rnn_fp16", "layout1"])

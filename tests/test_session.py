@@ -396,7 +396,7 @@ def test_invalid_graph_fails_at_creation_with_ort_message():
     assert_close(ortops.InferenceSession(case.model).run(None, case.feeds), stock(case.model, case.feeds))
 
 
-def test_recurrent_node_in_a_subgraph_is_reported_and_runs_on_ort():
+def test_recurrent_node_in_a_subgraph_runs_on_the_gpu_and_is_reported_with_its_path():
     case = node_case("sub", "GRU", seq=3, batch=2, inp=3, hidden=4, bias=True, rng=np.random.default_rng(13))
     g = case.model.graph
     gru = g.node[0]
@@ -413,7 +413,9 @@ def test_recurrent_node_in_a_subgraph_is_reported_and_runs_on_ort():
     sess = ortops.InferenceSession(case.model, providers=["CPUExecutionProvider"])
     where = {p.name: p for p in sess.placement}
     assert where["gru_node"].where == "gpu"
-    assert where["gru_in_if"].where == "cpu" and "inside a subgraph (If node 'branch'" in where["gru_in_if"].reason
+    assert where["gru_in_if"].where == "gpu" and where["gru_in_if"].path == "If 'branch' then_branch"
+    assert where["gru_in_if"].dtype == "float32"
+    assert "If 'branch' then_branch / GRU 'gru_in_if'" in where["gru_in_if"].describe()
     for cond in (True, False):
         feeds = dict(case.feeds, cond=np.array(cond))
         assert_close(sess.run(None, feeds), stock(case.model, feeds))

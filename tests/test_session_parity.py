@@ -241,9 +241,9 @@ def _gru_in_a_loop(x_source):
 @pytest.mark.parametrize("x_source", ["cast", "unknown"])
 def test_recurrent_node_in_a_loop_body_has_its_element_type(x_source):
     (p,) = placement(_gru_in_a_loop(x_source))
-    assert p.name == "gru_in_loop" and p.where == "cpu" and "inside a subgraph (Loop node 'loop'" in p.reason
+    assert (p.name, p.where, p.path) == ("gru_in_loop", "gpu", "Loop 'loop' body")
     assert p.dtype == "float32"
-    assert "GRU forward layout=0 hidden=4 float32 -> ONNX Runtime CPU" in p.describe()
+    assert "Loop 'loop' body / GRU 'gru_in_loop': GRU forward layout=0 hidden=4 float32 -> GPU" in p.describe()
 
 
 def test_loop_body_gru_runs_like_stock_ort():

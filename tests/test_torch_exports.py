@@ -1,4 +1,14 @@
-"""Real PyTorch (TorchScript exporter) models through ortops, at every ORT optimisation level.
+"""Real PyTorch models (TorchScript and dynamo exporters) through ortops.
+
+The corpus (scripts/export_torch_models.py, ``corpus()``): nn.LSTM / nn.GRU / nn.RNN of one and
+two layers, bidirectional, batch_first, with and without h0/c0, packed sequences with lengths,
+dynamic axes, a CRNN, an embedding + GRU tagger, a torch.jit.script model with an LSTM in a
+Loop body and a GRU in an If branch, and a dynamo export. Each NAME.onnx comes with NAME.npz:
+the inputs (``input.*``, other sizes than the export's example where axes are dynamic) and
+torch's own outputs (``output.*``). Every recurrent node (in every scope) must be on the device
+and every output within the float32 tolerance of both ORT CPU and torch.
+
+The matrix over ORT's optimisation levels below covers the first three exports:
 
 tests/models/ holds three small exports written by scripts/export_torch_models.py: an
 nn.LSTM at opset 9, an nn.GRU and a two-layer nn.RNN at opset 14, all sequence first with
@@ -28,6 +38,62 @@ LEVELS = {
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
 RECURRENT = {"LSTM", "GRU", "RNN"}
+
+
+CORPUS = sorted(p.stem for p in MODELS.glob("*.npz"))
+
+
+def _all_recurrent(graph) -> int:
+    """Recurrent nodes of ``graph`` and of its If/Loop/Scan bodies."""
+    n = 0
+    for node in graph.node:
+        n += node.op_type in RECURRENT
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                n += _all_recurrent(a.g)
+    return n
+
+
+def _saved(name: str):
+    data = np.load(MODELS / f"{name}.npz")
+    feeds = {k[len("input."):]: data[k] for k in data.files if k.startswith("input.")}
+    torch_out = {k[len("output."):]: data[k] for k in data.files if k.startswith("output.")}
+    return feeds, torch_out
+
+
+def test_the_corpus_is_there():
+    assert len(CORPUS) >= 10 and "scripted_loop_if" in CORPUS and "dynamo_lstm2_bidirectional" in CORPUS
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_corpus_model_runs_on_the_device_like_ort_cpu_and_torch(name):
+    path = MODELS / f"{name}.onnx"
+    feeds, torch_out = _saved(name)
+    sess = ortops.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert len(sess.placement) == _all_recurrent(onnx.load(str(path)).graph) >= 1
+    for p in sess.placement:
+        assert p.where == "gpu" and p.dtype == "float32" and p.weights.startswith("constant"), p.describe()
+    feeds = {i.name: feeds[i.name] for i in sess.get_inputs()}   # exporters may drop unused inputs
+    got = sess.run(None, feeds)
+    want = _stock(path, feeds)
+    for out, g, w in zip(sess.get_outputs(), got, want):
+        assert g.shape == w.shape == torch_out[out.name].shape, out.name
+        for ref, label in ((w, "ORT CPU"), (torch_out[out.name], "torch")):
+            err = scaled_error(g, ref)
+            assert err <= 1e-5, f"{name}: output {out.name} scaled error {err} against {label}"
+
+
+def test_scripted_model_takes_both_branches_and_loops_on_the_device():
+    # The saved input takes the Loop's LSTM path (x.sum() > 0); its negation takes the GRU in
+    # the If's other branch. Both paths are rewritten: placement names them by their bodies.
+    path = MODELS / "scripted_loop_if.onnx"
+    feeds, _ = _saved("scripted_loop_if")
+    sess = ortops.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert sorted(p.path.split(" ")[0] for p in sess.placement) == ["If", "Loop"]
+    for x in (feeds["x"], -feeds["x"]):
+        f = dict(feeds, x=x)
+        for g, w in zip(sess.run(None, f), _stock(path, f)):
+            assert g.shape == w.shape and scaled_error(g, w) <= 1e-5
 
 
 def _options(level: str) -> ort.SessionOptions:

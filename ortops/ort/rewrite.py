@@ -20,8 +20,11 @@ Two weight modes:
   extensions and compared to the cached copy; the layer is only rebuilt (and
   re-uploaded) when they changed.
 
-Only nodes of the main graph are rewritten; recurrent nodes inside
-subgraphs (If/Loop/Scan bodies) stay standard and are reported as such.
+Recurrent nodes inside subgraphs (If/Loop/Scan bodies, nested to any depth)
+are rewritten like main-graph ones (``ortops.ort.subgraphs``): their custom node
+reads the run token as an outer-scope value, its casts and check Squeeze go
+into the subgraph, and constant weights (initializers of any enclosing scope,
+Constant nodes, data-movement chains of them) are uploaded once per session.
 
 Structure: per recurrent node, :func:`place` decides (a :class:`Decision`:
 taken with its layer, or left to ORT with the reason), :func:`node_config`
@@ -43,7 +46,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ortops.ort import customop, policy, quantized
+from ortops.ort import customop, policy, quantized, subgraphs
 from ortops.cells import CELLS
 from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
@@ -78,6 +81,7 @@ class NodePlacement:
     reason: str
     weights: str = ""  # "constant" (uploaded once) or "inputs" (compared every run)
     outputs: tuple = ()
+    path: str = ""  # the subgraph holding the node ("If 'x' then_branch / Loop 'l' body"); "" main graph
 
     def describe(self) -> str:
         """One line for reports such as ``ortops info``."""
@@ -85,7 +89,8 @@ class NodePlacement:
         where = f"GPU ({self.reason})" if self.where == "gpu" else f"ONNX Runtime CPU ({self.reason})"
         extra = f", weights {self.weights}" if self.weights else ""
         outs = f", outputs {'/'.join(self.outputs)}" if self.outputs else ""
-        return f"#{self.index} {self.name!r}: {shape} -> {where}{extra}{outs}"
+        node = f"{self.path} / {self.op} {self.name!r}" if self.path else repr(self.name)
+        return f"#{self.index} {node}: {shape} -> {where}{extra}{outs}"
 
 
 @dataclass
@@ -142,30 +147,6 @@ def op_version(op: str, opset: int) -> int | None:
         return onnx.defs.get_schema(op, opset, "").since_version
     except Exception:  # onnx raises SchemaError for an opset before the op existed
         return None
-
-
-def _subgraphs(graph):
-    """Every subgraph (If/Loop/Scan body) of ``graph``, nested ones included."""
-    for n in graph.node:
-        for a in n.attribute:
-            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else (
-                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else [])
-            for sg in subs:
-                yield sg
-                yield from _subgraphs(sg)
-
-
-def _subgraph_nodes(graph, owner: str = ""):
-    """(node, owner description) for every node inside subgraphs of ``graph``."""
-    for n in graph.node:
-        for a in n.attribute:
-            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else (
-                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else [])
-            for sg in subs:
-                where = f"{n.op_type} node {n.name or '(unnamed)'!r}, attribute {a.name}"
-                for inner in sg.node:
-                    yield inner, where
-                yield from _subgraph_nodes(sg, where)
 
 
 def _attrs(node) -> dict:
@@ -230,20 +211,24 @@ def _config_attrs(op: str, raw: dict) -> NodeAttrs:
 
 
 class _Graph:
-    """Lookups over the main graph: constants, element types, consumers."""
+    """Lookups over the model, every scope (value names are unique model-wide, see
+    ``ortops.ort.subgraphs``): constants, element types, consumers."""
 
     def __init__(self, model: onnx.ModelProto):
         g = model.graph
+        self.model = model
         self.graph_inputs = {i.name for i in g.input}
         self.consts: dict[str, TensorProto] = {}
-        for t in g.initializer:
-            if t.name not in self.graph_inputs:  # an initializer that is also an input can be fed
-                self.consts[t.name] = t
-        for n in g.node:
-            if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1:
-                for a in n.attribute:
-                    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                        self.consts[n.output[0]] = a.t
+        for sg in subgraphs.all_graphs(g):
+            inputs = {i.name for i in sg.input}
+            for t in sg.initializer:
+                if t.name not in inputs:  # an initializer that is also an input can be fed
+                    self.consts[t.name] = t
+            for n in sg.node:
+                t = subgraphs.constant_tensor(n)
+                if t is not None:
+                    self.consts[n.output[0]] = t
+        self.folder = subgraphs.Folder(model, self.consts)
         self.types: dict[str, tuple[int, list | None]] = {}
         try:
             inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False).graph
@@ -262,10 +247,17 @@ class _Graph:
         # Values of subgraphs (for the placement of their recurrent nodes): what shape
         # inference found inside them, then their declarations and initializers. A subgraph
         # cannot redeclare an outer name, so one table serves every scope.
-        for sg in _subgraphs(inferred):
+        for sg in list(subgraphs.all_graphs(inferred))[1:]:
             self._add_types(list(sg.input) + list(sg.output) + list(sg.value_info), sg.initializer, sg.node)
-        self.used = used_names(g) | {o.name for o in g.output}
-        self.all_names = _all_names(g)
+        self.all_names: set[str] = set()
+        for sg in subgraphs.all_graphs(g):
+            self.all_names |= _all_names(sg)
+        self.used = self.read_names()
+
+    def read_names(self) -> set[str]:
+        """Names read by a node of any scope or returned by any graph (main or body)."""
+        g = self.model.graph
+        return used_names(g) | {o.name for sg in subgraphs.all_graphs(g) for o in sg.output}
 
     def _add_types(self, value_infos, initializers, nodes) -> None:
         for vi in value_infos:
@@ -281,8 +273,8 @@ class _Graph:
                         self.types.setdefault(n.output[0], (a.t.data_type, list(a.t.dims)))
 
     def array(self, name: str) -> np.ndarray | None:
-        t = self.consts.get(name)
-        return None if t is None else numpy_helper.to_array(t)
+        """The constant value of ``name`` (folded through data-movement ops), else None."""
+        return self.folder.value(name) if name else None
 
     def unique(self, base: str) -> str:
         name, i = base, 1
@@ -339,25 +331,35 @@ class _Standard:
     outputs: list           # the op's outputs in order ("" where not named)
     x_type: tuple | None    # (ONNX element type, dims) of X, else of W
     dtype: str | None
+    scope: subgraphs.Scope = subgraphs.Scope()
 
     @classmethod
-    def read(cls, node, index: int, info: "_Graph") -> "_Standard":
+    def read(cls, node, index: int, info: "_Graph", scope: subgraphs.Scope = subgraphs.Scope()) -> "_Standard":
         op = node.op_type
         inputs = list(node.input) + [""] * (len(customop.INPUTS[op]) - len(node.input))
-        x_type = info.types.get(inputs[0]) or info.types.get(inputs[1])
+        x_type = info.types.get(inputs[0]) or info.types.get(inputs[1]) or _folded_type(inputs[1], info)
         return cls(node, index, node.name or f"{op}_{index}", op, _attrs(node), inputs,
                    list(node.output) + [""] * (len(OUTPUTS[op]) - len(node.output)), x_type,
-                   _DTYPES.get(x_type[0]) if x_type else None)
+                   _DTYPES.get(x_type[0]) if x_type else None, scope)
 
     def placed(self, where: str, reason: str, **extra) -> NodePlacement:
         return NodePlacement(index=self.index, name=self.name, op=self.op, dtype=self.dtype,
                              direction=str(self.raw.get("direction", "forward")),
                              layout=_as_int(self.raw.get("layout", 0)), hidden_size=self.raw.get("hidden_size"),
-                             where=where, reason=reason, **extra)
+                             where=where, reason=reason, path=self.scope.describe(), **extra)
 
     def present(self) -> dict[str, str]:
         """Input slot -> value name, for the inputs the node has."""
         return {n: s for n, s in zip(customop.INPUTS[self.op], self.inputs) if s}
+
+
+def _folded_type(name: str, info: "_Graph") -> tuple | None:
+    """(element type, dims) of a constant computed from constants (e.g. W in an exporter's
+    If branch, which shape inference may leave untyped)."""
+    arr = info.array(name)
+    if arr is None:
+        return None
+    return (onnx.helper.np_dtype_to_tensor_dtype(arr.dtype), list(arr.shape))
 
 
 @dataclass(frozen=True)
@@ -405,7 +407,7 @@ def _build(std: _Standard, attrs: NodeAttrs, info: "_Graph", device):
     weights otherwise (the kernels refuse dtype/attribute combinations at construction,
     whatever the sizes). Raises the kernels' refusal."""
     op, np_dt, present = std.op, _NP[std.dtype], std.present()
-    if all(present[n] in info.consts for n in customop.WEIGHTS if n in present):
+    if all(info.array(present[n]) is not None for n in customop.WEIGHTS if n in present):
         arrays = {n: info.array(present[n]) if n in present else None for n in customop.WEIGHTS}
         arrays = {n: (None if a is None else np.ascontiguousarray(a.astype(np_dt, copy=False)))
                   for n, a in arrays.items()}
@@ -457,7 +459,8 @@ class _Builder:
         self.opset = opset
         self.initializers: list[TensorProto] = []
         self._absent: dict[str, str] = {}
-        self._casts: dict[str, str] = {}
+        self._casts: dict[tuple, str] = {}   # (scope, source) -> its float32 cast in that scope
+        self.scope = subgraphs.Scope()      # the graph whose nodes are being emitted
         self._check_axes: str | None = None
         # The run token every custom node takes last (customop, "Errors"): a graph input that
         # ortops.InferenceSession feeds per run; in a converted model a constant 0.
@@ -481,11 +484,12 @@ class _Builder:
     def widened(self, src: str, nodes: list) -> str:
         """``src`` cast to float32 (float16 inputs of a Python op abort: customop's docstring);
         the Cast, made on first use, is appended to ``nodes``."""
-        if src not in self._casts:
-            self._casts[src] = self.unique(f"{src}__ortops_f32")
-            nodes.append(helper.make_node("Cast", [src], [self._casts[src]], to=TensorProto.FLOAT,
+        key = (self.scope, src)  # a cast made in one subgraph is not visible in another
+        if key not in self._casts:
+            self._casts[key] = self.unique(f"{src}__ortops_f32")
+            nodes.append(helper.make_node("Cast", [src], [self._casts[key]], to=TensorProto.FLOAT,
                                           name=self.unique(f"{src}/ortops_widen")))
-        return self._casts[src]
+        return self._casts[key]
 
     def check(self, raw: str, out: str, node_name: str) -> onnx.NodeProto:
         """The check node ``Squeeze(raw, axes=[0])`` (customop's docstring). From opset 13 the
@@ -500,7 +504,7 @@ class _Builder:
     def finish(self, proto: onnx.ModelProto, nodes: list, taken: bool, registry: bool) -> str | None:
         """Install ``nodes``, the shared initializers and, when a node was ``taken``, the run
         token (an input in registry mode, returned; else a constant 0) and the ortops opset
-        import. Constants nothing reads any more go."""
+        import. Constants nothing reads any more go (:func:`_tidy`)."""
         g = proto.graph
         run_input = None
         if taken and registry:
@@ -511,7 +515,6 @@ class _Builder:
         del g.node[:]
         g.node.extend(nodes)
         g.initializer.extend(self.initializers)
-        _drop_unused_constants(g)
         if taken and not any(i.domain == customop.DOMAIN for i in proto.opset_import):
             proto.opset_import.append(helper.make_opsetid(customop.DOMAIN, 1))
         return run_input
@@ -572,23 +575,6 @@ def _device_spec(device) -> str:
     return str(getattr(device, "uuid", "") or getattr(device, "name", device))
 
 
-def _subgraph_placements(g, info: "_Graph", index: int) -> list[NodePlacement]:
-    """Recurrent nodes inside subgraphs: left to ONNX Runtime, numbered from ``index``."""
-    out = []
-    for node, where in _subgraph_nodes(g):
-        if _is_recurrent(node):
-            raw = _attrs(node)
-            # X's type (inferred inside the subgraph, or an outer value), else W's (an initializer)
-            x_type = next((info.types[n] for n in node.input[:2] if n in info.types), None)
-            out.append(NodePlacement(
-                index=index, name=node.name or f"{node.op_type}_{index}", op=node.op_type,
-                dtype=_DTYPES.get(x_type[0]) if x_type else None, direction=str(raw.get("direction", "forward")),
-                layout=_as_int(raw.get("layout", 0)), hidden_size=raw.get("hidden_size"), where="cpu",
-                reason=f"inside a subgraph ({where}); only main-graph nodes are rewritten"))
-            index += 1
-    return out
-
-
 def _is_recurrent(node) -> bool:
     return node.op_type in RECURRENT and node.domain in ("", "ai.onnx")
 
@@ -614,28 +600,44 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     info = _Graph(proto)
     b = _Builder(info, opset)
     out = Rewritten(proto, [])
-    nodes, index = [], 0
-    for node in proto.graph.node:
-        if quantized.is_quantized(node):
-            std, d = _place_quantized(node, index, info, b, opset, device)
-        elif _is_recurrent(node):
-            std = _Standard.read(node, index, info)
-            d = place(std, info, opset, device)
-        else:
-            nodes.append(node)
-            continue
-        index += 1
-        if placement != "gpu" and d.taken:
-            d = _apply_policy(d, std, info, device)
-        out.placement.append(d.placement)
-        if not d.taken:
-            nodes.append(node)
-            continue
-        cfg = node_config(std, d, f"{tag}/{std.index}", weights, device)
-        nodes.extend(emit(std, cfg, b))
-        _keep(out, cfg, d, weights, device)
-    out.placement.extend(_subgraph_placements(proto.graph, info, index))
+    folded: set[str] = set()  # outputs of weight chains the layers now hold (registry mode)
+
+    def rewrite_nodes(graph, scope: subgraphs.Scope) -> list:
+        """The new node list of ``graph`` (its bodies rewritten in place, depth first)."""
+        nodes = []
+        for node in graph.node:
+            if quantized.is_quantized(node):
+                std, d = _place_quantized(node, len(out.placement), info, b, opset, device, scope)
+            elif _is_recurrent(node):
+                std = _Standard.read(node, len(out.placement), info, scope)
+                d = place(std, info, opset, device)
+            else:
+                subgraphs.rewrite_subgraphs(node, scope, rewrite_body)
+                nodes.append(node)
+                continue
+            if placement != "gpu" and d.taken:
+                d = _apply_policy(d, std, info, device)
+            out.placement.append(d.placement)
+            if not d.taken:
+                nodes.append(node)
+                continue
+            cfg = node_config(std, d, f"{tag}/{std.index}", weights, device)
+            b.scope = scope
+            nodes.extend(emit(std, cfg, b))
+            _keep(out, cfg, d, weights, device)
+            if cfg.weights == "registry":
+                folded.update(o for w, src in std.present().items() if w in customop.WEIGHTS
+                              for n in info.folder.chain(src) or () for o in n.output)
+        return nodes
+
+    def rewrite_body(graph, scope: subgraphs.Scope) -> None:
+        nodes = rewrite_nodes(graph, scope)
+        del graph.node[:]
+        graph.node.extend(nodes)
+
+    nodes = rewrite_nodes(proto.graph, subgraphs.Scope())
     out.run_input = b.finish(proto, nodes, taken=bool(out.keys), registry=weights == "registry")
+    _tidy(proto, folded, info)
     return out
 
 
@@ -660,7 +662,8 @@ def _apply_policy(d: Decision, std: _Standard, info: "_Graph", device) -> Decisi
     return Decision(dataclasses.replace(p, where="cpu", reason=why, weights="", outputs=()))
 
 
-def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, device):
+def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, device,
+                     scope: subgraphs.Scope = subgraphs.Scope()):
     """(std, decision) for a com.microsoft DynamicQuantizeLSTM (ortops.ort.quantized): placed as
     the ai.onnx LSTM with its weights dequantized once (new initializers, used by a converted
     model), reported under its own op type."""
@@ -672,13 +675,26 @@ def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, 
             t = numpy_helper.from_array(a, names[w])
             info.consts[names[w]], info.types[names[w]] = t, (TensorProto.FLOAT, list(a.shape))
             b.initializers.append(t)   # dropped by finish() unless a converted model's node reads it
-    std = _Standard.read(quantized.as_lstm(node, names), index, info)
+    std = _Standard.read(quantized.as_lstm(node, names), index, info, scope)
     d = place(std, info, opset, device) if arrays is not None else Decision(std.placed("cpu", note))
     p = d.placement
     # T is float32 only: the type of a node X whose producer shape inference does not know
     weights = f"{note}, dequantized to float32 and uploaded once" if d.taken else p.weights
     p = dataclasses.replace(p, op=quantized.OP, dtype=p.dtype or "float32", weights=weights)
     return std, dataclasses.replace(d, placement=p)
+
+
+def _tidy(proto: onnx.ModelProto, folded: set, info: "_Graph") -> None:
+    """Remove the weight chains the layers now hold (``folded``: their output names), then
+    the initializers and Constant nodes nothing reads any more, in every scope; repeated while
+    something goes (one pass per link of a chain: 4 for TorchScript's Slice/Concat/Unsqueeze)."""
+    graphs = list(subgraphs.all_graphs(proto.graph))
+    while True:
+        live = info.read_names()
+        removed = sum(subgraphs.prune(g, folded, live) for g in graphs) if folded else 0
+        removed += sum(_drop_unused_constants(g, live) for g in graphs)
+        if not removed:
+            return
 
 
 def _keep(out: Rewritten, cfg: NodeConfig, d: Decision, weights: str, device) -> None:
@@ -693,11 +709,15 @@ def _keep(out: Rewritten, cfg: NodeConfig, d: Decision, weights: str, device) ->
     out.keys.append(cfg.key)
 
 
-def _drop_unused_constants(g) -> None:
+def _drop_unused_constants(g, used: set | None = None) -> int:
     """Remove initializers and Constant nodes nothing reads any more (weights
-    now held by the registry), so the session does not keep a second copy."""
-    used = used_names(g) | {o.name for o in g.output}
-    keep = [t for t in g.initializer if t.name in used or t.name in {i.name for i in g.input}]
+    now held by the registry), so the session does not keep a second copy.
+    ``used``: the names read anywhere in the model (default: in ``g`` and its bodies).
+    Returns how many went."""
+    used = used if used is not None else used_names(g) | {o.name for o in g.output}
+    before = len(g.initializer) + len(g.node)
+    inputs = {i.name for i in g.input}
+    keep = [t for t in g.initializer if t.name in used or t.name in inputs]
     if len(keep) != len(g.initializer):
         del g.initializer[:]
         g.initializer.extend(keep)
@@ -706,3 +726,4 @@ def _drop_unused_constants(g) -> None:
     if len(nodes) != len(g.node):
         del g.node[:]
         g.node.extend(nodes)
+    return before - len(g.initializer) - len(g.node)
