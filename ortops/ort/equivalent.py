@@ -18,6 +18,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ortops.cells import CELLS
+from ortops.ort.names import unique_name
 from ortops.ort.rewrite import load_model
 
 
@@ -56,14 +57,6 @@ def _widen_graph(g: onnx.GraphProto) -> None:
                 a.i = TensorProto.FLOAT
 
 
-def _unique(names: set, base: str) -> str:
-    name, i = base, 1
-    while name in names:
-        name, i = f"{base}_{i}", i + 1
-    names.add(name)
-    return name
-
-
 def _layout0_graph(g: onnx.GraphProto) -> None:
     names = {i.name for i in g.input} | {t.name for t in g.initializer} | {o.name for o in g.output}
     for n in g.node:
@@ -86,14 +79,14 @@ def _layout0_graph(g: onnx.GraphProto) -> None:
         # X, initial_h, initial_c: batch-first -> sequence/direction-first.
         for idx in (c.inputs.index(x) for x in ("X", "initial_h", "initial_c") if x in c.inputs):
             if idx < len(n.input) and n.input[idx]:
-                t = _unique(names, n.input[idx] + "_layout0")
+                t = unique_name(names, n.input[idx] + "_layout0")
                 out_nodes.append(helper.make_node("Transpose", [n.input[idx]], [t], perm=[1, 0, 2]))
                 n.input[idx] = t
         post = []
         for idx, name in enumerate(c.outputs):
             perm = [2, 0, 1, 3] if name == "Y" else [1, 0, 2]   # Y; Y_h and Y_c
             if idx < len(n.output) and n.output[idx]:
-                t = _unique(names, n.output[idx] + "_layout0")
+                t = unique_name(names, n.output[idx] + "_layout0")
                 post.append(helper.make_node("Transpose", [t], [n.output[idx]], perm=perm))
                 n.output[idx] = t
         out_nodes.append(n)

@@ -27,6 +27,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ortops.ort.names import unique_name
+
 OP = "DynamicQuantizeLSTM"
 DOMAIN = "com.microsoft"
 #: The op's inputs in order (ONNX Runtime's ContribOperators.md).
@@ -124,14 +126,6 @@ def as_lstm(node: onnx.NodeProto, names: dict) -> onnx.NodeProto:
     return lstm
 
 
-def _unique(taken: set, base: str) -> str:
-    name, i = base, 1
-    while name in taken:
-        name, i = f"{base}_{i}", i + 1
-    taken.add(name)
-    return name
-
-
 def dequantized_model(model: onnx.ModelProto, which=None) -> onnx.ModelProto:
     """A copy of ``model`` whose main-graph DynamicQuantizeLSTM nodes with constant weights
     are ai.onnx LSTMs with the dequantized float32 weights: the float model ortops computes,
@@ -159,7 +153,7 @@ def dequantized_model(model: onnx.ModelProto, which=None) -> onnx.ModelProto:
         if arrays is None:
             nodes.append(node)
             continue
-        names = {w: _unique(taken, f"{node.input[1 if w == 'W' else 2]}__dequantized") for w in arrays}
+        names = {w: unique_name(taken, f"{node.input[1 if w == 'W' else 2]}__dequantized") for w in arrays}
         g.initializer.extend(numpy_helper.from_array(arrays[w], names[w]) for w in arrays)
         nodes.append(as_lstm(node, names))
     del g.node[:]

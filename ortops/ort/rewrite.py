@@ -47,6 +47,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ortops.ort import customop, policy, quantized, subgraphs
+from ortops.ort.names import unique_name
 from ortops.cells import CELLS
 from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
@@ -277,11 +278,7 @@ class _Graph:
         return self.folder.value(name) if name else None
 
     def unique(self, base: str) -> str:
-        name, i = base, 1
-        while name in self.all_names:
-            name, i = f"{base}_{i}", i + 1
-        self.all_names.add(name)
-        return name
+        return unique_name(self.all_names, base)
 
 
 def used_names(graph) -> set[str]:
