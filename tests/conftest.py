@@ -38,6 +38,7 @@ NO_DEVICE = {
     "test_reference": None,
     "test_validation": None,
     "test_float_controls": None,
+    "test_exact_spirv": None,
     "test_cells": None,
     "test_specialization": None,
     "test_plan_pool": None,
