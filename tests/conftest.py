@@ -39,6 +39,9 @@ NO_DEVICE = {
     "test_validation": None,
     "test_float_controls": None,
     "test_exact_spirv": None,
+    "test_modes": None,
+    "test_exact_digests": {"test_cases_cover_every_cell_direction_precision_option_and_activation",
+                           "test_inputs_are_reproducible"},
     "test_cells": None,
     "test_specialization": None,
     "test_plan_pool": None,
@@ -60,6 +63,8 @@ NO_DEVICE = {
 #: whole modules that together take tens of seconds: module -> None (all) or test names.
 SLOW = {
     "test_kernels": None,          # the kernel matrix (about 60 s), the recognizer shapes
+    "test_exact_digests": {"test_exact_digest"},
+    "test_exact_functions": None,
     "test_special_values": None,   # the ORT/reference/device matrix, test_placements 2-7 s each
     "test_conformance": {"test_backend_suite_all_pass", "test_differential_suite_all_pass"},
     "test_concurrency": {"test_one_session_many_threads_equals_serial",

@@ -52,7 +52,7 @@ def register(sess_options: ort.SessionOptions | None = None) -> ort.SessionOptio
     return so
 
 
-def convert(model, *, device=None) -> "onnx.ModelProto":  # noqa: F821
+def convert(model, *, device=None, mode=None) -> "onnx.ModelProto":  # noqa: F821
     """Return a standalone model whose recurrent nodes run on the GPU.
 
     Any onnxruntime session loads it after :func:`register` of its options.
@@ -61,14 +61,15 @@ def convert(model, *, device=None) -> "onnx.ModelProto":  # noqa: F821
     input) and compares them with the uploaded copy; the layer is rebuilt
     only when they changed. ``ortops.InferenceSession`` avoids that copy.
     Nodes the GPU path cannot take stay standard nodes (see
-    :func:`placement`).
+    :func:`placement`). ``mode`` (ortops.modes) is written into every node's config.
     """
-    return rewrite(model, weights="inline", device=device).model
+    return rewrite(model, weights="inline", device=device, mode=mode).model
 
 
-def placement(model, *, device=None) -> list[NodePlacement]:
+def placement(model, *, device=None, mode=None) -> list[NodePlacement]:
     """Where each recurrent node of ``model`` would run (builds and drops the layers)."""
-    return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8]).placement
+    return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8],
+                   mode=mode).placement
 
 
 def _token_array(token: int) -> np.ndarray:
@@ -93,11 +94,14 @@ class InferenceSession:
     name or index; None: ``ORTOPS_DEVICE`` or the default device).
     require_gpu: raise ValueError if any recurrent node stays on ORT's CPU
     kernel (by default such nodes run there and show in ``placement``).
+    mode: the numerical mode of every recurrent node: "deterministic" (default) or
+    "exact" (the same bits on every Vulkan device, docs/exact.md).
     """
 
-    def __init__(self, model, sess_options=None, providers=None, *, device=None, require_gpu=False, **kwargs):
+    def __init__(self, model, sess_options=None, providers=None, *, device=None, require_gpu=False,
+                 mode=None, **kwargs):
         proto = load_model(model)
-        rw = rewrite(proto, weights="registry", device=device)
+        rw = rewrite(proto, weights="registry", device=device, mode=mode)
         self._keys = list(rw.keys)
         self._run_input = rw.run_input
         self.placement: list[NodePlacement] = rw.placement

@@ -2,6 +2,7 @@
 
     ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N]
                [--warmup SECONDS] [--threads N,N,...] [--device D]
+               [--mode deterministic|exact]
     ortops info MODEL [--device D]
     ortops devices
     ortops bench [ARGS ...]
@@ -39,6 +40,7 @@ import time
 import numpy as np
 
 from ortops.cells import CELLS
+from ortops.modes import MODES
 from ortops.compare import scaled_error, tolerance
 
 _ORT_TYPES = {
@@ -201,7 +203,8 @@ def cmd_run(args) -> int:
         raise CliError(f"--warmup must be a number of seconds >= 0, got {args.warmup}")
     model = rewrite.load_model(args.model)
     dims = {k: _positive_int(v, f"--dim {k}") for k, v in _parse_pairs(args.dim, "--dim").items()}
-    sess = InferenceSession(model, providers=["CPUExecutionProvider"], device=args.device)
+    sess = InferenceSession(model, providers=["CPUExecutionProvider"], device=args.device,
+                            mode=args.mode)
     for p in sess.placement:
         print(p.describe())
     feeds = make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")), dims, args.seed)
@@ -391,6 +394,9 @@ def parser() -> argparse.ArgumentParser:
                         "results checked against serial ones")
     r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
+    r.add_argument("--mode", default="deterministic", choices=sorted(MODES),
+                   help="numerical mode of the recurrent nodes: deterministic (default) or exact "
+                        "(the same bits on every Vulkan device, docs/exact.md)")
     r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("info", help="recurrent nodes of a model and where each runs")
