@@ -50,7 +50,7 @@ NO_DEVICE = {
     "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",
                  "test_warmup_runs_once_then_for_the_given_time", "test_run_threads_refuses_bad_counts",
                  "test_python_dash_m_ortops_is_the_command",
-                 "test_info_shows_nodes_left_to_ort"},
+                 "test_info_shows_nodes_left_to_ort", "test_run_refuses_an_unknown_mode"},
     "test_conformance": {"test_scaled_error_detects_what_it_must",
                          "test_equivalent_model_is_a_faithful_oracle"},
     "test_devices": {"test_no_device_names_the_package"},
@@ -66,6 +66,7 @@ SLOW = {
     "test_exact_digests": {"test_exact_digest"},
     "test_exact_functions": None,
     "test_special_values": None,   # the ORT/reference/device matrix, test_placements 2-7 s each
+    "test_special_values_exact": None,
     "test_conformance": {"test_backend_suite_all_pass", "test_differential_suite_all_pass"},
     "test_concurrency": {"test_one_session_many_threads_equals_serial",
                          "test_separate_sessions_in_threads_equal_serial"},

@@ -262,3 +262,24 @@ def test_python_dash_m_ortops_is_the_command():
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert "usage: ortops" in done.stdout and "devices" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["gru", "rnn_fp16"])
+def test_run_exact_mode_compares_and_gives_the_layers_bits(models, name, capsys, tmp_path):
+    # --mode exact reaches every recurrent node: the saved outputs are those of an exact-mode
+    # session, and they pass the comparison with ONNX Runtime CPU.
+    assert cli.main(["run", models[name], "--compare", "--mode", "exact", "--save", str(tmp_path)]) == 0
+    assert re.findall(r"scaled error (\S+) \(tolerance (\S+)\) OK", capsys.readouterr().out)
+    from ortops.ort.session import InferenceSession
+
+    sess = InferenceSession(models[name], mode="exact")
+    feeds = cli.make_feeds(sess, onnx.load(models[name]), {}, {}, 0)
+    for o, value in zip(sess.get_outputs(), sess.run(None, feeds)):
+        saved = np.load(tmp_path / f"{cli._safe(o.name)}.npy")
+        assert saved.tobytes() == value.tobytes(), f"{o.name}: --mode exact is not the exact session"
+
+
+def test_run_refuses_an_unknown_mode(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "model.onnx", "--mode", "fast"])
+    assert "invalid choice: 'fast'" in capsys.readouterr().err
