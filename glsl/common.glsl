@@ -36,6 +36,8 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [44
 #define SUB(a, b) ((a) - (b))
 #define MUL(a, b) ((a) * (b))
 #define NEG(x) (-(x))
+#define MULC(c, x) MUL(c, x)
+#define ADDC(x, c) ADD(x, c)
 #if FLOAT16
 #define LOADT(buf, i) (unpackHalf2x16(buf[(i) >> 1u])[(i) & 1u])
 #define PACK2(a, b) packHalf2x16(vec2(a, b))
@@ -43,6 +45,7 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [44
 #define LOADT(buf, i) (uintBitsToFloat(buf[i]))
 #endif
 #define LOADF(buf, i) (uintBitsToFloat(buf[i]))
+#define OUTBITS(v) floatBitsToUint(v)
 #endif
 #define STOREF(buf, i, v) (buf[i] = floatBitsToUint(v))
 
@@ -115,16 +118,16 @@ float activate(uint code, float x, float alpha, float beta)
         case ACT_TANH: return tanh_(x);
         // Relu and HardSigmoid clamp with <= so that -0 gives +0 (IEEE 754-2019 max(0, -0)).
         case ACT_RELU: return x <= 0.0 ? 0.0 : x;
-        case ACT_AFFINE: return ADD(MUL(alpha, x), beta);
-        case ACT_LEAKYRELU: return x < 0.0 ? MUL(alpha, x) : x;
+        case ACT_AFFINE: return ADDC(MULC(alpha, x), beta);
+        case ACT_LEAKYRELU: return x < 0.0 ? MULC(alpha, x) : x;
         case ACT_THRESHOLDEDRELU: return x > alpha ? x : 0.0;
-        case ACT_SCALEDTANH: return MUL(alpha, tanh_(MUL(beta, x)));
+        case ACT_SCALEDTANH: return MULC(alpha, tanh_(MULC(beta, x)));
         case ACT_HARDSIGMOID: {
-            float y = ADD(MUL(alpha, x), beta);   // NaN also for alpha = 0 and x = +-Inf
+            float y = ADDC(MULC(alpha, x), beta);   // NaN also for alpha = 0 and x = +-Inf
             if (isnan_(y)) return y;
             return y <= 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
         }
-        case ACT_ELU: return x >= 0.0 ? x : MUL(alpha, EXPM1_NEG(x));
+        case ACT_ELU: return x >= 0.0 ? x : MULC(alpha, EXPM1_NEG(x));
         case ACT_SOFTSIGN: return DIV(x, ADD(1.0, ABS(x)));
         case ACT_SOFTPLUS: return x > 20.0 ? x : LOG1P_EXP(x);
     }

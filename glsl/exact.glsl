@@ -74,6 +74,27 @@ float scale2_(float x, int k)
     return MUL(MUL(x, pow2i_(k1)), pow2i_(k - k1));
 }
 
+// Products and sums with an activation parameter, a specialization constant the driver's
+// compiler sees: lavapipe folds 0 * x to 0 (0 * Inf gave 0, not NaN, with the float controls
+// declared), a compiler may fold x + 0 to x (wrong for x = -0). When the constant is a zero,
+// the IEEE result is written out here instead, so no folding can change it.
+float mulc_(float c, float x)
+{
+    if (!iszero_(c)) return MUL(c, x);
+    if ((floatBitsToUint(x) & 0x7F800000u) == 0x7F800000u) return uintBitsToFloat(0x7FC00000u);
+    return uintBitsToFloat((floatBitsToUint(c) ^ floatBitsToUint(x)) & 0x80000000u);
+}
+
+float addc_(float x, float c)
+{
+    if (!iszero_(c)) return ADD(x, c);
+    // x + (+0) is x, except -0 + +0 = +0; x + (-0) is x.
+    return (floatBitsToUint(c) == 0u && floatBitsToUint(x) == 0x80000000u) ? 0.0 : x;
+}
+
+#define MULC(c, x) mulc_(c, x)
+#define ADDC(x, c) addc_(x, c)
+
 // ---- float16 <-> float32 by integer code
 
 float half_to_float_(uint h)
@@ -89,13 +110,13 @@ float half_to_float_(uint h)
     return uintBitsToFloat(s | ((p + 103u) << 23) | ((m << (23u - p)) & 0x7FFFFFu));
 }
 
-// Round to nearest, ties to even; beyond the largest half, Inf; NaN stays NaN (quiet).
+// Round to nearest, ties to even; beyond the largest half, Inf; NaN stays NaN (0x7E00).
 uint float_to_half_(float f)
 {
     uint u = floatBitsToUint(f);
     uint s = (u >> 16) & 0x8000u;
     uint a = u & 0x7FFFFFFFu;
-    if (a > 0x7F800000u) return s | 0x7E00u | ((a >> 13) & 0x3FFu);
+    if (a > 0x7F800000u) return 0x7E00u;              // NaN: the canonical quiet NaN
     if (a >= 0x477FF000u) return s | 0x7C00u;        // >= 65520 rounds to Inf
     uint m, shift;
     if (a >= 0x38800000u) {                           // a normal half: rebias the exponent
@@ -120,6 +141,14 @@ uint float_to_half_(float f)
 #endif
 #define LOADF(buf, i) ftz_(uintBitsToFloat(buf[i]))
 #define PACK2(a, b) (float_to_half_(a) | (float_to_half_(b) << 16))
+
+// An output word: a NaN's sign and payload are each device's (x86 makes 0 * Inf 0xFFC00000,
+// NVIDIA 0x7FFFFFFF), so every NaN leaves as the canonical quiet NaN 0x7FC00000.
+uint out_bits_(float v)
+{
+    return isnan_(v) ? 0x7FC00000u : floatBitsToUint(v);
+}
+#define OUTBITS(v) out_bits_(v)
 
 // ---- exp: Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2 (+ slack), Taylor to r^7,
 // scaled by 2^k through the exponent bits.

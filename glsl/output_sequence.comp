@@ -57,7 +57,7 @@ void main()
 #if FLOAT16
         Y[w] = PACK2(value(2u * w), value(2u * w + 1u));
 #else
-        Y[w] = floatBitsToUint(value(w));
+        Y[w] = OUTBITS(value(w));
 #endif
     }
 }

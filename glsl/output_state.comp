@@ -56,7 +56,7 @@ void main()
 #if FLOAT16
         O[w] = PACK2(value(2u * w), value(2u * w + 1u));
 #else
-        O[w] = floatBitsToUint(value(w));
+        O[w] = OUTBITS(value(w));
 #endif
     }
 }

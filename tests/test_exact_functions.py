@@ -125,3 +125,32 @@ def test_float16_nan_and_inf_are_kept():
     got = device_activation("LeakyRelu", h, alpha=1.0, dtype=np.float16)
     assert np.isnan(got[0])
     np.testing.assert_array_equal(got[1:], h[1:])
+
+
+def test_nan_leaves_as_the_canonical_quiet_nan():
+    # A NaN's sign and payload are each device's choice (0 * Inf is 0xFFC00000 on x86,
+    # 0x7FFFFFFF on NVIDIA): exact mode writes every NaN as 0x7FC00000 (float16: 0x7E00).
+    x = np.array([0xFFC00001, 0x7F800001, 0x7F800000], np.uint32).view(np.float32)
+    y = device_activation("LeakyRelu", x, alpha=1.0)
+    assert (y[:2].view(np.uint32) == 0x7FC00000).all()
+    z = device_activation("Affine", x[2:], alpha=0.0, beta=0.0)      # 0 * Inf
+    assert z.view(np.uint32)[0] == 0x7FC00000
+    h = np.array([0xFE01, 0x7C01, 0x7D00], np.uint16).view(np.float16)
+    yh = device_activation("LeakyRelu", h, alpha=1.0, dtype=np.float16)
+    assert (yh.view(np.uint16) == 0x7E00).all()
+    assert not (device_activation("LeakyRelu", x, alpha=1.0, mode="deterministic")[:2].view(np.uint32)
+                == 0x7FC00000).all()   # the default mode passes the payload through
+
+
+def test_zero_activation_parameters_follow_ieee():
+    # alpha = 0 or beta = 0 are constants the driver's compiler sees; lavapipe folds 0 * x to 0
+    # (the default mode gives LeakyRelu_0(-Inf) = 0 there), exact mode writes IEEE's result out:
+    # 0 * ±Inf is NaN, 0 * -2 is -0, and -0 + 0 is +0.
+    x = np.array([np.inf, -np.inf, -2.0, 3.0], np.float32)
+    leaky = device_activation("LeakyRelu", x, alpha=0.0)
+    assert np.isnan(leaky[1]) and leaky[0] == np.inf and leaky[3] == 3.0
+    assert leaky[2] == 0 and np.signbit(leaky[2])
+    affine = device_activation("Affine", x, alpha=0.0, beta=0.0)
+    assert np.isnan(affine[:2]).all() and (affine[2:] == 0).all() and not np.signbit(affine[2:]).any()
+    scaled = device_activation("ScaledTanh", x, alpha=0.0, beta=0.0)   # 0 * tanh(0 * ±Inf) = NaN
+    assert np.isnan(scaled[:2]).all() and (scaled[2:] == 0).all()
