@@ -44,6 +44,26 @@ float fmul_(float a, float b)
     return ftz_(r);
 }
 
+// Two places where a flush cannot change anything, written without it (each flush is three
+// integer operations on the chain of dependent operations the step's latency is made of):
+//  - a Horner step p * v + c of the polynomials below, where |p * v| <= |c| / 2 and
+//    |c| >= 1/5040 (above 2^-13): a denormal p * v (kept, or flushed by the device) changes nothing, since
+//    it is below half an ulp of the sum, and the sum is a normal number;
+//  - a Newton step of the reciprocal, whose operands and results all lie in [0.47, 2].
+// Both are still `precise` (NoContraction): no fma.
+float horner_(float p, float v, float c)
+{
+    precise float r = p * v + c;
+    return r;
+}
+
+float newton_(float y, float m)
+{
+    precise float r = y * (2.0 - m * y);
+    return r;
+}
+
+#define HORNER(p, v, c) horner_(p, v, c)
 #define ADD(a, b) fadd_(a, b)
 #define SUB(a, b) fsub_(a, b)
 #define MUL(a, b) fmul_(a, b)
@@ -166,13 +186,13 @@ float exp_(float x)
     float kf = float(k);                            // |k| <= 150: exact
     float r = SUB(SUB(x, MUL(kf, LN2_HI_)), MUL(kf, LN2_LO_));
     float p = 1.0 / 5040.0;
-    p = ADD(MUL(p, r), 1.0 / 720.0);
-    p = ADD(MUL(p, r), 1.0 / 120.0);
-    p = ADD(MUL(p, r), 1.0 / 24.0);
-    p = ADD(MUL(p, r), 1.0 / 6.0);
-    p = ADD(MUL(p, r), 0.5);
-    p = ADD(MUL(p, r), 1.0);
-    p = ADD(MUL(p, r), 1.0);
+    p = HORNER(p, r, 1.0 / 720.0);
+    p = HORNER(p, r, 1.0 / 120.0);
+    p = HORNER(p, r, 1.0 / 24.0);
+    p = HORNER(p, r, 1.0 / 6.0);
+    p = HORNER(p, r, 0.5);
+    p = HORNER(p, r, 1.0);
+    p = HORNER(p, r, 1.0);
     return scale2_(p, k);
 }
 
@@ -190,9 +210,9 @@ float recip_(float d)
     int e = int(a >> 23) - 127;                    // d is normal (operands are flushed)
     float m = uintBitsToFloat((a & 0x7FFFFFu) | 0x3F800000u);
     float y = SUB(1.411764705882353, MUL(0.47058823529411764, m));
-    y = MUL(y, SUB(2.0, MUL(m, y)));
-    y = MUL(y, SUB(2.0, MUL(m, y)));
-    y = MUL(y, SUB(2.0, MUL(m, y)));
+    y = newton_(y, m);
+    y = newton_(y, m);
+    y = newton_(y, m);
     return with_sign_(scale2_(y, -e), s);
 }
 
@@ -216,10 +236,10 @@ float log_ge1_(float y)
     float s = MUL(f, recip_(ADD(2.0, f)));
     float z = MUL(s, s);
     float p = 2.0 / 11.0;
-    p = ADD(MUL(p, z), 2.0 / 9.0);
-    p = ADD(MUL(p, z), 2.0 / 7.0);
-    p = ADD(MUL(p, z), 2.0 / 5.0);
-    p = ADD(MUL(p, z), 2.0 / 3.0);
+    p = HORNER(p, z, 2.0 / 9.0);
+    p = HORNER(p, z, 2.0 / 7.0);
+    p = HORNER(p, z, 2.0 / 5.0);
+    p = HORNER(p, z, 2.0 / 3.0);
     float lm = ADD(ADD(s, s), MUL(MUL(s, z), p));
     float ef = float(e);
     return ADD(MUL(ef, LN2_HI_), ADD(MUL(ef, LN2_LO_), lm));
@@ -231,12 +251,12 @@ float expm1_neg_(float x)
 {
     if (x > -0.3) {
         float p = 1.0 / 40320.0;
-        p = ADD(MUL(p, x), 1.0 / 5040.0);
-        p = ADD(MUL(p, x), 1.0 / 720.0);
-        p = ADD(MUL(p, x), 1.0 / 120.0);
-        p = ADD(MUL(p, x), 1.0 / 24.0);
-        p = ADD(MUL(p, x), 1.0 / 6.0);
-        p = ADD(MUL(p, x), 0.5);
+        p = HORNER(p, x, 1.0 / 5040.0);
+        p = HORNER(p, x, 1.0 / 720.0);
+        p = HORNER(p, x, 1.0 / 120.0);
+        p = HORNER(p, x, 1.0 / 24.0);
+        p = HORNER(p, x, 1.0 / 6.0);
+        p = HORNER(p, x, 0.5);
         return ADD(x, MUL(MUL(x, x), p));
     }
     return SUB(exp_(x), 1.0);
@@ -262,11 +282,11 @@ float tanh_(float x)
     if (ax < 0.3) {
         float z = MUL(x, x);
         float p = 21844.0 / 6081075.0;
-        p = ADD(MUL(p, z), -1382.0 / 155925.0);
-        p = ADD(MUL(p, z), 62.0 / 2835.0);
-        p = ADD(MUL(p, z), -17.0 / 315.0);
-        p = ADD(MUL(p, z), 2.0 / 15.0);
-        p = ADD(MUL(p, z), -1.0 / 3.0);
+        p = HORNER(p, z, -1382.0 / 155925.0);
+        p = HORNER(p, z, 62.0 / 2835.0);
+        p = HORNER(p, z, -17.0 / 315.0);
+        p = HORNER(p, z, 2.0 / 15.0);
+        p = HORNER(p, z, -1.0 / 3.0);
         return ADD(x, MUL(MUL(x, z), p));
     }
     float t = SUB(1.0, MUL(2.0, recip_(ADD(exp_(ADD(ax, ax)), 1.0))));
