@@ -25,12 +25,28 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [44
 #define FLOAT16 0
 #endif
 
+#ifndef EXACT
+#define EXACT 0
+#endif
+
+#if !EXACT
+// Arithmetic as written; the exact variant (exact.glsl) routes the same operations through
+// functions that forbid contraction and flush denormals.
+#define ADD(a, b) ((a) + (b))
+#define SUB(a, b) ((a) - (b))
+#define MUL(a, b) ((a) * (b))
+#define NEG(x) (-(x))
+#define MULC(c, x) MUL(c, x)
+#define ADDC(x, c) ADD(x, c)
 #if FLOAT16
 #define LOADT(buf, i) (unpackHalf2x16(buf[(i) >> 1u])[(i) & 1u])
+#define PACK2(a, b) packHalf2x16(vec2(a, b))
 #else
 #define LOADT(buf, i) (uintBitsToFloat(buf[i]))
 #endif
 #define LOADF(buf, i) (uintBitsToFloat(buf[i]))
+#define OUTBITS(v) floatBitsToUint(v)
+#endif
 #define STOREF(buf, i, v) (buf[i] = floatBitsToUint(v))
 
 // Activation codes: the index in ortops.activations.ACTIVATIONS.
@@ -59,6 +75,16 @@ bool iszero_(float x)
     return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0u;
 }
 
+#if EXACT
+#include "exact.glsl"
+#endif
+
+#if !EXACT
+#define EXPM1_NEG(x) (exp(x) - 1.0)
+#define DIV(a, b) ((a) / (b))
+#define ABS(x) abs(x)
+#define LOG1P_EXP(x) log(1.0 + exp(x))
+
 // 1 / (1 + e^-x): +Inf gives 1, -Inf gives 1 / Inf = 0, NaN gives NaN (arithmetic only).
 float sigmoid_(float x)
 {
@@ -76,6 +102,8 @@ float tanh_(float x)
     return x < 0.0 ? -t : t;
 }
 
+#endif  // !EXACT
+
 #ifdef GENERAL_ACTIVATIONS
 float activate(uint code, float x, float alpha, float beta)
 {
@@ -90,18 +118,18 @@ float activate(uint code, float x, float alpha, float beta)
         case ACT_TANH: return tanh_(x);
         // Relu and HardSigmoid clamp with <= so that -0 gives +0 (IEEE 754-2019 max(0, -0)).
         case ACT_RELU: return x <= 0.0 ? 0.0 : x;
-        case ACT_AFFINE: return alpha * x + beta;
-        case ACT_LEAKYRELU: return x < 0.0 ? alpha * x : x;
+        case ACT_AFFINE: return ADDC(MULC(alpha, x), beta);
+        case ACT_LEAKYRELU: return x < 0.0 ? MULC(alpha, x) : x;
         case ACT_THRESHOLDEDRELU: return x > alpha ? x : 0.0;
-        case ACT_SCALEDTANH: return alpha * tanh_(beta * x);
+        case ACT_SCALEDTANH: return MULC(alpha, tanh_(MULC(beta, x)));
         case ACT_HARDSIGMOID: {
-            float y = alpha * x + beta;   // NaN also for alpha = 0 and x = +-Inf
+            float y = ADDC(MULC(alpha, x), beta);   // NaN also for alpha = 0 and x = +-Inf
             if (isnan_(y)) return y;
             return y <= 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
         }
-        case ACT_ELU: return x >= 0.0 ? x : alpha * (exp(x) - 1.0);
-        case ACT_SOFTSIGN: return x / (1.0 + abs(x));
-        case ACT_SOFTPLUS: return x > 20.0 ? x : log(1.0 + exp(x));
+        case ACT_ELU: return x >= 0.0 ? x : MULC(alpha, EXPM1_NEG(x));
+        case ACT_SOFTSIGN: return DIV(x, ADD(1.0, ABS(x)));
+        case ACT_SOFTPLUS: return x > 20.0 ? x : LOG1P_EXP(x);
     }
     return x;
 }

@@ -80,7 +80,7 @@ void main()
             for (uint j = 0u; j < TPT; j++) b[j] = Bs[kk][tx + 16u * j];
             for (uint i = 0u; i < TPT; i++)
                 for (uint j = 0u; j < TPT; j++)
-                    acc[i][j] += a[i] * b[j];
+                    acc[i][j] = ADD(acc[i][j], MUL(a[i], b[j]));
         }
         barrier();
     }

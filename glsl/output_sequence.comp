@@ -55,9 +55,9 @@ void main()
     // guaranteed 65535, and Y can hold more than 65535 * 64 words.
     for (uint w = gl_GlobalInvocationID.x; w < WORDS; w += gl_NumWorkGroups.x * 64u) {
 #if FLOAT16
-        Y[w] = packHalf2x16(vec2(value(2u * w), value(2u * w + 1u)));
+        Y[w] = PACK2(value(2u * w), value(2u * w + 1u));
 #else
-        Y[w] = floatBitsToUint(value(w));
+        Y[w] = OUTBITS(value(w));
 #endif
     }
 }

@@ -54,9 +54,9 @@ void main()
     // A grid-stride loop over words (the host caps the workgroup count at 65535).
     for (uint w = gl_GlobalInvocationID.x; w < WORDS; w += gl_NumWorkGroups.x * 64u) {
 #if FLOAT16
-        O[w] = packHalf2x16(vec2(value(2u * w), value(2u * w + 1u)));
+        O[w] = PACK2(value(2u * w), value(2u * w + 1u));
 #else
-        O[w] = floatBitsToUint(value(w));
+        O[w] = OUTBITS(value(w));
 #endif
     }
 }

@@ -119,7 +119,7 @@ float clip(float x)
     if (HAS_CLIP == 0u) return x;
     float c = uintBitsToFloat(CLIP_BITS);
     if (isnan_(x)) return x;
-    return x > c ? c : (x < -c ? -c : x);
+    return x > c ? c : (x < NEG(c) ? NEG(c) : x);
 }
 
 float bias(uint d, uint which, uint gate, uint u)
@@ -132,6 +132,12 @@ float bias(uint d, uint which, uint gate, uint u)
 float rec(uint gateInPass, uint ui, uint j)
 {
     return sums[(gateInPass * UNITS + ui) * NB + j];
+}
+
+// A gate's pre-activation ((xw + rec) + Wb) + Rb, gate g of the pass (so also the R row).
+float pre(uint xw, uint g, uint ui, uint j, uint d, uint u)
+{
+    return ADD(ADD(ADD(LOADF(Xw, xw + g * HIDDEN), rec(g, ui, j)), bias(d, 0u, g, u)), bias(d, 1u, g, u));
 }
 
 void main()
@@ -166,7 +172,7 @@ void main()
         [[unroll]] for (uint j = 0u; j < NB; j++) {
             uint b = min(b0 + j, BATCH - 1u);     // rows past the batch compute, then drop
             float h = LOADF(S, hbase + b * HIDDEN + k);
-            [[unroll]] for (uint r = 0u; r < RPT; r++) acc[r][j] += w[r] * h;
+            [[unroll]] for (uint r = 0u; r < RPT; r++) acc[r][j] = ADD(acc[r][j], MUL(w[r], h));
         }
     }
     [[unroll]] for (uint r = 0u; r < RPT; r++)
@@ -179,7 +185,7 @@ void main()
         float v[32];
         [[unroll]] for (uint l = 0u; l < 32u; l++) v[l] = partial[t * 33u + l];
         [[unroll]] for (uint stride = 16u; stride > 0u; stride >>= 1u)
-            [[unroll]] for (uint l = 0u; l < stride; l++) v[l] = v[l] + v[l + stride];
+            [[unroll]] for (uint l = 0u; l < stride; l++) v[l] = ADD(v[l], v[l + stride]);
         sums[t] = v[0];
     }
     barrier();
@@ -215,51 +221,51 @@ void main()
         // the previous cell state, o with the new one), then clip, then the activation.
         uint cIdx = C_BASE + hIdx;
         float cPrev = LOADF(S, cIdx);
-        float pi = ((LOADF(Xw, xw) + rec(0u, ui, j)) + bias(d, 0u, 0u, u)) + bias(d, 1u, 0u, u);
-        float po = ((LOADF(Xw, xw + HIDDEN) + rec(1u, ui, j)) + bias(d, 0u, 1u, u)) + bias(d, 1u, 1u, u);
-        float pf = ((LOADF(Xw, xw + 2u * HIDDEN) + rec(2u, ui, j)) + bias(d, 0u, 2u, u)) + bias(d, 1u, 2u, u);
-        float pc_ = ((LOADF(Xw, xw + 3u * HIDDEN) + rec(3u, ui, j)) + bias(d, 0u, 3u, u)) + bias(d, 1u, 3u, u);
+        float pi = pre(xw, 0u, ui, j, d, u);
+        float po = pre(xw, 1u, ui, j, d, u);
+        float pf = pre(xw, 2u, ui, j, d, u);
+        float pc_ = pre(xw, 3u, ui, j, d, u);
         if (HAS_PEEP != 0u) {
             // P is [dirs, 3 * hidden] in the order i, o, f.
-            pi += LOADT(Peep, d * 3u * HIDDEN + u) * cPrev;
-            pf += LOADT(Peep, d * 3u * HIDDEN + 2u * HIDDEN + u) * cPrev;
+            pi = ADD(pi, MUL(LOADT(Peep, d * 3u * HIDDEN + u), cPrev));
+            pf = ADD(pf, MUL(LOADT(Peep, d * 3u * HIDDEN + 2u * HIDDEN + u), cPrev));
         }
         float ig = act(d, 0u, clip(pi));
-        float fg = INPUT_FORGET != 0u ? 1.0 - ig : act(d, 0u, clip(pf));
+        float fg = INPUT_FORGET != 0u ? SUB(1.0, ig) : act(d, 0u, clip(pf));
         float cg = act(d, 1u, clip(pc_));
-        float c = (fg * cPrev) + (ig * cg);
+        float c = ADD(MUL(fg, cPrev), MUL(ig, cg));
         if (HAS_PEEP != 0u) {
-            po += LOADT(Peep, d * 3u * HIDDEN + HIDDEN + u) * c;
+            po = ADD(po, MUL(LOADT(Peep, d * 3u * HIDDEN + HIDDEN + u), c));
         }
         float og = act(d, 0u, clip(po));
         STOREF(S, cIdx, c);
-        STOREF(S, hOut, og * act(d, 2u, c));
+        STOREF(S, hOut, MUL(og, act(d, 2u, c)));
     } else if (CELL == 1u) {
         // GRU, gates z, r, h.
         if (PASS == 2u) {
-            float ph = ((LOADF(Xw, xw + 2u * HIDDEN) + rec(0u, ui, j)) + bias(d, 0u, 2u, u)) + bias(d, 1u, 2u, u);
+            float ph = ADD(ADD(ADD(LOADF(Xw, xw + 2u * HIDDEN), rec(0u, ui, j)), bias(d, 0u, 2u, u)), bias(d, 1u, 2u, u));
             float z = LOADF(S, G_BASE + hIdx);
             float ht = act(d, 1u, clip(ph));
-            STOREF(S, hOut, ((1.0 - z) * ht) + (z * hPrev));
+            STOREF(S, hOut, ADD(MUL(SUB(1.0, z), ht), MUL(z, hPrev)));
             return;
         }
-        float pz = ((LOADF(Xw, xw) + rec(0u, ui, j)) + bias(d, 0u, 0u, u)) + bias(d, 1u, 0u, u);
-        float pr = ((LOADF(Xw, xw + HIDDEN) + rec(1u, ui, j)) + bias(d, 0u, 1u, u)) + bias(d, 1u, 1u, u);
+        float pz = pre(xw, 0u, ui, j, d, u);
+        float pr = pre(xw, 1u, ui, j, d, u);
         float z = act(d, 0u, clip(pz));
         float r = act(d, 0u, clip(pr));
         if (PASS == 1u) {
             // linear_before_reset = 0: the candidate needs (r * h) . Rh of every unit, a
             // second pass after this one has written r * h for all of them.
             STOREF(S, G_BASE + hIdx, z);
-            STOREF(S, G_BASE + PLANE + hIdx, r * hPrev);
+            STOREF(S, G_BASE + PLANE + hIdx, MUL(r, hPrev));
             return;
         }
         // linear_before_reset = 1: pre_h = (xw_h + r * (rec_h + Rb_h)) + Wb_h.
-        float ph = (LOADF(Xw, xw + 2u * HIDDEN) + r * (rec(2u, ui, j) + bias(d, 1u, 2u, u))) + bias(d, 0u, 2u, u);
+        float ph = ADD(ADD(LOADF(Xw, xw + 2u * HIDDEN), MUL(r, ADD(rec(2u, ui, j), bias(d, 1u, 2u, u)))), bias(d, 0u, 2u, u));
         float ht = act(d, 1u, clip(ph));
-        STOREF(S, hOut, ((1.0 - z) * ht) + (z * hPrev));
+        STOREF(S, hOut, ADD(MUL(SUB(1.0, z), ht), MUL(z, hPrev)));
     } else {
-        float p = ((LOADF(Xw, xw) + rec(0u, ui, j)) + bias(d, 0u, 0u, u)) + bias(d, 1u, 0u, u);
+        float p = pre(xw, 0u, ui, j, d, u);
         STOREF(S, hOut, act(d, 0u, clip(p)));
     }
 }

@@ -137,6 +137,24 @@ def require_ieee(device: Device) -> None:
         )
 
 
+def require_mode(device: Device, mode: str) -> None:
+    """Refuse ``mode`` on a device that lacks a float control the mode needs.
+
+    Exact mode (docs/exact.md) gives the same bits on every device only where NaN, +-Inf and
+    -0 are preserved as written (SignedZeroInfNanPreserve for 32-bit floats); denormals it
+    flushes in its own code, so it asks no denormal control of the device. A device without
+    the control is refused with its name and the missing feature, never run with
+    device-specific bits.
+    """
+    if mode == "exact" and not device.nan_preserve_float32:
+        raise UnsupportedDeviceError(
+            f"ortops: mode='exact' cannot give device-independent results on the Vulkan device "
+            f"{device}: it does not report shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 "
+            "float controls), so its compiler may rewrite NaN, +-Inf and -0 (docs/exact.md). "
+            "Choose another device with device= or ORTOPS_DEVICE.")
+    require_ieee(device)
+
+
 _devices_cache: list[Device] | None = None
 
 

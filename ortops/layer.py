@@ -24,7 +24,8 @@ from ortops import plan as _plan
 from ortops import validation, variants
 from ortops._typing import Array, ArrayIn, DeviceSpec, Floats, Names
 from ortops.cells import CELLS, NAMES
-from ortops.device import context, require_ieee
+from ortops.device import context, require_mode
+from ortops.modes import check_mode
 from ortops.limits import Limits, UnsupportedLayerError
 from ortops.plan import PlanKey, region_key
 
@@ -74,6 +75,9 @@ class RecurrentLayer:
     own plan (at most ``max_concurrent`` per shape, default 8; further runs wait), so results
     equal serial results bit for bit. Runs given caller scratch regions are serialised, since
     they may share one arena.
+
+    ``mode`` (ortops.modes): "deterministic" (default; the same bits run to run on one device)
+    or "exact" (the same bits on every conformant Vulkan device, docs/exact.md).
     """
 
     def __init__(self, op: str, W: ArrayIn, R: ArrayIn, B: ArrayIn | None = None,
@@ -82,7 +86,8 @@ class RecurrentLayer:
                  activation_alpha: Floats = None, activation_beta: Floats = None,
                  clip: float | None = None, input_forget: int = 0, linear_before_reset: int = 0,
                  device: DeviceSpec = None, timestamps: bool = False,
-                 max_concurrent: int = _MAX_CONCURRENT) -> None:
+                 max_concurrent: int = _MAX_CONCURRENT,
+                 mode: str | None = None) -> None:
         op = str(op).upper()
         if op not in CELLS:
             raise ValueError(f"ortops: op must be one of {NAMES}, got {op!r}")
@@ -92,8 +97,10 @@ class RecurrentLayer:
             activation_beta=activation_beta, clip=clip, input_forget=input_forget,
             linear_before_reset=linear_before_reset,
             allowed_dtypes=(np.float32, np.float16))
+        self.mode = check_mode(mode, op)
         self.device, self._ctx = context(device)
-        require_ieee(self.device)   # the kernels rely on NaN/Inf/-0 being preserved
+        # The kernels rely on NaN/Inf/-0 being preserved; exact mode names itself if refused.
+        require_mode(self.device, self.mode)
         self.timestamps = bool(timestamps) and self.device.timestamps
         self.last_gpu_time_ms = None
         self.last_gpu_profile = None
@@ -178,7 +185,8 @@ class RecurrentLayer:
         key = PlanKey(seq, batch, steps, has_lens=lens is not None,
                       has_h0=initial_h is not None, has_c0=initial_c is not None,
                       outputs=tuple(n for n in names if n in wanted),
-                      xw_region=region_key(xw_scratch), state_region=region_key(state_scratch))
+                      xw_region=region_key(xw_scratch), state_region=region_key(state_scratch),
+                      mode=self.mode)
         caller_scratch = xw_scratch is not None or state_scratch is not None
         pool, plan = self._cache.acquire(key, 1 if caller_scratch else self.max_concurrent)
         try:

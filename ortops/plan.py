@@ -48,6 +48,7 @@ class PlanKey:
     outputs: Tuple[str, ...]
     xw_region: Optional[Tuple[int, int]]
     state_region: Optional[Tuple[int, int]]
+    mode: str = "deterministic"     # ortops.modes: which compiled variant of each pass
 
 
 def region_key(region):
@@ -242,7 +243,8 @@ class _Recording:
         return self.ctx.buffer(nbytes, "device")
 
     def program(self, shader, buffers, push_words=0, **constants):
-        p = self.ctx.program(spirv(shader, self.spec.dtype), buffers, pack(shader, **constants),
+        p = self.ctx.program(spirv(shader, self.spec.dtype, self.key.mode), buffers,
+                             pack(shader, **constants),
                              push_words)
         self.keep.append(p)
         return p

@@ -28,7 +28,7 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement, portability,
-                      # multigpu, servewheels, serve, stream (none: build only)
+                      # multigpu, servewheels, serve, stream, exact (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -61,6 +61,14 @@ if has test; then
   py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
     tests ${TESTS_ARGS:-} > "$OUT/pytest_validation.txt" 2>&1; tail -3 "$OUT/pytest_validation.txt"
+fi
+if has exact; then
+  # Exact mode (docs/exact.md): the committed digests must come out here too (exit status 1
+  # on a mismatch), then the cost of exact against deterministic at the anchor shapes.
+  py scripts/exact_digests.py --check 2>&1 | tee "$OUT/exact_digests.txt"
+  py -m pytest -q -p no:cacheprovider tests/test_exact_digests.py tests/test_exact_functions.py \
+    > "$OUT/pytest_exact.txt" 2>&1; tail -3 "$OUT/pytest_exact.txt"
+  py scripts/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"

@@ -38,6 +38,10 @@ NO_DEVICE = {
     "test_reference": None,
     "test_validation": None,
     "test_float_controls": None,
+    "test_exact_spirv": None,
+    "test_modes": None,
+    "test_exact_digests": {"test_cases_cover_every_cell_direction_precision_option_and_activation",
+                           "test_inputs_are_reproducible"},
     "test_cells": None,
     "test_specialization": None,
     "test_plan_pool": None,
@@ -47,7 +51,7 @@ NO_DEVICE = {
     "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",
                  "test_warmup_runs_once_then_for_the_given_time", "test_run_threads_refuses_bad_counts",
                  "test_python_dash_m_ortops_is_the_command",
-                 "test_info_shows_nodes_left_to_ort"},
+                 "test_info_shows_nodes_left_to_ort", "test_run_refuses_an_unknown_mode"},
     "test_conformance": {"test_scaled_error_detects_what_it_must",
                          "test_equivalent_model_is_a_faithful_oracle"},
     "test_devices": {"test_no_device_names_the_package"},
@@ -78,7 +82,10 @@ NO_DEVICE = {
 #: whole modules that together take tens of seconds: module -> None (all) or test names.
 SLOW = {
     "test_kernels": None,          # the kernel matrix (about 60 s), the recognizer shapes
+    "test_exact_digests": {"test_exact_digest"},
+    "test_exact_functions": None,
     "test_special_values": None,   # the ORT/reference/device matrix, test_placements 2-7 s each
+    "test_special_values_exact": None,
     "test_conformance": {"test_backend_suite_all_pass", "test_differential_suite_all_pass"},
     "test_concurrency": {"test_one_session_many_threads_equals_serial",
                          "test_separate_sessions_in_threads_equal_serial"},

@@ -312,3 +312,24 @@ def test_run_compare_quantized_fails_when_the_device_is_off(quantized_recognizer
     assert cli.main(["run", quantized_recognizer, "--compare"]) == 1
     assert re.search(r"lstm1.Y: .* FAILS: scaled error \S+ against the dequantized model, above 1e-05",
                      capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", ["gru", "rnn_fp16"])
+def test_run_exact_mode_compares_and_gives_the_layers_bits(models, name, capsys, tmp_path):
+    # --mode exact reaches every recurrent node: the saved outputs are those of an exact-mode
+    # session, and they pass the comparison with ONNX Runtime CPU.
+    assert cli.main(["run", models[name], "--compare", "--mode", "exact", "--save", str(tmp_path)]) == 0
+    assert re.findall(r"scaled error (\S+) \(tolerance (\S+)\) OK", capsys.readouterr().out)
+    from ortops.ort.session import InferenceSession
+
+    sess = InferenceSession(models[name], mode="exact")
+    feeds = cli.make_feeds(sess, onnx.load(models[name]), {}, {}, 0)
+    for o, value in zip(sess.get_outputs(), sess.run(None, feeds)):
+        saved = np.load(tmp_path / f"{cli._safe(o.name)}.npy")
+        assert saved.tobytes() == value.tobytes(), f"{o.name}: --mode exact is not the exact session"
+
+
+def test_run_refuses_an_unknown_mode(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "model.onnx", "--mode", "fast"])
+    assert "invalid choice: 'fast'" in capsys.readouterr().err

@@ -3,7 +3,8 @@
 A batch row's result depends only on its own inputs and the layer: computed alone (the
 one-row step kernel), inside a batch of up to eight (one R row per thread, several batch
 rows per thread) or inside a batch above eight (a unit's gates per thread), it must come out
-with the same bits. Different kernels and tilings give the same bits only if none of them
+with the same bits, in both modes (exact mode's bits must not depend on the variant either,
+or they would differ between devices whose limits pick different variants). Different kernels and tilings give the same bits only if none of them
 reorders a sum.
 """
 
@@ -27,15 +28,16 @@ def _case(op, seq, batch, inp, hidden, direction, seed=7):
     return X, W, R, B, lens
 
 
+@pytest.mark.parametrize("mode", ("deterministic", "exact"))
 @pytest.mark.parametrize("op,direction,kw", [
     ("LSTM", "bidirectional", {}),
     ("GRU", "forward", {}),
     ("GRU", "reverse", {"linear_before_reset": 1}),
     ("RNN", "reverse", {}),
 ])
-def test_a_rows_bits_do_not_depend_on_its_batch(op, direction, kw):
+def test_a_rows_bits_do_not_depend_on_its_batch(op, direction, kw, mode):
     X, W, R, B, lens = _case(op, 4, 11, 9, 45, direction)
-    layer = ortops.RecurrentLayer(op, W, R, B, direction=direction, **kw)
+    layer = ortops.RecurrentLayer(op, W, R, B, direction=direction, mode=mode, **kw)
     big = layer(X, lens)                       # batch 11: the batched kernel
     small = layer(X[:, 3:8], lens[3:8])        # batch 5: the one-row-per-thread kernel
     ref = getattr(reference, op.lower())(X, W, R, B, lens, direction=direction, **kw)
@@ -50,15 +52,16 @@ def test_a_rows_bits_do_not_depend_on_its_batch(op, direction, kw):
             assert pick(a, row).tobytes() == pick(b, row - 3).tobytes()
 
 
-def test_projection_tiles_give_the_same_bits(monkeypatch):
+@pytest.mark.parametrize("mode", ("deterministic", "exact"))
+def test_projection_tiles_give_the_same_bits(monkeypatch, mode):
     # The 128 x 128 tile is chosen for large products only (too slow for lavapipe in CI);
     # lowering the threshold runs it on a small layer, which must match the 64 x 64 tile
     # bit for bit: both sum each output in increasing k from +0.
     import ortops.layer
 
     X, W, R, B, lens = _case("LSTM", 5, 3, 37, 20, "bidirectional")
-    small = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional")(X, lens)
+    small = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", mode=mode)(X, lens)
     monkeypatch.setattr(ortops.layer, "_LARGE_PROJECTION", 0)
-    large = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional")(X, lens)
+    large = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", mode=mode)(X, lens)
     for a, b in zip(small, large):
         assert a.tobytes() == b.tobytes()

@@ -17,6 +17,14 @@ result, so that a kernel ignoring it would fail.
 
 Shapes are small (lavapipe under validation in CI) except the text-line recognizer shapes,
 which run at full size.
+
+Exact mode (``mode="exact"``, docs/exact.md) runs the same checks against the same
+tolerances on a cut of the matrix (``exact_too``, ``exact_option``): its kernels take longer to
+compile on lavapipe (about 0.85 s a case against 0.3 s with a warm shader cache), so it runs
+every activation in every LSTM slot and per direction in the other cells, the "all" option
+set (layout 0; test_layout_1_is_layout_0_transposed shows the layout's bits), a part of the
+odd sizes and of the consistency checks.
+tests/test_exact_functions.py and tests/test_exact_digests.py cover the rest of exact mode.
 """
 
 from __future__ import annotations
@@ -37,6 +45,20 @@ DIRECTIONS = ("forward", "reverse", "bidirectional")
 DTYPES = (np.float32, np.float16)
 MIN_SCALE = 0.05          # max|ref| below this: the case compares (nearly) nothing
 MIN_INFORMATIVE = 0.25    # fraction of Y entries that must be neither 0 nor +-1
+MODES = ("deterministic", "exact")
+
+
+def exact_too(params, keep):
+    """``params`` (pytest.param objects or value tuples) in deterministic mode, and those for
+    which ``keep(*values)`` holds in exact mode too; the mode is the last value."""
+    out = []
+    for p in params:
+        values, pid = (p.values, p.id) if hasattr(p, "values") else (tuple(p), None)
+        for mode in MODES:
+            if mode == "exact" and not keep(*values):
+                continue
+            out.append(pytest.param(*values, mode, id=None if pid is None else f"{pid}-{mode}"))
+    return out
 
 # Largest scaled error seen per dtype (printed at the end of the module with -s).
 MAX_ERROR = {np.dtype(np.float32): 0.0, np.dtype(np.float16): 0.0}
@@ -85,8 +107,8 @@ def make_inputs(op, *, seq, batch, input_size, hidden, direction="bidirectional"
     return t
 
 
-def make_layer(op, t, attrs):
-    return ortops.RecurrentLayer(op, t["W"], t["R"], t["B"], t.get("P"), **attrs)
+def make_layer(op, t, attrs, mode="deterministic"):
+    return ortops.RecurrentLayer(op, t["W"], t["R"], t["B"], t.get("P"), **attrs, mode=mode)
 
 
 def run_layer(layer, t):
@@ -122,17 +144,18 @@ def assert_same_bits(name, what, a, b):
     assert a.tobytes() == b.tobytes(), f"{name}: {what} gives different bits"
 
 
-def check_case(op, t, attrs):
-    """Run one case (twice on one layer, once on a fresh one) and compare with the reference.
+def check_case(op, t, attrs, mode="deterministic"):
+    """Run one case (twice on one layer, once on a fresh one) in ``mode`` and compare with the
+    reference.
 
     Returns (gpu outputs, reference outputs).
     """
     dtype = t["X"].dtype
     expected = REFERENCE[op](**t, **attrs)
-    layer = make_layer(op, t, attrs)
+    layer = make_layer(op, t, attrs, mode)
     first = run_layer(layer, t)
     again = run_layer(layer, t)
-    fresh = FUNCTIONAL[op](**t, **attrs)
+    fresh = FUNCTIONAL[op](**t, **attrs, mode=mode)
     assert len(first) == len(expected) == len(OUTPUTS[op])
     for name, got, ref, got2, got3 in zip(OUTPUTS[op], first, expected, again, fresh):
         assert got.dtype == dtype, f"{name}: dtype {got.dtype}, input {dtype}"
@@ -172,6 +195,17 @@ ALONE = {"LSTM": ("lens", "initial", "clip", "peepholes"), "GRU": ("lens", "init
 FLOAT16_OPTIONS = ("all",)
 
 
+def exact_option(op, option, direction, layout):
+    """The option cases that run in exact mode too: layout 0, the "all" set (every direction
+    for the LSTM, bidirectional for the others), and the LSTM's no-bias and input_forget sets
+    bidirectional (tests/test_exact_digests.py runs every cell x direction in exact mode)."""
+    if layout or option not in ("all", "no_bias", "input_forget"):
+        return False
+    if op == "LSTM":
+        return option == "all" or direction == "bidirectional"
+    return option == "all" and direction == "bidirectional"
+
+
 def option_cases():
     for op in ("LSTM", "GRU", "RNN"):
         for option in EVERY_DIRECTION[op] + ALONE[op]:
@@ -181,8 +215,11 @@ def option_cases():
                 if dtype == np.float16 and option not in FLOAT16_OPTIONS:
                     continue
                 name = f"{op}-{option}" + (f"-lbr{lbr}" if op == "GRU" else "")
-                yield pytest.param(op, option, lbr, dtype, direction, layout,
-                                   id=f"{name}-{np.dtype(dtype).name}-{direction}-{layout}")
+                for mode in MODES:
+                    if mode == "exact" and not exact_option(op, option, direction, layout):
+                        continue
+                    yield pytest.param(op, option, lbr, dtype, direction, layout, mode,
+                                       id=f"{name}-{np.dtype(dtype).name}-{direction}-{layout}-{mode}")
 
 
 def option_case(op, option, lbr, direction, layout, dtype, *, without=None):
@@ -210,10 +247,10 @@ def option_case(op, option, lbr, direction, layout, dtype, *, without=None):
     return t, attrs
 
 
-@pytest.mark.parametrize("op, option, lbr, dtype, direction, layout", list(option_cases()))
-def test_options(op, option, lbr, dtype, direction, layout):
+@pytest.mark.parametrize("op, option, lbr, dtype, direction, layout, mode", list(option_cases()))
+def test_options(op, option, lbr, dtype, direction, layout, mode):
     t, attrs = option_case(op, option, lbr, direction, layout, dtype)
-    check_case(op, t, attrs)
+    check_case(op, t, attrs, mode)
     # The option must matter, or agreeing with the reference would not show it is implemented.
     if option == "no_bias":
         t_on, attrs_on = option_case(op, "bias", lbr, direction, layout, dtype)
@@ -250,9 +287,10 @@ ACTIVATION_RUNS += [pytest.param(shift, 2, np.float16, id=f"per-direction-{shift
                     for shift in (0, 3, 6, 9)]
 
 
-@pytest.mark.parametrize("shift, sets, dtype", ACTIVATION_RUNS)
-@pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
-def test_activations(op, shift, sets, dtype):
+@pytest.mark.parametrize("op, shift, sets, dtype, mode", exact_too(
+    [pytest.param(op, *p.values, id=f"{op}-{p.id}") for op in ("LSTM", "GRU", "RNN") for p in ACTIVATION_RUNS],
+    lambda op, shift, sets, dtype: op == "LSTM" or sets == 2))
+def test_activations(op, shift, sets, dtype, mode):
     names = rotation(op, shift, sets)
     alphas, betas = activation_params(names)
     lbr = shift % 2 if op == "GRU" else 0
@@ -263,7 +301,7 @@ def test_activations(op, shift, sets, dtype):
              "activation_alpha": alphas, "activation_beta": betas}
     if op == "GRU":
         attrs["linear_before_reset"] = lbr
-    check_case(op, t, attrs)
+    check_case(op, t, attrs, mode)
 
 
 def test_activation_runs_cover_every_slot():
@@ -285,11 +323,12 @@ def test_activation_runs_cover_every_slot():
     ("GRU", ["HardSigmoid", "LeakyRelu", "Sigmoid", "Elu"]),
     ("RNN", ["LeakyRelu", "Elu"]),
 ])
-def test_activation_default_parameters(op, names):
+@pytest.mark.parametrize("mode", MODES)
+def test_activation_default_parameters(op, names, mode):
     # No activation_alpha / activation_beta: each activation's own defaults.
     t = make_inputs(op, seq=4, batch=2, input_size=6, hidden=7, seed=seed_of("defaults", op),
                     initial=True)
-    check_case(op, t, {"direction": "bidirectional", "activations": names})
+    check_case(op, t, {"direction": "bidirectional", "activations": names}, mode)
 
 
 # --------------------------------------------------------------------------- empty shapes
@@ -343,10 +382,10 @@ SIZE_RUNS = [(1, 1, np.float32), (33, 1, np.float32), (3, 17, np.float32), (65, 
              (33, 17, np.float32), (65, 17, np.float16)]
 
 
-@pytest.mark.parametrize("hidden, batch, dtype", [
-    pytest.param(*r, id=f"h{r[0]}-b{r[1]}-{np.dtype(r[2]).name}") for r in SIZE_RUNS])
-@pytest.mark.parametrize("cell", list(CELLS))
-def test_odd_hidden_and_large_batch(cell, hidden, batch, dtype):
+@pytest.mark.parametrize("cell, hidden, batch, dtype, mode", exact_too(
+    [pytest.param(c, *r, id=f"{c}-h{r[0]}-b{r[1]}-{np.dtype(r[2]).name}") for c in CELLS for r in SIZE_RUNS],
+    lambda cell, hidden, batch, dtype: (hidden, batch) in ((33, 1), (65, 17))))
+def test_odd_hidden_and_large_batch(cell, hidden, batch, dtype, mode):
     # Hidden sizes that divide no workgroup (ortops.layer gives a step workgroup 2 to 8 hidden
     # units, the Gemm a 64 x 64 tile), batches past one eight-row tile.
     op, lbr = CELLS[cell]
@@ -360,17 +399,18 @@ def test_odd_hidden_and_large_batch(cell, hidden, batch, dtype):
     attrs = {"direction": "bidirectional", "layout": layout}
     if op == "GRU":
         attrs["linear_before_reset"] = lbr
-    check_case(op, t, attrs)
+    check_case(op, t, attrs, mode)
 
 
 @pytest.mark.parametrize("op", ("LSTM", "GRU", "RNN"))
-def test_single_unit_single_row_float16(op):
+@pytest.mark.parametrize("mode", MODES)
+def test_single_unit_single_row_float16(op, mode):
     # The smallest layer: one direction, one row, one hidden unit. In float16 every output has
     # an odd element count, so its last 32-bit word holds one half (a bidirectional layer's
     # outputs always have an even count).
     t = make_inputs(op, seq=3, batch=1, input_size=5, hidden=1, direction="forward",
                     dtype=np.float16, seed=seed_of("one", op), initial=True)
-    check_case(op, t, {"direction": "forward"})
+    check_case(op, t, {"direction": "forward"}, mode)
 
 
 # --------------------------------------------------------------------------- dispatch limits
@@ -393,9 +433,10 @@ def test_output_larger_than_one_dispatch_of_workgroups():
         assert_close(name, got, ref)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("cell", list(CELLS))
-def test_passes_split_over_capped_dispatches(cell, dtype, monkeypatch):
+@pytest.mark.parametrize("cell, dtype, mode", exact_too(
+    [pytest.param(c, t, id=f"{c}-{np.dtype(t).name}") for c in CELLS for t in DTYPES],
+    lambda cell, dtype: dtype == np.float32))
+def test_passes_split_over_capped_dispatches(cell, dtype, mode, monkeypatch):
     # ortops.layer caps every dispatch dimension at _MAX_GROUPS (65,535): the projection
     # splits its row tiles over several dispatches, the weight copy and the state and output
     # passes loop over their grid. With the cap lowered to 2, small shapes take those paths
@@ -410,9 +451,9 @@ def test_passes_split_over_capped_dispatches(cell, dtype, monkeypatch):
     attrs = {"direction": "bidirectional"}
     if op == "GRU":
         attrs["linear_before_reset"] = lbr
-    plain = run_layer(make_layer(op, t, attrs), t)
+    plain = run_layer(make_layer(op, t, attrs, mode), t)
     monkeypatch.setattr(ortops.layer, "_MAX_GROUPS", 2)
-    capped = run_layer(make_layer(op, t, attrs), t)
+    capped = run_layer(make_layer(op, t, attrs, mode), t)
     for name, got, want, ref in zip(OUTPUTS[op], capped, plain, REFERENCE[op](**t, **attrs)):
         assert_same_bits(name, "capped dispatches against uncapped", got, want)
         assert_close(name, got, ref)
@@ -426,20 +467,24 @@ def test_passes_split_over_capped_dispatches(cell, dtype, monkeypatch):
 # (80 to 16, 48 to 12).
 LINES = [48, 40, 33, 48, 12, 27, 48, 1]
 RECOGNIZER = [
-    pytest.param((80, 1, 256, 256, None), np.float32, id="seq80-b1-in256-h256-float32"),
-    pytest.param((48, 8, 192, 96, LINES), np.float32, id="seq48-b8-in192-h96-float32"),
-    pytest.param((16, 1, 256, 256, None), np.float16, id="seq16-b1-in256-h256-float16"),
-    pytest.param((12, 8, 192, 96, [min(n, 12) for n in LINES]), np.float16,
+    pytest.param((80, 1, 256, 256, None), np.float32, "deterministic", id="seq80-b1-in256-h256-float32"),
+    pytest.param((48, 8, 192, 96, LINES), np.float32, "deterministic", id="seq48-b8-in192-h96-float32"),
+    pytest.param((16, 1, 256, 256, None), np.float16, "deterministic", id="seq16-b1-in256-h256-float16"),
+    pytest.param((12, 8, 192, 96, [min(n, 12) for n in LINES]), np.float16, "deterministic",
                  id="seq12-b8-in192-h96-float16"),
+    # Exact mode at the recognizer's widths (input 256, hidden 256 and 96), sequences cut.
+    pytest.param((16, 1, 256, 256, None), np.float16, "exact", id="seq16-b1-in256-h256-float16-exact"),
+    pytest.param((24, 8, 192, 96, [min(n, 24) for n in LINES]), np.float32, "exact",
+                 id="seq24-b8-in192-h96-float32-exact"),
 ]
 
 
-@pytest.mark.parametrize("shape, dtype", RECOGNIZER)
-def test_recognizer_shapes(shape, dtype):
+@pytest.mark.parametrize("shape, dtype, mode", RECOGNIZER)
+def test_recognizer_shapes(shape, dtype, mode):
     seq, batch, input_size, hidden, lens = shape
     t = make_inputs("LSTM", seq=seq, batch=batch, input_size=input_size, hidden=hidden,
                     dtype=dtype, seed=seed_of("recognizer", shape), lens=lens)
-    check_case("LSTM", t, {"direction": "bidirectional"})
+    check_case("LSTM", t, {"direction": "bidirectional"}, mode)
 
 
 # --------------------------------------------------------------------------- consistency
@@ -449,10 +494,10 @@ def test_recognizer_shapes(shape, dtype):
 # kernels) with related data.
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("direction", DIRECTIONS)
-@pytest.mark.parametrize("cell", list(CELLS))
-def test_layout_1_is_layout_0_transposed(cell, direction, dtype):
+@pytest.mark.parametrize("cell, direction, dtype, mode", exact_too(
+    [pytest.param(c, d, t, id=f"{c}-{d}-{np.dtype(t).name}") for c in CELLS for d in DIRECTIONS
+     for t in DTYPES], lambda cell, direction, dtype: direction == "bidirectional" and dtype == np.float32))
+def test_layout_1_is_layout_0_transposed(cell, direction, dtype, mode):
     # Same data in both layouts: the arithmetic order is fixed by the shapes, so the bits agree.
     op, lbr = CELLS[cell]
     t0, attrs = option_case(op, "all", lbr, direction, 0, dtype)
@@ -460,25 +505,26 @@ def test_layout_1_is_layout_0_transposed(cell, direction, dtype):
               initial_h=t0["initial_h"].transpose(1, 0, 2).copy())
     if op == "LSTM":
         t1["initial_c"] = t0["initial_c"].transpose(1, 0, 2).copy()
-    out0 = run_layer(make_layer(op, t0, attrs), t0)
-    out1 = run_layer(make_layer(op, t1, dict(attrs, layout=1)), t1)
+    out0 = run_layer(make_layer(op, t0, attrs, mode), t0)
+    out1 = run_layer(make_layer(op, t1, dict(attrs, layout=1), mode), t1)
     assert_same_bits("Y", "layout 1", out0[0].transpose(2, 0, 1, 3), out1[0])
     for name, a, b in zip(OUTPUTS[op][1:], out0[1:], out1[1:]):
         assert_same_bits(name, "layout 1", a.transpose(1, 0, 2), b)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("cell", list(CELLS))
-def test_bidirectional_is_forward_and_reverse(cell, dtype):
+@pytest.mark.parametrize("cell, dtype, mode", exact_too(
+    [pytest.param(c, t, id=f"{c}-{np.dtype(t).name}") for c in CELLS for t in DTYPES],
+    lambda cell, dtype: dtype == np.float32))
+def test_bidirectional_is_forward_and_reverse(cell, dtype, mode):
     # Each half of a bidirectional layer gives the bits of a one-direction layer with its weights.
     op, lbr = CELLS[cell]
     t, attrs = option_case(op, "all", lbr, "bidirectional", 0, dtype)
-    both = run_layer(make_layer(op, t, attrs), t)
+    both = run_layer(make_layer(op, t, attrs, mode), t)
     for d, direction in enumerate(("forward", "reverse")):
         # W, R, B, P and the initial states (layout 0) all lead with the direction axis.
         half = {k: (v if k in ("X", "sequence_lens") or v is None else v[d:d + 1].copy())
                 for k, v in t.items()}
-        one = run_layer(make_layer(op, half, dict(attrs, direction=direction)), half)
+        one = run_layer(make_layer(op, half, dict(attrs, direction=direction), mode), half)
         assert_same_bits("Y", direction, both[0][:, d:d + 1], one[0])
         for name, a, b in zip(OUTPUTS[op][1:], both[1:], one[1:]):
             assert_same_bits(name, direction, a[d:d + 1], b)

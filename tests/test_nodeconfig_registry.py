@@ -63,7 +63,8 @@ def test_registry_layers_are_per_key_and_forgotten_with_their_session():
 def test_registry_rebuilds_an_inline_layer_only_when_the_weight_bits_change():
     reg, builds = Registry(), []
 
-    def build(op, weights, attrs, device):
+    def build(op, weights, attrs, device, mode):
+        assert mode == "deterministic"
         builds.append(device)
         return object()
 
@@ -97,3 +98,16 @@ def test_run_errors_belong_to_their_token_under_threads():
         (err,) = reg.take_errors(t)
         assert str(err) == f"error of {t}"
         assert reg.take_errors(t) == []
+
+
+def test_mode_round_trips_and_an_unknown_mode_is_refused():
+    cfg = _config(mode="exact")
+    assert NodeConfig.from_json(cfg.to_json()).mode == "exact"
+    assert _config().mode == "deterministic"
+    d = cfg.to_dict()
+    d["mode"] = "fastest"
+    with pytest.raises(ValueError, match="mode must be one of deterministic, exact, got 'fastest'"):
+        NodeConfig.from_json(encode(d))
+    del d["mode"]
+    with pytest.raises(ValueError, match="config lacks 'mode'"):
+        NodeConfig.from_json(encode(d))

@@ -443,3 +443,26 @@ def test_model_converted_by_an_earlier_config_version_is_refused_clearly(caplog)
     with pytest.raises(Exception, match="ortops_check"):
         sess.run(None, case.feeds)
     assert f"config version 1 is not the supported version {customop.CONFIG_VERSION}" in caplog.text
+
+
+@pytest.mark.parametrize("weights_as_inputs", (False, True))
+def test_exact_mode_reaches_every_node_through_session_and_convert(weights_as_inputs):
+    # mode="exact" on InferenceSession and convert: each node's config says so, and the three
+    # paths (prebuilt layer, converted model, a RecurrentLayer of the node) give the same bits.
+    case = node_case("ex", "GRU", seq=3, batch=2, inp=3, hidden=5, bias=True, lbr=1,
+                     weights_as_inputs=weights_as_inputs, rng=np.random.default_rng(21))
+    converted = ortops.convert(case.model, mode="exact")
+    configs = [json.loads(helper.get_attribute_value(a)) for n in _custom_nodes(converted)
+               for a in n.attribute if a.name == "config"]
+    assert configs and all(c["mode"] == "exact" for c in configs)
+    plain = ort.InferenceSession(converted.SerializeToString(), ortops.register(ort.SessionOptions()),
+                                 providers=["CPUExecutionProvider"]).run(None, case.feeds)
+    with ortops.InferenceSession(case.model, mode="exact") as sess:
+        ours = sess.run(None, case.feeds)
+    f = {t.name: numpy_helper.to_array(t) for t in case.model.graph.initializer}
+    f.update(case.feeds)
+    layer = ortops.RecurrentLayer("GRU", f["W"], f["R"], f["B"], linear_before_reset=1, mode="exact")
+    direct = layer(f["X"], f.get("sequence_lens"), f.get("initial_h"))
+    for a, b, c in zip(plain, ours, direct):
+        assert a.tobytes() == b.tobytes() == c.tobytes()
+    assert_close(ours, stock(case.model, case.feeds))

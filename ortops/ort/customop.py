@@ -148,8 +148,9 @@ def layer_kwargs(cfg_attrs: NodeAttrs | Mapping, op: str) -> dict:
     return {name: cfg_attrs.get(name, ATTRIBUTE_DEFAULTS.get(name)) for name in sorted(CELLS[op].attributes)}
 
 
-def build_layer(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=None):
-    """Construct (and upload) a ``RecurrentLayer``; weights maps W/R/B/P to arrays or None."""
+def build_layer(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=None, mode=None):
+    """Construct (and upload) a ``RecurrentLayer`` in ``mode`` (ortops.modes); weights maps
+    W/R/B/P to arrays or None."""
     from ortops.layer import RecurrentLayer
 
     return RecurrentLayer(
@@ -159,6 +160,7 @@ def build_layer(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=N
         weights.get("B"),
         weights.get("P") if "P" in CELLS[op].inputs else None,
         device=device,
+        mode=mode,
         **layer_kwargs(cfg_attrs, op),
     )
 

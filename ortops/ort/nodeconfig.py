@@ -5,7 +5,8 @@
 :meth:`NodeConfig.from_json` (cached: ORT hands the same string on every run). The JSON
 format (``customop``'s module docstring, "Contract of a custom node"): one object with the
 keys ``v`` (:data:`CONFIG_VERSION`), ``key``, ``node``, ``op``, ``dtype``, ``attrs``,
-``weights``, ``absent``, ``outputs``, ``gate`` and the optional ``device``; written with
+``weights``, ``absent``, ``outputs``, ``gate``, ``mode`` (ortops.modes) and the optional
+``device``; written with
 sorted keys, no spaces, floats by ``repr`` (the float64 value of the float32 attribute, so
 it round-trips exactly).
 """
@@ -21,8 +22,9 @@ from typing import Mapping
 import numpy as np
 
 from ortops.cells import CELLS
+from ortops.modes import check_mode
 
-CONFIG_VERSION = 2   # 2: the run-token input, the Squeeze check, no status output
+CONFIG_VERSION = 3   # 2: the run-token input, the Squeeze check, no status output; 3: mode
 
 #: Config dtype -> (custom op type suffix, numpy dtype of the op's float inputs, numpy dtype
 #: of its outputs). float16 inputs arrive widened to float32: onnxruntime-extensions aborts
@@ -89,12 +91,14 @@ class NodeConfig:
     outputs: tuple      # outputs computed (the others come back empty)
     gate: str           # the output fed through the check Squeeze
     device: str | None = None   # inputs mode: the device name for the layer
+    mode: str = "deterministic"  # the layer's numerical mode (ortops.modes)
     version: int = CONFIG_VERSION
 
     def to_dict(self) -> dict:
         return {"v": self.version, "key": self.key, "node": self.node, "op": self.op, "dtype": self.dtype,
                 "attrs": self.attrs.to_dict(), "weights": self.weights, "absent": list(self.absent),
-                "outputs": list(self.outputs), "gate": self.gate, "device": self.device}
+                "outputs": list(self.outputs), "gate": self.gate, "device": self.device,
+                "mode": self.mode}
 
     def to_json(self) -> str:
         return encode(self.to_dict())
@@ -114,14 +118,15 @@ class NodeConfig:
                 f"ortops custom node: config version {d.get('v') if isinstance(d, dict) else None!r} "
                 f"is not the supported version {CONFIG_VERSION}"
             )
-        for name in ("key", "node", "op", "dtype", "attrs", "weights", "absent", "outputs", "gate"):
+        for name in ("key", "node", "op", "dtype", "attrs", "weights", "absent", "outputs", "gate", "mode"):
             if name not in d:
                 raise ValueError(f"ortops custom node: config lacks {name!r}")
         if d["op"] not in CELLS or d["dtype"] not in DTYPE_NAMES:
             raise ValueError(f"ortops custom node: unsupported op/dtype {d['op']}/{d['dtype']}")
         cfg = cls(key=d["key"], node=d["node"], op=d["op"], dtype=d["dtype"], attrs=NodeAttrs.from_dict(d["attrs"]),
                   weights=d["weights"], absent=tuple(d["absent"]), outputs=tuple(d["outputs"]), gate=d["gate"],
-                  device=d.get("device"), version=d["v"])
+                  device=d.get("device"), mode=check_mode(d["mode"], "ortops custom node"),
+                  version=d["v"])
         with _LOCK:
             if len(_CACHE) > 4096:  # bound the cache; configs are tiny, models few
                 _CACHE.clear()

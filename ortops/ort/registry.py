@@ -84,7 +84,7 @@ class Registry:
 
     def layer_for(self, cfg: NodeConfig, weights: dict, build: Callable) -> Any:
         """Layer for weights fed as inputs: the cached one if the bits match, else
-        ``build(op, weights, attrs, device)`` (outside the lock), cached under the key."""
+        ``build(op, weights, attrs, device, mode=)`` (outside the lock), cached under the key."""
         key = cfg.key
         with self._lock:
             cached = self._inline.get(key)
@@ -92,7 +92,7 @@ class Registry:
         order = tuple(weights.get(n) for n in WEIGHTS)
         if cached is not None and all(_same_bits(a, b) for a, b in zip(cached[0], order)):
             return cached[1]
-        layer = build(cfg.op, weights, cfg.attrs, device)
+        layer = build(cfg.op, weights, cfg.attrs, device, mode=cfg.mode)
         with self._lock:
             self._inline[key] = (order, layer)
         return layer

@@ -49,6 +49,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ortops.ort import customop, policy, quantized, subgraphs
 from ortops.ort.names import unique_name
 from ortops.cells import CELLS
+from ortops.modes import DEFAULT as DEFAULT_MODE, check_mode
 from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
 from ortops.validation import GATES, OUTPUTS
 
@@ -399,7 +400,7 @@ def _refusal(std: _Standard, opset: int) -> str | None:
     return None
 
 
-def _build(std: _Standard, attrs: NodeAttrs, info: "_Graph", device):
+def _build(std: _Standard, attrs: NodeAttrs, info: "_Graph", device, mode=None):
     """(layer, weight arrays) for constant weights; (None, None) after a probe with dummy
     weights otherwise (the kernels refuse dtype/attribute combinations at construction,
     whatever the sizes). Raises the kernels' refusal."""
@@ -408,13 +409,13 @@ def _build(std: _Standard, attrs: NodeAttrs, info: "_Graph", device):
         arrays = {n: info.array(present[n]) if n in present else None for n in customop.WEIGHTS}
         arrays = {n: (None if a is None else np.ascontiguousarray(a.astype(np_dt, copy=False)))
                   for n, a in arrays.items()}
-        return customop.build_layer(op, arrays, attrs, device), arrays
+        return customop.build_layer(op, arrays, attrs, device, mode=mode), arrays
     inp, hid = _dims_hint({n: info.types.get(present.get(n, "")) for n in ("W", "R")}, op, attrs)
     dirs = 2 if attrs.direction == "bidirectional" else 1
     G = GATES[op]
     dummy = {"W": np.zeros((dirs, G * hid, inp), np_dt), "R": np.zeros((dirs, G * hid, hid), np_dt),
              "B": None, "P": None}
-    customop.build_layer(op, dummy, dataclasses.replace(attrs, hidden_size=hid), device)
+    customop.build_layer(op, dummy, dataclasses.replace(attrs, hidden_size=hid), device, mode=mode)
     return None, None
 
 
@@ -425,7 +426,7 @@ def _read_outputs(std: _Standard, info: "_Graph") -> tuple:
     return tuple(used or [o for o, s in zip(OUTPUTS[std.op], std.outputs) if s][:1] or ["Y"])
 
 
-def place(std: _Standard, info: "_Graph", opset: int, device) -> Decision:
+def place(std: _Standard, info: "_Graph", opset: int, device, mode=None) -> Decision:
     """Take ``std`` (build its layer, or probe one) or leave it to ONNX Runtime, with why."""
     reason = _refusal(std, opset)
     if reason is not None:
@@ -435,7 +436,7 @@ def place(std: _Standard, info: "_Graph", opset: int, device) -> Decision:
     except ValueError as e:
         return Decision(std.placed("cpu", str(e)))
     try:
-        layer, arrays = _build(std, attrs, info, device)
+        layer, arrays = _build(std, attrs, info, device, mode)
     except Exception as e:  # the kernels' refusal: the node stays on ORT's CPU kernel
         return Decision(std.placed("cpu", f"not taken by the GPU path: {type(e).__name__}: {e}"))
     constant = arrays is not None
@@ -556,13 +557,14 @@ def emit(std: _Standard, cfg: NodeConfig, b: _Builder) -> list[onnx.NodeProto]:
     return nodes
 
 
-def node_config(std: _Standard, d: Decision, key: str, weights: str, device) -> NodeConfig:
+def node_config(std: _Standard, d: Decision, key: str, weights: str, device,
+                mode: str = DEFAULT_MODE) -> NodeConfig:
     """The config of a taken node (``weights``: the rewrite's mode)."""
     return NodeConfig(
         key=key, node=std.name, op=std.op, dtype=std.dtype, attrs=d.attrs,
         weights="registry" if weights == "registry" and d.constant else "inputs",
         absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
-        outputs=d.outputs, gate=d.outputs[0],
+        outputs=d.outputs, gate=d.outputs[0], mode=mode,
         device=None if device is None or weights == "registry" else _device_spec(device))
 
 
@@ -577,7 +579,7 @@ def _is_recurrent(node) -> bool:
 
 
 def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = None,
-            placement: str = "gpu") -> Rewritten:
+            placement: str = "gpu", mode: str | None = None) -> Rewritten:
     """Rewrite the recurrent nodes of ``model`` that the GPU path takes.
 
     weights: ``"registry"`` (constant weights kept out of the nodes; layers
@@ -587,8 +589,10 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
     device: passed to ``RecurrentLayer`` (None: ``ORTOPS_DEVICE`` or default).
     tag: prefix of the layer keys (default: a fresh UUID).
     placement: ``"gpu"`` or ``"auto"`` (``ortops.ort.policy``).
+    mode: the numerical mode of every recurrent node (ortops.modes; None: "deterministic").
     """
     policy.check(placement)
+    mode = check_mode(mode, "ortops")
     if weights not in ("registry", "inline"):
         raise ValueError(f"weights must be 'registry' or 'inline', not {weights!r}")
     proto = load_model(model)
@@ -604,10 +608,10 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         nodes = []
         for node in graph.node:
             if quantized.is_quantized(node):
-                std, d = _place_quantized(node, len(out.placement), info, b, opset, device, scope)
+                std, d = _place_quantized(node, len(out.placement), info, b, opset, device, scope, mode)
             elif _is_recurrent(node):
                 std = _Standard.read(node, len(out.placement), info, scope)
-                d = place(std, info, opset, device)
+                d = place(std, info, opset, device, mode)
             else:
                 subgraphs.rewrite_subgraphs(node, scope, rewrite_body)
                 nodes.append(node)
@@ -618,7 +622,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             if not d.taken:
                 nodes.append(node)
                 continue
-            cfg = node_config(std, d, f"{tag}/{std.index}", weights, device)
+            cfg = node_config(std, d, f"{tag}/{std.index}", weights, device, mode)
             b.scope = scope
             nodes.extend(emit(std, cfg, b))
             _keep(out, cfg, d, weights, device)
@@ -660,7 +664,7 @@ def _apply_policy(d: Decision, std: _Standard, info: "_Graph", device) -> Decisi
 
 
 def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, device,
-                     scope: subgraphs.Scope = subgraphs.Scope()):
+                     scope: subgraphs.Scope = subgraphs.Scope(), mode=None):
     """(std, decision) for a com.microsoft DynamicQuantizeLSTM (ortops.ort.quantized): placed as
     the ai.onnx LSTM with its weights dequantized once (new initializers, used by a converted
     model), reported under its own op type."""
@@ -673,7 +677,7 @@ def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, 
             info.consts[names[w]], info.types[names[w]] = t, (TensorProto.FLOAT, list(a.shape))
             b.initializers.append(t)   # dropped by finish() unless a converted model's node reads it
     std = _Standard.read(quantized.as_lstm(node, names), index, info, scope)
-    d = place(std, info, opset, device) if arrays is not None else Decision(std.placed("cpu", note))
+    d = place(std, info, opset, device, mode) if arrays is not None else Decision(std.placed("cpu", note))
     p = d.placement
     # T is float32 only: the type of a node X whose producer shape inference does not know
     weights = f"{note}, dequantized to float32 and uploaded once" if d.taken else p.weights

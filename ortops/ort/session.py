@@ -65,7 +65,8 @@ def register(sess_options: ort.SessionOptions | None = None) -> ort.SessionOptio
     return so
 
 
-def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu") -> onnx.ModelProto:
+def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu",
+            mode: str | None = None) -> onnx.ModelProto:
     """Return a standalone model whose recurrent nodes run on the GPU.
 
     Any onnxruntime session loads it after :func:`register` of its options.
@@ -74,16 +75,18 @@ def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu"
     input) and compares them with the uploaded copy; the layer is rebuilt
     only when they changed. ``ortops.InferenceSession`` avoids that copy.
     Nodes the GPU path cannot take stay standard nodes (see
-    :func:`placement`). ``placement``: ``"gpu"`` or ``"auto"``, as for :class:`InferenceSession`.
+    :func:`placement`). ``placement``: ``"gpu"`` or ``"auto"``, as for :class:`InferenceSession`;
+    ``mode`` (ortops.modes) is written into every node's config.
     """
-    return rewrite(model, weights="inline", device=device, placement=placement).model
+    return rewrite(model, weights="inline", device=device, placement=placement, mode=mode).model
 
 
-def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu") -> list[NodePlacement]:
+def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu",
+              mode: str | None = None) -> list[NodePlacement]:
     """Where each recurrent node of ``model`` would run under the placement ``policy``
     (``"gpu"`` or ``"auto"``; builds and drops the layers)."""
     return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8],
-                   placement=policy).placement
+                   placement=policy, mode=mode).placement
 
 
 def _token_array(token: int) -> np.ndarray:
@@ -112,13 +115,16 @@ class InferenceSession:
     ``"auto"`` (a node stays on ORT CPU where the calibrated cost model predicts ORT CPU
     faster, ``ortops.ort.policy``; the report says both predictions). Nodes kept on the CPU by
     "auto" count as not taken for ``require_gpu``.
+    mode: the numerical mode of every recurrent node: "deterministic" (default) or
+    "exact" (the same bits on every Vulkan device, docs/exact.md).
     """
 
     def __init__(self, model: ModelIn, sess_options: ort.SessionOptions | None = None,
                  providers: Sequence[Any] | None = None, *, device: DeviceSpec = None,
-                 require_gpu: bool = False, placement: str = "gpu", **kwargs: Any) -> None:
+                 require_gpu: bool = False, placement: str = "gpu", mode: str | None = None,
+                 **kwargs: Any) -> None:
         proto = load_model(model)
-        rw = rewrite(proto, weights="registry", device=device, placement=placement)
+        rw = rewrite(proto, weights="registry", device=device, placement=placement, mode=mode)
         self._keys = list(rw.keys)
         self._run_input = rw.run_input
         self.placement: list[NodePlacement] = rw.placement

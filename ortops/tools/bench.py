@@ -93,12 +93,13 @@ def one_node_model(cell, seq, batch, inp, hidden, direction, dtype):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
 
 
-def _gpu_time(cell, seq, batch, inp, hidden, direction, dtype, runs, device):
+def _gpu_time(cell, seq, batch, inp, hidden, direction, dtype, runs, device, mode=None):
     from ortops.layer import RecurrentLayer
 
     dirs = 2 if direction == "bidirectional" else 1
     W, R, B = _weights(cell, inp, hidden, dirs, dtype)
-    layer = RecurrentLayer(cell, W, R, B, direction=direction, device=device, timestamps=True)
+    layer = RecurrentLayer(cell, W, R, B, direction=direction, device=device, timestamps=True,
+                           mode=mode)
     X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
     for _ in range(3):
         layer(X)
@@ -143,12 +144,12 @@ def _eval_split_us(device, runs):
             for i, k in enumerate(("submit", "until_marker", "fence_wait"))}
 
 
-def _ortops_session_ms(model, X, runs, device):
+def _ortops_session_ms(model, X, runs, device, mode=None):
     try:
         from ortops.ort.session import InferenceSession
     except ImportError:
         return None
-    sess = InferenceSession(model.SerializeToString(), device=device)
+    sess = InferenceSession(model.SerializeToString(), device=device, mode=mode)
     return _median_ms(lambda: sess.run(None, {"X": X}), runs)
 
 
@@ -220,8 +221,8 @@ def _cudnn_ms(cell, seq, batch, inp, hidden, direction, dtype, runs):
         return statistics.median(gpu), _median_ms(e2e, runs)
 
 
-def run(shapes, dtypes, runs, device=None, progress=True, baselines=True):
-    """Measure every shape and dtype; return a list of result dicts."""
+def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=None):
+    """Measure every shape and dtype in ``mode`` (ortops.modes); return a list of result dicts."""
     from ortops.device import select
 
     dev = select(device)
@@ -248,8 +249,8 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True):
             model = one_node_model(cell, seq, batch, inp, hidden, direction, dt.type)
             X = np.random.default_rng(2).standard_normal((seq, batch, inp)).astype(dt)
             gpu, layer_e2e, memory, budget, profile = _gpu_time(cell, seq, batch, inp, hidden, direction,
-                                                        dt.type, runs, device)
-            e2e = _ortops_session_ms(model, X, runs, device)
+                                                        dt.type, runs, device, mode)
+            e2e = _ortops_session_ms(model, X, runs, device, mode)
             cudnn, cudnn_e2e = (_cudnn_ms(cell, seq, batch, inp, hidden, direction, dt.type, runs)
                                 if baselines else (None, None))
             row = dict(
@@ -267,7 +268,7 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True):
                 log.info("  %s", ", ".join(f"{k}={v:.3f}" for k, v in row.items()
                                            if k.endswith("_ms") and v is not None))
     return dict(device=str(dev), driver=f"{dev.driver} {dev.driver_info}", round_trip_ms=trip,
-                round_trip_fence_ms=_round_trip_ms(device, runs, poll=False),
+                round_trip_fence_ms=_round_trip_ms(device, runs, poll=False), mode=mode or "deterministic",
                 eval_split_us=eval_split,
                 runs=runs, host=platform.node(), cpus=os.cpu_count(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -361,6 +362,8 @@ def main(argv=None) -> int:
                         help="index into the shape list (repeatable; default all)")
     parser.add_argument("--no-baselines", action="store_true",
                         help="ortops only (no ORT CPU, cuDNN, WebGPU EP): for sweeps")
+    parser.add_argument("--mode", default="deterministic", choices=["deterministic", "exact"],
+                        help="numerical mode of the layers (ortops.modes; docs/exact.md)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -376,7 +379,8 @@ def main(argv=None) -> int:
     log.setLevel(logging.INFO)
     log.propagate = False
     try:
-        report = run(shapes, dtypes, args.runs, args.device, baselines=not args.no_baselines)
+        report = run(shapes, dtypes, args.runs, args.device, baselines=not args.no_baselines,
+                     mode=args.mode)
     finally:
         log.removeHandler(handler)
         log.setLevel(saved[0])

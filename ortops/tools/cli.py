@@ -2,6 +2,7 @@
 
     ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N]
                [--warmup SECONDS] [--threads N,N,...] [--device D]
+               [--mode deterministic|exact]
     ortops info MODEL [--device D]
     ortops devices
     ortops bench [ARGS ...]
@@ -40,6 +41,7 @@ import numpy as np
 
 from ortops.cells import CELLS
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
+from ortops.modes import MODES
 
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -204,7 +206,7 @@ def cmd_run(args) -> int:
     # A quantized model's recurrent outputs are compared too (_compare_quantized): run them out.
     probe = _quantized_probe(model) if args.compare else model
     sess = InferenceSession(probe, providers=["CPUExecutionProvider"], device=args.device,
-                            placement=args.placement)
+                            placement=args.placement, mode=args.mode)
     for p in sess.placement:
         print(p.describe())
     feeds = make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")), dims, args.seed)
@@ -449,6 +451,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
     _placement_argument(r)
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
+    r.add_argument("--mode", default="deterministic", choices=sorted(MODES),
+                   help="numerical mode of the recurrent nodes: deterministic (default) or exact "
+                        "(the same bits on every Vulkan device, docs/exact.md)")
     r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("info", help="recurrent nodes of a model and where each runs")
