@@ -27,7 +27,8 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test, bench, placement, portability,
+STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
+                      # bench, placement, portability,
                       # multigpu, servewheels, serve, stream, exact (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
@@ -57,8 +58,12 @@ if has portability; then
   py -m pytest -q -p no:cacheprovider tests/test_portability.py tests/test_devices.py >> "$OUT/portability.txt" 2>&1
   tail -5 "$OUT/portability.txt"
 fi
-if has test; then
+# test: the whole suite plainly, then under validation; test_plain / test_validation: one of
+# the two (so that each fits one call of the device tool). TESTS_ARGS is split on spaces.
+if has test || has test_plain; then
   py -m pytest -q -p no:cacheprovider tests ${TESTS_ARGS:-} > "$OUT/pytest.txt" 2>&1; tail -3 "$OUT/pytest.txt"
+fi
+if has test || has test_validation; then
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
     tests ${TESTS_ARGS:-} > "$OUT/pytest_validation.txt" 2>&1; tail -3 "$OUT/pytest_validation.txt"
 fi
