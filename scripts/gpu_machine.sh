@@ -29,7 +29,7 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
                       # bench, placement, portability,
-                      # multigpu, servewheels, serve, stream, exact (none: build only)
+                      # multigpu, servewheels, serve, stream, exact, cudaep (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -125,4 +125,19 @@ if has stream; then
     2>&1 | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
   py scripts/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 8000 --out "$OUT/stream8k" 2>&1 \
     | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
+fi
+if has cudaep; then
+  # An ortops session beside onnxruntime-gpu's CUDA execution provider (docs/packaging.md):
+  # onnxruntime-gpu is not on the image and its wheel (256 MB) is over what one call carries,
+  # so its pieces come in .ortgpu1/ ... .ortgpu5/ over earlier calls on the same warm machine
+  # (`split -b 52000000 -d -a 1 WHEEL part`; .ortgpu1/SHA256 holds the wheel's digest).
+  mkdir -p /tmp/ortgpu && wheel=/tmp/ortgpu/$(awk '{print $2}' .ortgpu1/SHA256)
+  cat .ortgpu*/part* > "$wheel" && (cd /tmp/ortgpu && sha256sum -c "$OLDPWD/.ortgpu1/SHA256") || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-ortgpu "$wheel" || exit 1
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
+  # CUDA 13 and cuDNN 9 from the image's nvidia-* wheels (PyTorch's), for the CUDA provider.
+  cudalibs=$(find / -xdev \( -name 'libcublasLt.so.13*' -o -name 'libcudnn.so.9*' -o -name 'libcudart.so.13*' \
+    -o -name 'libcufft.so.12*' -o -name 'libcurand.so.10*' -o -name 'libnvrtc.so.13*' \) -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
+  LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py scripts/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
+    2>&1 | tee "$OUT/cuda_ep.txt"
 fi
