@@ -136,7 +136,7 @@ if has cudaep; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-ortgpu "$wheel" || exit 1
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   # CUDA 13 and cuDNN 9 from the image's nvidia-* wheels (PyTorch's), for the CUDA provider.
-  cudalibs=$(find / -xdev \( -name 'libcublasLt.so.13*' -o -name 'libcudnn.so.9*' -o -name 'libcudart.so.13*' \
+  cudalibs=$(find /opt /usr/local \( -name 'libcublasLt.so.13*' -o -name 'libcudnn.so.9*' -o -name 'libcudart.so.13*' \
     -o -name 'libcufft.so.12*' -o -name 'libcurand.so.10*' -o -name 'libnvrtc.so.13*' \) -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
   LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py scripts/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
     2>&1 | tee "$OUT/cuda_ep.txt"
