@@ -129,8 +129,10 @@ fi
 if has cudaep; then
   # An ortops session beside onnxruntime-gpu's CUDA execution provider (docs/packaging.md):
   # onnxruntime-gpu is not on the image and its wheel (256 MB) is over what one call carries,
-  # so its pieces come in .ortgpu1/ ... .ortgpu5/ over earlier calls on the same warm machine
-  # (`split -b 52000000 -d -a 1 WHEEL part`; .ortgpu1/SHA256 holds the wheel's digest).
+  # so its pieces (`split -b 52000000 -d -a 1 WHEEL part`; .ortgpu1/SHA256 holds the wheel's
+  # digest) come one a call on the same warm machine, each copied to /tmp/parts (a carried
+  # folder is gone at the next call; /tmp stays), and this call starts with
+  # `ln -sfn /tmp/parts .ortgpu1` (what ran on 2026-11-29: docs/gpu_runs/2026-11-29-cuda-ep.txt).
   mkdir -p /tmp/ortgpu && wheel=/tmp/ortgpu/$(awk '{print $2}' .ortgpu1/SHA256)
   cat .ortgpu*/part* > "$wheel" && (cd /tmp/ortgpu && sha256sum -c "$OLDPWD/.ortgpu1/SHA256") || exit 1
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-ortgpu "$wheel" || exit 1
