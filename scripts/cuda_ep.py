@@ -19,15 +19,13 @@ CUDA rows say so. Run: ``python -P scripts/cuda_ep.py [MODEL] --runs 200``.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
-import numpy as np
 import onnx
 import onnxruntime as ort
 
 import ortops
+from ortops.timing import median_s, warm
 from ortops.compare import scaled_error, tolerance
 from ortops.tools.cli import make_feeds
 
@@ -36,15 +34,8 @@ CPU = "CPUExecutionProvider"
 
 
 def _median_ms(run, runs: int, warmup_s: float) -> float:
-    end = time.perf_counter() + warmup_s
-    while time.perf_counter() < end:
-        run()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    warm(run, warmup_s)
+    return 1e3 * median_s(run, runs, warmup_runs=0)
 
 
 def main(argv=None) -> int:

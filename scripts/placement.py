@@ -15,20 +15,10 @@ import argparse
 import glob
 import os
 import sys
-import time
 
 import numpy as np
 
-
-def _time(run, budget: float, repeat: int = 20) -> float:
-    """Median seconds of ``run`` over up to ``repeat`` runs (at least 3) within ``budget`` s."""
-    run()
-    times, t_end = [], time.perf_counter() + budget
-    while len(times) < repeat and (len(times) < 3 or time.perf_counter() < t_end):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from ortops.timing import median_s
 
 
 def sweep(device, cal, shapes, budget: float) -> int:
@@ -48,7 +38,7 @@ def sweep(device, cal, shapes, budget: float) -> int:
             runners[hidden] = (costmodel._device_runner(device, hidden, hidden), costmodel._cpu_runner(hidden, hidden))
         dev_run, cpu_run = runners[hidden]
         x = rng.uniform(-1, 1, (seq, batch, hidden)).astype(np.float32)
-        md, mc = _time(lambda: dev_run(x), budget), _time(lambda: cpu_run(x), budget)
+        md, mc = (median_s(r, 20, budget_s=budget) for r in (lambda: dev_run(x), lambda: cpu_run(x)))
         pw, mw = ("device" if pd <= pc else "cpu"), ("device" if md <= mc else "cpu")
         wrong += pw != mw
         print(f"{seq:5d} {batch:5d} {hidden:6d}  {pd * 1e3:9.3f} {pc * 1e3:9.3f}  {md * 1e3:9.3f} {mc * 1e3:9.3f}  "

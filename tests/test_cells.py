@@ -12,7 +12,7 @@ from pathlib import Path
 import onnx.defs
 import pytest
 
-from ortops import activations, cells, layer, validation
+from ortops import activations, layer, validation
 from ortops.ort import customop, rewrite
 from ortops.activations import ACTIVATIONS
 from ortops.cells import CELLS, Cell, cell

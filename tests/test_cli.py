@@ -9,6 +9,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from ortops import timing
 from ortops.ort import customop
 from ortops.tools import cli
 
@@ -148,11 +149,11 @@ def test_errors_are_one_line_with_status_2(models, capsys, argv, message):
 
 def test_warmup_runs_once_then_for_the_given_time():
     calls = []
-    cli._warm(lambda: calls.append(1), 0.0)
+    timing.warm(lambda: calls.append(1), 0.0)
     assert len(calls) == 1
     calls.clear()
     t0 = time.perf_counter()
-    cli._warm(lambda: (calls.append(1), time.sleep(0.01)), 0.1)
+    timing.warm(lambda: (calls.append(1), time.sleep(0.01)), 0.1)
     assert time.perf_counter() - t0 >= 0.1 and len(calls) >= 5
 
 
@@ -333,3 +334,12 @@ def test_run_refuses_an_unknown_mode(capsys):
     with pytest.raises(SystemExit):
         cli.main(["run", "model.onnx", "--mode", "fast"])
     assert "invalid choice: 'fast'" in capsys.readouterr().err
+
+
+def test_median_stops_at_its_budget_after_three_runs():
+    calls = []
+    s = timing.median_s(lambda: (calls.append(1), time.sleep(0.02)), 100, warmup_runs=2, budget_s=0.0)
+    assert len(calls) == 2 + 3 and 0.02 <= s < 1.0
+    calls.clear()
+    timing.median_s(lambda: calls.append(1), 7, warmup_runs=0)
+    assert len(calls) == 7

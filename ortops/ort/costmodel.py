@@ -26,10 +26,11 @@ import json
 import logging
 import os
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from ortops.timing import median_s
 
 log = logging.getLogger("ortops")
 
@@ -183,16 +184,6 @@ def key(device) -> str:
             f"onnxruntime {ort.__version__} | {cpu_threads()} CPU threads")
 
 
-def _median_time(run, repeat: int) -> float:
-    run()  # pipelines, caches, first-touch allocations
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def _weights(rng, inp: int, hidden: int):
     b = 1.0 / np.sqrt(hidden)
     return (rng.uniform(-b, b, (1, 4 * hidden, inp)).astype(np.float32),
@@ -250,7 +241,7 @@ def measure(device, shapes: str = "default", repeat: int = 20) -> Calibration:
         x = rng.uniform(-1, 1, (seq, batch, inp)).astype(np.float32)
         w = work("LSTM", seq, batch, inp, hidden, 1)
         for side, run in zip(("device", "cpu"), runners[inp, hidden]):
-            points[side].append((w, _median_time(lambda: run(x), repeat)))
+            points[side].append((w, median_s(lambda: run(x), repeat)))
     cal = Calibration(key(device), fit(points["device"]), fit(points["cpu"]))
     log.info("ortops: cost model calibrated: %s", cal.describe())
     return cal

@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+from ortops.timing import median_s
 from ortops.cells import CELLS
 
 #: Progress (info) and unavailable baselines (warning); main() shows the info lines on stderr,
@@ -52,15 +53,8 @@ SMALL_SHAPES = [
 ]
 
 
-def _median_ms(fn, runs: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+def _median_ms(fn, runs: int) -> float:
+    return 1e3 * median_s(fn, runs, warmup_runs=3)
 
 
 def _weights(cell, inp, hidden, dirs, dtype, seed=0):

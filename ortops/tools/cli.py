@@ -40,6 +40,7 @@ import time
 import numpy as np
 
 from ortops.cells import CELLS
+from ortops.timing import warm
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
 from ortops.modes import MODES
 
@@ -163,16 +164,6 @@ def make_feeds(sess, model, given: dict, dims: dict, seed: int) -> dict:
 # -- commands -----------------------------------------------------------------------------
 
 
-def _warm(run, seconds: float) -> None:
-    # One untimed run always (pipelines, caches); then keep running for ``seconds``: a GPU
-    # that idled drops its clocks (the H200 to 345 of 1980 MHz) and a light model alone
-    # raises them only after a few hundred ms of work (docs/perf.md, "GPU clocks").
-    t0 = time.perf_counter()
-    run()
-    while time.perf_counter() - t0 < seconds:
-        run()
-
-
 def _timed(run, repeat: int, label: str):
     bar = Progress(repeat, label)
     times, out = [], None
@@ -211,7 +202,7 @@ def cmd_run(args) -> int:
         print(p.describe())
     feeds = make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")), dims, args.seed)
     names = [o.name for o in sess.get_outputs()]
-    _warm(lambda: sess.run(None, feeds), args.warmup)
+    warm(lambda: sess.run(None, feeds), args.warmup)
     outputs, times = _timed(lambda: sess.run(None, feeds), args.repeat, "ortops")
     print(f"ortops GPU path: {_fmt_times(times)}")
     for name, value in zip(names, outputs):
@@ -238,7 +229,7 @@ def cmd_run(args) -> int:
     ref_model = cpu_equivalent(model) if equivalent else model
     ref_feeds = cpu_feeds(feeds) if equivalent else feeds
     cpu = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"])
-    _warm(lambda: cpu.run(None, ref_feeds), args.warmup)
+    warm(lambda: cpu.run(None, ref_feeds), args.warmup)
     expected, cpu_times = _timed(lambda: cpu.run(None, ref_feeds), args.repeat, "ORT CPU")
     what = "ONNX Runtime CPU" + (" (layout-0 float32 equivalent model)" if equivalent else "")
     print(f"{what}: {_fmt_times(cpu_times)}")
@@ -278,7 +269,7 @@ def _compare_quantized(model, placement, feeds, names, outputs, args) -> bool:
     cpu = lambda m: ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])  # noqa: E731
     which = [p.where == "gpu" for p in placement if p.op == quantized.OP]
     quant, exact = cpu(model), cpu(quantized.dequantized_model(model, which))
-    _warm(lambda: quant.run(None, feeds), args.warmup)
+    warm(lambda: quant.run(None, feeds), args.warmup)
     ort_q, cpu_times = _timed(lambda: quant.run(None, feeds), args.repeat, "ORT CPU")
     print(f"ONNX Runtime CPU (the quantized model): {_fmt_times(cpu_times)}")
     dequantized = exact.run(None, feeds)
@@ -331,7 +322,7 @@ def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
                 if any(a.tobytes() != b.tobytes() for a, b in zip(out, serial[t])):
                     failures.append(f"thread {t}: result differs from the serial result")
 
-        _warm(lambda: sess.run(None, feeds[0]), warmup)
+        warm(lambda: sess.run(None, feeds[0]), warmup)
         threads = [threading.Thread(target=worker, args=(t,)) for t in range(n)]
         for th in threads:
             th.start()

@@ -1,0 +1,33 @@
+"""Wall-clock timing, one way for the benchmark, the placement cost model, the CLI and the
+measuring scripts."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def warm(run: Callable[[], object], seconds: float) -> None:
+    """One untimed run always (pipelines, caches), then runs for ``seconds``: a GPU that idled
+    drops its clocks (the H200 to 345 of 1980 MHz) and a light model alone raises them only
+    after a few hundred ms of work (docs/perf.md, "GPU clocks")."""
+    t0 = time.perf_counter()
+    run()
+    while time.perf_counter() - t0 < seconds:
+        run()
+
+
+def median_s(run: Callable[[], object], repeat: int, *, warmup_runs: int = 1,
+             budget_s: float | None = None) -> float:
+    """Median wall-clock seconds of ``run`` over ``repeat`` runs after ``warmup_runs`` untimed
+    ones; with ``budget_s``, stop once that many seconds have passed (after at least 3 runs)."""
+    for _ in range(warmup_runs):
+        run()
+    times: list[float] = []
+    end = None if budget_s is None else time.perf_counter() + budget_s
+    while len(times) < repeat and (end is None or len(times) < 3 or time.perf_counter() < end):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
