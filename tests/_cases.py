@@ -7,6 +7,8 @@ import zlib
 from ortops import reference
 from ortops.activations import ACTIVATIONS
 from ortops.cells import CELLS
+from ortops.device import Device
+from ortops.visible import NVIDIA_VENDOR_ID
 
 GATES = {op: c.gates for op, c in CELLS.items()}
 SLOTS = {op: len(c.slots) for op, c in CELLS.items()}    # activation slots per direction
@@ -53,3 +55,19 @@ def rotation(op, shift, sets):
     activation lands in every slot of both directions."""
     n = SLOTS[op] * sets
     return [ACTIVATIONS[(shift + k) % len(ACTIVATIONS)] for k in range(n)]
+
+
+#: A plausible discrete GPU's description (an H200's limits), for tests of device handling
+#: that need no Vulkan device; ``fake_device(**fields)`` overrides any field.
+FAKE_DEVICE = dict(index=0, name="NVIDIA H200", type="discrete", driver="NVIDIA", driver_info="580",
+                   api_version="1.4.312", vendor_id=NVIDIA_VENDOR_ID, device_id=0x2335,
+                   max_storage_buffer_range=1 << 32, max_workgroup_size=(1024, 1024, 64),
+                   max_workgroup_invocations=1024, max_workgroup_count=(2**31 - 1, 65535, 65535),
+                   max_shared_memory=49152, max_push_constants_size=256, subgroup_size=32,
+                   float16=True, float64=True, nan_preserve_float16=True, nan_preserve_float32=True,
+                   denorm_preserve_float32=True, denorm_flush_float32=True, timestamp_period_ns=1.0,
+                   timestamps=True)
+
+
+def fake_device(**fields) -> Device:
+    return Device(**{**FAKE_DEVICE, **fields})

@@ -118,12 +118,10 @@ def test_parser_finds_a_missing_declaration():
 
 
 def test_require_ieee_names_device_and_feature():
-    from ortops.device import Device, UnsupportedDeviceError, require_ieee
+    from _cases import fake_device
+    from ortops.device import UnsupportedDeviceError, require_ieee
 
-    fields = {f.name: None for f in dataclasses.fields(Device)}
-    fields.update(index=3, name="Some GPU", type="discrete", driver="drv", driver_info="1.0",
-                  api_version="1.1.0", nan_preserve_float32=False)
-    weak = Device(**fields)
+    weak = fake_device(index=3, name="Some GPU", nan_preserve_float32=False)
     with pytest.raises(UnsupportedDeviceError) as info:
         require_ieee(weak)
     assert isinstance(info.value, RuntimeError)

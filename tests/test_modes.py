@@ -8,7 +8,8 @@ import pytest
 
 import ortops
 from ortops import modes
-from ortops.device import Device, UnsupportedDeviceError, require_mode
+from _cases import fake_device
+from ortops.device import UnsupportedDeviceError, require_mode
 from ortops.plan import PlanKey
 from ortops.shaders import spirv
 
@@ -33,10 +34,7 @@ def test_layer_refuses_an_unknown_mode_before_touching_a_device():
 
 
 def test_exact_mode_names_the_device_and_the_missing_control():
-    fields = {f.name: None for f in dataclasses.fields(Device)}
-    fields.update(index=2, name="Old GPU", type="discrete", driver="drv", driver_info="1.0",
-                  api_version="1.1.0", nan_preserve_float32=False)
-    weak = Device(**fields)
+    weak = fake_device(index=2, name="Old GPU", nan_preserve_float32=False)
     with pytest.raises(UnsupportedDeviceError) as info:
         require_mode(weak, "exact")
     text = str(info.value)

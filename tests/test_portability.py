@@ -2,6 +2,8 @@
 offers it, so that MoltenVK and other portability implementations are listed; conformant
 devices (lavapipe, NVIDIA) are not portability implementations and nothing else changes."""
 
+import dataclasses
+
 import ortops
 from ortops import device
 from ortops.tools import cli
@@ -53,8 +55,6 @@ def test_devices_command_says_whether_a_device_is_a_portability_implementation(c
 
 def test_a_portability_device_is_named_so():
     d = ortops.devices()[0]
-    fields = {k: getattr(d, k) for k in d.__dataclass_fields__}
-    fields["portability"] = True
-    moltenvk = device.Device(**fields)
+    moltenvk = dataclasses.replace(d, portability=True)
     assert "portability implementation" in str(moltenvk)
     assert "portability subset        yes" in moltenvk.describe()

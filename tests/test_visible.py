@@ -11,20 +11,13 @@ import re
 import pytest
 
 from ortops import device as device_mod
-from ortops.device import Device, match_uuid
-from ortops.visible import NVIDIA_VENDOR_ID, assigned_device, assigned_devices, cuda_order
-
-_BASE = dict(type="discrete", driver="NVIDIA", driver_info="580", api_version="1.4.312",
-             vendor_id=NVIDIA_VENDOR_ID, device_id=0x2335, max_storage_buffer_range=1 << 32,
-             max_workgroup_size=(1024, 1024, 64), max_workgroup_invocations=1024,
-             max_workgroup_count=(2**31 - 1, 65535, 65535), max_shared_memory=49152,
-             max_push_constants_size=256, subgroup_size=32, float16=True, float64=True,
-             nan_preserve_float16=True, nan_preserve_float32=True, denorm_preserve_float32=True,
-             denorm_flush_float32=True, timestamp_period_ns=1.0, timestamps=True)
+from _cases import fake_device
+from ortops.device import match_uuid
+from ortops.visible import assigned_device, assigned_devices, cuda_order
 
 
 def _gpu(index, uuid, pci, name="NVIDIA H200", **kw):
-    return Device(**{**_BASE, "index": index, "name": name, "uuid": uuid, "pci_bus_id": pci, **kw})
+    return fake_device(index=index, name=name, uuid=uuid, pci_bus_id=pci, **kw)
 
 
 # Enumerated by the driver in an order that is NOT the PCI order (it need not be), plus a
@@ -34,8 +27,8 @@ UB = "8c1b9a00-aaaa-bbbb-cccc-ddddeeeeffff"
 UC = "0f0e0d0c-0000-1111-2222-333344445555"
 FOUND = [
     _gpu(0, UB, "0000:9a:00.0"),
-    Device(**{**_BASE, "index": 1, "name": "llvmpipe", "type": "cpu", "vendor_id": 0x10005,
-              "device_id": 0, "uuid": "6d657361-3232-2e33-2e36-000000000000"}),
+    fake_device(index=1, name="llvmpipe", type="cpu", vendor_id=0x10005, device_id=0,
+                uuid="6d657361-3232-2e33-2e36-000000000000"),
     _gpu(2, UA, "0000:18:00.0"),
     _gpu(3, UC, "0001:05:00.0"),
 ]
