@@ -14,12 +14,12 @@ exact's extra instructions is expected to be largest (say so when it is run).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import time
 
 import numpy as np
+
+from ortops.tools.report import write_report
 
 from ortops.tools import bench
 
@@ -63,11 +63,7 @@ def main(argv=None) -> int:
     print(text)
     print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "exact_cost.json"), "w") as f:
-            json.dump(rows, f, indent=1)
-        with open(os.path.join(args.out, "exact_cost.md"), "w") as f:
-            f.write(text + "\n")
+        write_report(args.out, "exact_cost", rows, text)
     return 0
 
 

@@ -34,6 +34,8 @@ import time
 
 import numpy as np
 
+from ortops.tools.report import write_report
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEEDS = 8   # distinct inputs, cycled; each checked against its serial result
 
@@ -243,10 +245,7 @@ def main(argv=None) -> int:
     report = {"model": os.path.basename(model_path), "batch": args.batch, "seconds": args.seconds,
               "warmup": args.warmup, "kind": kind, "devices_found": len(devices),
               "device_names": [f"{d.name} GPU-{d.uuid} {d.pci_bus_id or ''}".strip() for d in devices], "rows": rows}
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "multi_gpu.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "multi_gpu.md").write_text(_markdown(report))
+    write_report(args.out, "multi_gpu", report, _markdown(report))
     print(_markdown(report))
     failed = [r for r in rows if r.get("error") or r.get("mismatches") or r.get("pinning", "ok") != "ok"]
     return 1 if failed else 0

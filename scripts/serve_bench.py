@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+from ortops.tools.report import write_report
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEEDS = 16
 
@@ -192,10 +194,7 @@ def main(argv=None) -> int:
     report = {"kind": kind, "small": args.small, "gpus": gpus, "rows": args.rows, "seconds": args.seconds, "warmup": args.warmup,
               "max_batch_size": args.max_batch_size, "batch_wait_ms": args.batch_wait_ms,
               "ray": ray.__version__, "rows_measured": rows}
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "serve_bench.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "serve_bench.md").write_text(_markdown(report))
+    write_report(args.out, "serve_bench", report, _markdown(report))
     print(_markdown(report))
     return 1 if failed else 0
 

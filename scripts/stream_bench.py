@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import sys
 import tempfile
@@ -36,6 +35,8 @@ import time
 import zipfile
 
 import numpy as np
+
+from ortops.tools.report import write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The wheel scripts/setup.sh downloads (``pip download silero-vad==VERSION --no-deps``).
@@ -178,11 +179,7 @@ def main(argv=None) -> int:
     text = "\n".join(lines)
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "stream.json"), "w") as f:
-            json.dump(report, f, indent=1)
-        with open(os.path.join(args.out, "stream.txt"), "w") as f:
-            f.write(text + "\n")
+        write_report(args.out, "stream", report, text, ".txt")
     return 0 if ok else 1
 
 
