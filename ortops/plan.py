@@ -19,6 +19,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ortops import validation, variants
+from ortops import modes
 from ortops.cells import CELLS
 from ortops.limits import Limits
 from ortops.shaders import spirv
@@ -48,7 +49,7 @@ class PlanKey:
     outputs: Tuple[str, ...]
     xw_region: Optional[Tuple[int, int]]
     state_region: Optional[Tuple[int, int]]
-    mode: str = "deterministic"     # ortops.modes: which compiled variant of each pass
+    mode: str = modes.DEFAULT       # ortops.modes: which compiled variant of each pass
 
 
 def region_key(region):

@@ -22,6 +22,7 @@ from typing import Mapping
 import numpy as np
 
 from ortops.cells import CELLS
+from ortops import modes
 from ortops.modes import check_mode
 
 CONFIG_VERSION = 3   # 2: the run-token input, the Squeeze check, no status output; 3: mode
@@ -91,7 +92,7 @@ class NodeConfig:
     outputs: tuple      # outputs computed (the others come back empty)
     gate: str           # the output fed through the check Squeeze
     device: str | None = None   # inputs mode: the device name for the layer
-    mode: str = "deterministic"  # the layer's numerical mode (ortops.modes)
+    mode: str = modes.DEFAULT  # the layer's numerical mode (ortops.modes)
     version: int = CONFIG_VERSION
 
     def to_dict(self) -> dict:

@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from ortops import modes
+from ortops.modes import check_mode
 from ortops.timing import median_s
 from ortops.cells import CELLS
 
@@ -262,7 +264,7 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=N
                 log.info("  %s", ", ".join(f"{k}={v:.3f}" for k, v in row.items()
                                            if k.endswith("_ms") and v is not None))
     return dict(device=str(dev), driver=f"{dev.driver} {dev.driver_info}", round_trip_ms=trip,
-                round_trip_fence_ms=_round_trip_ms(device, runs, poll=False), mode=mode or "deterministic",
+                round_trip_fence_ms=_round_trip_ms(device, runs, poll=False), mode=check_mode(mode),
                 eval_split_us=eval_split,
                 runs=runs, host=platform.node(), cpus=os.cpu_count(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -356,7 +358,7 @@ def main(argv=None) -> int:
                         help="index into the shape list (repeatable; default all)")
     parser.add_argument("--no-baselines", action="store_true",
                         help="ortops only (no ORT CPU, cuDNN, WebGPU EP): for sweeps")
-    parser.add_argument("--mode", default="deterministic", choices=["deterministic", "exact"],
+    parser.add_argument("--mode", default=modes.DEFAULT, choices=sorted(modes.MODES),
                         help="numerical mode of the layers (ortops.modes; docs/exact.md)")
     args = parser.parse_args(argv)
     if args.runs < 1:

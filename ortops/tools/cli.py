@@ -42,7 +42,7 @@ import numpy as np
 from ortops.cells import CELLS
 from ortops.timing import warm
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
-from ortops.modes import MODES
+from ortops.modes import DEFAULT as DEFAULT_MODE, MODES
 
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -442,7 +442,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
     _placement_argument(r)
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
-    r.add_argument("--mode", default="deterministic", choices=sorted(MODES),
+    r.add_argument("--mode", default=DEFAULT_MODE, choices=sorted(MODES),
                    help="numerical mode of the recurrent nodes: deterministic (default) or exact "
                         "(the same bits on every Vulkan device, docs/exact.md)")
     r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")
