@@ -111,3 +111,47 @@ def test_mode_round_trips_and_an_unknown_mode_is_refused():
     del d["mode"]
     with pytest.raises(ValueError, match="config lacks 'mode'"):
         NodeConfig.from_json(encode(d))
+
+
+def test_forget_from_a_finalizer_inside_a_locked_section_does_not_wait_for_itself():
+    # The garbage collector may run a session's finalizer (Registry.forget) at any allocation,
+    # also while this thread holds the registry's lock (seen in CI inside seed_inline). It
+    # must not deadlock, and the keys go when the section ends.
+    import threading
+    import weakref
+
+    reg = Registry()
+    reg.add_session({"s/0": "layer"}, {})
+
+    class Session:
+        pass
+
+    done = threading.Event()
+
+    def body():
+        owner = Session()
+        weakref.finalize(owner, reg.forget, ["s/0"])
+        with reg._lock:               # what seed_inline, layer_for, ... hold
+            del owner                 # refcount 0: the finalizer runs here, on this thread
+            assert "s/0" in reg._layers   # deferred, not dropped under the caller's feet
+        done.set()
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    t.join(10)
+    assert done.is_set(), "forget() from a finalizer inside a locked section deadlocked"
+    assert "s/0" not in reg and reg.prebuilt("s/0") is None
+
+
+def test_forget_from_another_thread_waits_for_the_lock_and_drops_at_once():
+    import threading
+
+    reg = Registry()
+    reg.add_session({"a": 1, "b": 2}, {"a": "dev"})
+    t = threading.Thread(target=reg.forget, args=(["a"],))
+    with reg._lock:
+        t.start()
+        t.join(0.2)
+        assert t.is_alive()           # blocked on the lock this thread holds
+    t.join(10)
+    assert not t.is_alive() and "a" not in reg and "b" in reg

@@ -11,6 +11,7 @@ registry's lock; layers are built outside it.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from typing import Any, Callable, Iterable
@@ -35,6 +36,34 @@ def _same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return bool(np.array_equal(a.view(as_int), b.view(as_int)))
 
 
+class _OwnedLock:
+    """A lock that knows which thread holds it. A session's weakref finalizer calls
+    :meth:`Registry.forget`, and the garbage collector runs finalizers at any allocation, also
+    inside a locked section of the registry on the same thread: with a plain lock that
+    finalizer waited for itself forever (seen in CI: ``seed_inline`` -> collection ->
+    ``forget``). ``on_release`` runs, still locked, before each release."""
+
+    def __init__(self, on_release: Callable[[], None]):
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._on_release = on_release
+
+    def __enter__(self) -> "_OwnedLock":
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._on_release()
+        finally:
+            self._owner = None
+            self._lock.release()
+
+    def held_here(self) -> bool:
+        return self._owner == threading.get_ident()
+
+
 class Registry:
     """Layers and devices by node key, and node errors by run token.
 
@@ -48,7 +77,8 @@ class Registry:
     """
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._forgotten: collections.deque[tuple[str, ...]] = collections.deque()
+        self._lock = _OwnedLock(self._drop_forgotten)
         self._layers: dict[str, Any] = {}
         self._devices: dict[str, Any] = {}
         self._inline: dict[str, tuple[tuple, Any]] = {}
@@ -64,9 +94,20 @@ class Registry:
             self._devices.update(devices)
 
     def forget(self, keys: Iterable[str]) -> None:
-        """Drop the layers, devices and cached layers of these keys."""
+        """Drop the layers, devices and cached layers of these keys: now, or, when called by
+        the garbage collector inside one of this registry's locked sections on this thread,
+        as that section ends (:class:`_OwnedLock`)."""
+        self._forgotten.append(tuple(keys))   # deque.append needs no lock
+        if self._lock.held_here():
+            return
         with self._lock:
-            for k in keys:
+            pass   # dropped on release
+
+    def _drop_forgotten(self) -> None:
+        # Called with the lock held. Dropping a layer may start a collection whose finalizers
+        # call forget() again: they append here, and the loop takes them too.
+        while self._forgotten:
+            for k in self._forgotten.popleft():
                 self._layers.pop(k, None)
                 self._devices.pop(k, None)
                 self._inline.pop(k, None)
