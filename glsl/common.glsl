@@ -79,6 +79,16 @@ bool iszero_(float x)
 #include "exact.glsl"
 #endif
 
+// The transposed state the batched step kernel reads (glsl/step_batched.comp): plane p of
+// [plane][dir][position][batch row, padded to b32], from float `base` of the state buffer.
+// Element k of a row sits at the position where that kernel's sums take it: class l = k % 32
+// at tree position bitrev5(l), i = k / 32 within it, so position bitrev5(l) * ni + i.
+uint transposedIndex(uint base, uint plane, uint dirs, uint d, uint ni, uint b32, uint k, uint b)
+{
+    uint position = (bitfieldReverse(k & 31u) >> 27u) * ni + (k >> 5u);
+    return base + ((plane * dirs + d) * 32u * ni + position) * b32 + b;
+}
+
 #if !EXACT
 #define EXPM1_NEG(x) (exp(x) - 1.0)
 #define DIV(a, b) ((a) / (b))

@@ -18,6 +18,11 @@ layout(constant_id = 5) const uint HAS_H0 = 0;
 layout(constant_id = 6) const uint HAS_C0 = 0;
 layout(constant_id = 7) const uint HAS_CELL = 0;
 layout(constant_id = 8) const uint STATE_OFFSET = 0;
+// The batched step kernel's transposed plane 0 (glsl/step_batched.comp), when it runs.
+layout(constant_id = 9) const uint TRANSPOSED = 0;
+layout(constant_id = 10) const uint NI = 1;
+layout(constant_id = 11) const uint B32 = 32;
+layout(constant_id = 12) const uint HT_OFFSET = 0;
 
 layout(std430, binding = 0) readonly buffer H0Buf { uint H0[]; };
 layout(std430, binding = 1) readonly buffer C0Buf { uint C0[]; };
@@ -30,7 +35,11 @@ void init(uint i, uint total)
     uint d = i / (HIDDEN * BATCH);
     // initial_h / initial_c are [dirs, batch, hidden] (layout 0) or [batch, dirs, hidden].
     uint src = LAYOUT == 0u ? i : (b * DIRS + d) * HIDDEN + u;
-    STOREF(S, STATE_OFFSET + i, HAS_H0 != 0u ? LOADT(H0, src) : 0.0);
+    float h = HAS_H0 != 0u ? LOADT(H0, src) : 0.0;
+    STOREF(S, STATE_OFFSET + i, h);
+    if (TRANSPOSED != 0u) {
+        STOREF(S, transposedIndex(HT_OFFSET, 0u, DIRS, d, NI, B32, u, b), h);
+    }
     if (HAS_CELL != 0u) {
         uint c = STATE_OFFSET + (SEQ + 1u) * total + i;
         STOREF(S, c, HAS_C0 != 0u ? LOADT(C0, src) : 0.0);

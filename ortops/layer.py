@@ -118,6 +118,10 @@ class RecurrentLayer:
         self._weights = _plan.upload_weights(
             self._ctx, {k: np.ascontiguousarray(v) for k, v in tensors.items()}, self._limits())
         self.weight_bytes = sum(np.asarray(v).nbytes for v in tensors.values())
+        # R in the batched step kernel's layout, uploaded when a plan first needs it (a layer
+        # run only at small batches never holds the second copy).
+        self._host_r = np.ascontiguousarray(R)
+        self._batched_lock = threading.Lock()
         # Absent optional inputs bind a one-word buffer the shader never reads.
         self._dummy = self._ctx.buffer(4, "storage")
 
@@ -132,9 +136,11 @@ class RecurrentLayer:
         s = self.spec
         plane = s.num_directions * batch * s.hidden_size
         extra = CELLS[s.op].extra_state_planes(s.linear_before_reset) * plane
+        transposed = variants.transposed_floats(s.op, s.linear_before_reset, s.num_directions,
+                                                s.hidden_size, batch)
         return ScratchSizes(
             xw=4 * s.num_directions * seq * batch * s.gates * s.hidden_size,
-            state=4 * ((seq + 1) * plane + extra),
+            state=4 * ((seq + 1) * plane + extra + transposed),
         )
 
     def allocate(self, nbytes: int):
@@ -264,6 +270,14 @@ class RecurrentLayer:
                 result.append(np.array(initial[name], dtype=s.dtype, copy=True))
         return tuple(result)
 
+    def _upload_batched_r(self) -> None:
+        with self._batched_lock:
+            if "RB" not in self._weights:
+                rb = _plan.batched_r(self._host_r)
+                self._weights.update(_plan.upload_weights(self._ctx, {"RB": rb}, self._limits()))
+                self.weight_bytes += rb.nbytes
+                self._host_r = None
+
     def _limits(self) -> Limits:
         """The device limits plans are checked against (``_limit`` and ``_MAX_GROUPS`` read now,
         so that tests may lower them)."""
@@ -272,6 +286,8 @@ class RecurrentLayer:
 
     def _build(self, key: PlanKey, xw_region, state_region):
         """Record the plan of ``key`` (see ortops.plan)."""
+        if variants.step_kernel(key.batch) == "step_batched":
+            self._upload_batched_r()
         recorder = _plan.Recorder(self._ctx, self.spec, self._weights, self._dummy,
                                   self._limits(), _LARGE_PROJECTION, self.timestamps)
         return _plan.record(recorder, key, self.scratch_sizes(key.seq, key.batch),

@@ -34,8 +34,8 @@ MODES: Dict[str, Mode] = {m.name: m for m in (
 DEFAULT = "deterministic"
 
 #: Passes with an exact variant (those that do float arithmetic; the rest only move words).
-FLOAT_PASSES = frozenset({"input_projection", "state_init", "step", "output_sequence",
-                          "output_state"})
+FLOAT_PASSES = frozenset({"input_projection", "state_init", "step", "step_batched",
+                          "output_sequence", "output_state"})
 
 
 def check_mode(mode, where: str = "ortops") -> str:

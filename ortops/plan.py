@@ -180,6 +180,22 @@ def upload_weights(ctx, arrays: dict, limits: Limits) -> dict:
     return stored
 
 
+def batched_r(R: np.ndarray) -> np.ndarray:
+    """R [dirs, gates * hidden, hidden] in the batched step kernel's layout
+    RB[dir][position][unit][gate] (glsl/step_batched.comp): position p = t * NI + i holds
+    k = l + 32 i of the class l at tree position t (l = t with its five bits reversed), so a
+    thread reads its sums' terms in order; positions past the hidden size hold 0 (never read)."""
+    dirs, rows, hidden = R.shape
+    gates, ni = rows // hidden, variants.classes_length(hidden)
+    t = np.arange(32)
+    classes = np.array([int(f"{v:05b}"[::-1], 2) for v in t])
+    k = (classes[:, None] + 32 * np.arange(ni)[None, :]).reshape(-1)
+    valid = k < hidden
+    taken = R.reshape(dirs, gates, hidden, hidden)[..., np.where(valid, k, 0)]
+    taken[..., ~valid] = 0
+    return np.ascontiguousarray(taken.transpose(0, 3, 2, 1))
+
+
 def scratch_region(r: Recorder, what, region, nbytes):
     """(buffer, offset in floats) for a scratch region, owned or caller-supplied."""
     if region is None:
@@ -268,12 +284,24 @@ class _Recording:
                             LAYOUT=s.layout, XW_OFFSET=self.xw_off, TPT=tpt)
         return prog, variants.projection_tile(tpt)
 
+    def _transposed(self):
+        """The batched step kernel's transposed state planes, as the shaders' constants:
+        they follow the state slots and the cell's extra planes in the state scratch."""
+        s, key = self.spec, self.key
+        plane = s.num_directions * key.batch * s.hidden_size
+        extra = CELLS[s.op].extra_state_planes(s.linear_before_reset)
+        return dict(NI=variants.classes_length(s.hidden_size),
+                    B32=variants.padded_batch(key.batch),
+                    HT_OFFSET=self.st_off + (key.seq + 1 + extra) * plane)
+
     def state_init(self):
         key = self.key
+        batched = variants.step_kernel(key.batch) == "step_batched"
+        transposed = dict(TRANSPOSED=1, **self._transposed()) if batched else {}
         return self.program("state_init", [self.h0 or self.r.dummy, self.c0 or self.r.dummy, self.st],
                             **self._shape(), HAS_H0=int(key.has_h0), HAS_C0=int(key.has_c0),
                             HAS_CELL=int("initial_c" in CELLS[self.spec.op].inputs),
-                            STATE_OFFSET=self.st_off)
+                            STATE_OFFSET=self.st_off, **transposed)
 
     def step_passes(self):
         """[(program, workgroups)] of the step passes of one time step."""
@@ -292,6 +320,8 @@ class _Recording:
 
     def _step(self, pass_, gates_in_pass, common):
         s, w, batch = self.spec, self.r.weights, self.key.batch
+        if variants.step_kernel(batch) == "step_batched":
+            return self._step_batched(pass_, common)
         v = variants.step_variant(batch, gates_in_pass)
         buffers = [self.xw, w["R"], w.get("B", self.r.dummy), w.get("P", self.r.dummy),
                    self.lens_b, self.st]
@@ -299,6 +329,17 @@ class _Recording:
         self.r.limits.check_groups("the step pass", groups)
         prog = self.program("step", buffers, 1, **common, PASS=pass_, NB=v.nb, UNITS=v.units,
                             ROWS=v.rows, TY=v.ty, RPT=v.rpt)
+        return prog, groups
+
+    def _step_batched(self, pass_, common):
+        s, w, batch = self.spec, self.r.weights, self.key.batch
+        v = variants.batched_variant(s.hidden_size)
+        buffers = [self.xw, w["RB"], w.get("B", self.r.dummy), w.get("P", self.r.dummy),
+                   self.lens_b, self.st]
+        groups = (ceil_div(s.hidden_size, v.units), s.num_directions, ceil_div(batch, 32))
+        self.r.limits.check_groups("the step pass", groups)
+        prog = self.program("step_batched", buffers, 1, **common, PASS=pass_, UPT=v.upt, BY=v.by,
+                            PREFETCH=v.prefetch, **self._transposed())
         return prog, groups
 
     # -- the sequence

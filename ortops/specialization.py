@@ -83,6 +83,17 @@ STEP = Layout("step", _table(
     ("ROWS", 40, 8), ("TY", 41, 8), ("RPT", 42, 1),
 ), local_size={"y": "TY"})
 
+STEP_BATCHED = Layout("step_batched", _table(
+    ("CELL", 0, 0), ("PASS", 1, 0), ("GENERAL", 4, 0),
+    ("HAS_BIAS", 5, 0), ("HAS_PEEP", 6, 0), ("HAS_CLIP", 7, 0), ("CLIP_BITS", 8, 0),
+    ("INPUT_FORGET", 9, 0), ("LBR", 10, 0), ("HAS_LENS", 11, 0), ("HIDDEN", 12, 1),
+    ("BATCH", 13, 1), ("SEQ", 14, 1), ("DIRS", 15, 1), ("REVERSE0", 16, 0),
+    ("XW_OFFSET", 17, 0), ("STATE_OFFSET", 18, 0),
+    *_activations(),
+    ("UPT", 40, 1), ("BY", 41, 8), ("NI", 42, 1), ("B32", 43, 32), ("HT_OFFSET", 44, 0),
+    ("PREFETCH", 45, 4),
+), local_size={"y": "BY"})
+
 INPUT_PROJECTION = Layout("input_projection", _table(
     ("N", 0, 1), ("K", 1, 1), ("SEQ", 2, 1), ("BATCH", 3, 1), ("LAYOUT", 4, 0),
     ("XW_OFFSET", 5, 0), ("TPT", 6, 4),
@@ -91,6 +102,7 @@ INPUT_PROJECTION = Layout("input_projection", _table(
 STATE_INIT = Layout("state_init", _table(
     ("DIRS", 0, 1), ("BATCH", 1, 1), ("HIDDEN", 2, 1), ("SEQ", 3, 0), ("LAYOUT", 4, 0),
     ("HAS_H0", 5, 0), ("HAS_C0", 6, 0), ("HAS_CELL", 7, 0), ("STATE_OFFSET", 8, 0),
+    ("TRANSPOSED", 9, 0), ("NI", 10, 1), ("B32", 11, 32), ("HT_OFFSET", 12, 0),
 ))
 
 OUTPUT_SEQUENCE = Layout("output_sequence", _table(
@@ -108,7 +120,7 @@ CHAIN_STEP = Layout("chain_step", {})
 
 #: Every shader in glsl/ by name.
 LAYOUTS: Dict[str, Layout] = {l.shader: l for l in (
-    STEP, INPUT_PROJECTION, STATE_INIT, OUTPUT_SEQUENCE, OUTPUT_STATE, COPY_WORDS, CHAIN_STEP)}
+    STEP, STEP_BATCHED, INPUT_PROJECTION, STATE_INIT, OUTPUT_SEQUENCE, OUTPUT_STATE, COPY_WORDS, CHAIN_STEP)}
 
 
 def pack(shader: str, **values) -> list:

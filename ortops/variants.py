@@ -40,6 +40,15 @@ def projection_tile(tpt: int) -> int:
     return 16 * tpt
 
 
+# The batched step kernel (glsl/step_batched.comp): from which batch it runs, and its tiling
+# (units per thread, groups of them per workgroup). Read at each plan build, so tests and
+# benchmarks may set them.
+BATCHED_FROM = 9
+BATCHED_UPT = 1
+BATCHED_BY = 8
+BATCHED_PREFETCH = 4
+
+
 @dataclass(frozen=True)
 class StepVariant:
     """How one step pass splits its work: ``nb`` batch rows and ``units`` hidden units per
@@ -56,8 +65,59 @@ class StepVariant:
         return self.rows // self.rpt
 
 
+@dataclass(frozen=True)
+class BatchedVariant:
+    """The batched step kernel's split: 32 batch rows per workgroup (one per lane), ``by``
+    groups of ``upt`` units each; a workgroup covers ``units`` = upt * by units."""
+
+    upt: int
+    by: int
+    prefetch: int = 4     # positions whose terms a thread loads at once
+
+    @property
+    def units(self) -> int:
+        return self.upt * self.by
+
+
+def step_kernel(batch: int) -> str:
+    """Which step kernel a batch runs: "step" (lanes split each product; latency-bound
+    small batches) or "step_batched" (a thread per whole product; see its shader)."""
+    return "step_batched" if batch >= BATCHED_FROM else "step"
+
+
+def batched_variant(hidden: int) -> BatchedVariant:
+    """The batched kernel's tiling (never more units per workgroup than the layer has)."""
+    upt = max(1, min(BATCHED_UPT, hidden))
+    return BatchedVariant(upt=upt, by=max(1, min(BATCHED_BY, ceil_div(hidden, upt))),
+                          prefetch=max(1, BATCHED_PREFETCH))
+
+
+def classes_length(hidden: int) -> int:
+    """Positions per class in the batched kernel's layouts: ceil(hidden / 32)."""
+    return ceil_div(hidden, 32)
+
+
+def padded_batch(batch: int) -> int:
+    """Batch rows of a transposed state plane: the batch rounded up to the 32 lanes."""
+    return 32 * ceil_div(batch, 32)
+
+
+def transposed_planes(op: str, linear_before_reset: int) -> int:
+    """Transposed state planes the batched kernel keeps: h of this step and of the next, and
+    a GRU's r * h between its two passes."""
+    return 3 if op == "GRU" and not linear_before_reset else 2
+
+
+def transposed_floats(op: str, linear_before_reset: int, dirs: int, hidden: int, batch: int) -> int:
+    """Floats of the transposed planes (0 where the step runs the lanes kernel)."""
+    if step_kernel(batch) != "step_batched":
+        return 0
+    return (transposed_planes(op, linear_before_reset) * dirs * 32 * classes_length(hidden)
+            * padded_batch(batch))
+
+
 def step_variant(batch: int, gates_in_pass: int) -> StepVariant:
-    """The step kernel variant for a batch and a pass computing ``gates_in_pass`` gates."""
+    """The lanes step kernel's variant for a batch and a pass computing ``gates_in_pass`` gates."""
     # Batch rows per workgroup: a one-row kernel for a batch of one (carrying eight rows
     # through the product when one is used costs registers and occupancy), else up to 8.
     nb = min(batch, MAX_NB)

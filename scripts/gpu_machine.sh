@@ -29,7 +29,7 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
                       # bench, placement, portability,
-                      # multigpu, servewheels, serve, stream, exact, cudaep (none: build only)
+                      # multigpu, servewheels, serve, stream, exact, cudaep, steps (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -74,6 +74,12 @@ if has exact; then
   py -m pytest -q -p no:cacheprovider tests/test_exact_digests.py tests/test_exact_functions.py \
     > "$OUT/pytest_exact.txt" 2>&1; tail -3 "$OUT/pytest_exact.txt"
   py scripts/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
+fi
+if has steps; then
+  # The step kernels side by side (docs/perf.md, "Batched steps"): lanes against batched in
+  # several tilings, bits checked against the lanes kernel (exit 1 on a difference), cuDNN
+  # strict / TF32 / float16 in the same run.
+  py scripts/step_kernels.py --out "$OUT" ${STEPS_ARGS:-} 2>&1 | tee "$OUT/step_kernels_log.txt"
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"

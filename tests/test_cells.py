@@ -17,7 +17,7 @@ from ortops.ort import customop, rewrite
 from ortops.activations import ACTIVATIONS
 from ortops.cells import CELLS, Cell, cell
 
-STEP_SHADER = Path(__file__).resolve().parents[1] / "glsl" / "step.comp"
+STEP_SHADER = Path(__file__).resolve().parents[1] / "glsl" / "cell.glsl"   # what the step kernels share
 OPSET = 22   # the newest version of the three operators (see rewrite.SUPPORTED_VERSIONS)
 
 
@@ -56,7 +56,7 @@ def test_codes_and_gates_match_the_step_shader():
     text = STEP_SHADER.read_text()
     # layout(constant_id = 0) const uint CELL = 0;       // 0 LSTM (i o f c), 1 GRU (z r h), 2 RNN
     line = re.search(r"const uint CELL\b[^\n]*//([^\n]*)", text)
-    assert line, "CELL specialization constant not found in step.comp"
+    assert line, "CELL specialization constant not found in cell.glsl"
     described = {m.group(2): (int(m.group(1)), m.group(3))
                  for m in re.finditer(r"(\d+) ([A-Z]+)(?: \(([a-z ]+)\))?", line.group(1))}
     assert set(described) == set(CELLS)

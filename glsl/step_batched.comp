@@ -1,0 +1,163 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// The position loop and the tree must unroll so that the partial sums stay in registers.
+#extension GL_EXT_control_flow_attributes : enable
+// Pass 3, batched: one time step of every direction and batch row, for batches where the step
+// is bound by throughput rather than latency (ortops.variants.step_kernel says when).
+//
+// Same sums as step.comp, bit for bit: each R row's product with h is 32 class sums (class
+// l: k = l, l + 32, ... in increasing order, from +0) combined by the fixed halving tree
+// (16, 8, 4, 2, 1). step.comp gives a class to each of 32 lanes and meets the 32 partial sums
+// in shared memory: at a batch of 64, 33.5 MB of partial sums a step, 5 TFLOP/s on the H200.
+// Here one thread computes whole sums: it walks the classes in the tree's own left-to-right
+// order (class numbers with their five bits reversed: 0, 16, 8, 24, 4, ...), and each
+// finished class sum joins the tree at once: a pending left subtree of the same size is added
+// to it (left + right, as in step.comp), like carries in a binary counter. At most five
+// subtrees are pending, so a sum needs six registers instead of 32 and nothing meets in
+// shared memory.
+//
+// A warp's 32 lanes are 32 batch rows; a thread owns UPT units' gates of the pass (every gate
+// a cell update needs), so it updates the cell from its registers (cell.glsl). The terms are
+// read where this walk wants them:
+//   R in its own layout, RB[dir][position][unit][gate] (ortops.plan.batched_r): position
+//     p = t * NI + i holds k = l + 32 i of the class l at tree position t. Every lane needs
+//     the same R values: one broadcast read (16 bytes for an LSTM's four gates) per unit.
+//   h transposed, [plane][dir][position][batch row] in the state buffer (transposedIndex,
+//     common.glsl): one coalesced read for the warp's 32 rows. Each step writes the next
+//     step's plane (two alternate, so no workgroup reads what another writes in the pass); a
+//     GRU's first pass writes r * h to a third plane, which its second pass reads.
+// A first version that read h from the state rows and split units over lanes ran slower than
+// step.comp on the H200 (13.5 against 10.7 ms of steps at 200x64x512): every lane loaded its
+// own R values, so R crossed the cache once per batch row.
+#define GENERAL_ACTIVATIONS
+#include "common.glsl"
+#include "cell.glsl"
+
+layout(local_size_x = 32, local_size_y_id = 41) in;   // 32 batch rows x BY groups of UPT units
+
+layout(constant_id = 40) const uint UPT = 1;       // units per thread
+layout(constant_id = 41) const uint BY = 8;        // groups of UPT units per workgroup
+layout(constant_id = 42) const uint NI = 1;        // positions per class: ceil(HIDDEN / 32)
+layout(constant_id = 43) const uint B32 = 32;      // batch rows of a transposed plane (x 32)
+layout(constant_id = 44) const uint HT_OFFSET = 0; // first float of the transposed planes in S
+layout(constant_id = 45) const uint PREFETCH = 4;  // positions whose terms are loaded at once
+
+// A four-gate cell's (LSTM) gates of one unit at one position: one 16-byte (float32) or
+// 8-byte (float16) read.
+layout(std430, binding = 1) readonly buffer RBuf4 { uvec4 R4[]; };
+layout(std430, binding = 1) readonly buffer RBuf2 { uvec2 R2[]; };
+
+const uint KP = 32u * NI;                          // positions per RB row
+
+// The pass's gates of R at RB element index i (gate FIRST_GATE of a unit at a position).
+vec4 loadR(uint i)
+{
+#if !EXACT
+    if (GATES == 4u) {
+#if FLOAT16
+        uvec2 w = R2[i >> 2u];
+        return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+#else
+        return uintBitsToFloat(R4[i >> 2u]);
+#endif
+    }
+#endif
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint g = 0u; g < 4u; g++)
+        if (g < GATES_IN_PASS) r[g] = LOADT(R, i + g);
+    return r;
+}
+
+// Class sums at tree position POS (class l = POS with its bits reversed), then their join:
+// LEVEL pending left subtrees are added to the left of each, which becomes pending at LEVEL.
+// The terms are read PREFETCH positions at a time, all loads first, so that several reads are
+// in flight per thread (the sums still take them one by one, in order).
+#define CLASS(POS, LEVEL) { \
+    const uint l = bitfieldReverse(POS) >> 27u; \
+    const uint n = l < HIDDEN ? (HIDDEN - 1u - l) / 32u + 1u : 0u; \
+    float acc[UPT][4]; \
+    [[unroll]] for (uint t = 0u; t < UPT; t++) \
+        [[unroll]] for (uint g = 0u; g < 4u; g++) acc[t][g] = 0.0; \
+    for (uint i0 = 0u; i0 < n; i0 += PREFETCH) { \
+        float h[PREFETCH]; \
+        vec4 w[PREFETCH][UPT]; \
+        [[unroll]] for (uint q = 0u; q < PREFETCH; q++) { \
+            uint p = POS * NI + min(i0 + q, n - 1u); \
+            h[q] = LOADF(S, hAt + p * B32); \
+            [[unroll]] for (uint t = 0u; t < UPT; t++) w[q][t] = loadR(rAt[t] + p * HIDDEN * GATES); \
+        } \
+        [[unroll]] for (uint q = 0u; q < PREFETCH; q++) \
+            if (i0 + q < n) \
+                [[unroll]] for (uint t = 0u; t < UPT; t++) \
+                    [[unroll]] for (uint g = 0u; g < 4u; g++) \
+                        if (g < GATES_IN_PASS) acc[t][g] = ADD(acc[t][g], MUL(w[q][t][g], h[q])); \
+    } \
+    [[unroll]] for (uint t = 0u; t < UPT; t++) \
+        [[unroll]] for (uint g = 0u; g < 4u; g++) { \
+            float v = acc[t][g]; \
+            [[unroll]] for (uint lv = 0u; lv < LEVEL; lv++) v = ADD(pending[lv][t][g], v); \
+            pending[LEVEL][t][g] = v; \
+        } \
+}
+
+void main()
+{
+    uint b = gl_WorkGroupID.z * 32u + gl_LocalInvocationID.x;
+    uint d = gl_WorkGroupID.y;
+    uint u0 = (gl_WorkGroupID.x * BY + gl_LocalInvocationID.y) * UPT;
+    uint s = pc.step;
+
+    // This pass multiplies plane s & 1 (h of step s) or, in a GRU's candidate pass, plane 2.
+    uint hAt = transposedIndex(HT_OFFSET, PASS == 2u ? 2u : (s & 1u), DIRS, d, NI, B32, 0u, b);
+    uint rAt[UPT];
+    [[unroll]] for (uint t = 0u; t < UPT; t++)     // units past the layer read the last, then drop
+        rAt[t] = (d * KP * HIDDEN + min(u0 + t, HIDDEN - 1u)) * GATES + FIRST_GATE;
+
+    // pending[level][t][g]: the finished left subtree of 2^level classes, waiting for its right.
+    float pending[6][UPT][4];
+    // The 32 classes, each with its tree position and the levels it completes (the trailing
+    // one bits of the position), written out so that every index below is a constant: a loop
+    // the compiler did not unroll would move pending[] to local memory.
+    CLASS(0u, 0u)
+    CLASS(1u, 1u)
+    CLASS(2u, 0u)
+    CLASS(3u, 2u)
+    CLASS(4u, 0u)
+    CLASS(5u, 1u)
+    CLASS(6u, 0u)
+    CLASS(7u, 3u)
+    CLASS(8u, 0u)
+    CLASS(9u, 1u)
+    CLASS(10u, 0u)
+    CLASS(11u, 2u)
+    CLASS(12u, 0u)
+    CLASS(13u, 1u)
+    CLASS(14u, 0u)
+    CLASS(15u, 4u)
+    CLASS(16u, 0u)
+    CLASS(17u, 1u)
+    CLASS(18u, 0u)
+    CLASS(19u, 2u)
+    CLASS(20u, 0u)
+    CLASS(21u, 1u)
+    CLASS(22u, 0u)
+    CLASS(23u, 3u)
+    CLASS(24u, 0u)
+    CLASS(25u, 1u)
+    CLASS(26u, 0u)
+    CLASS(27u, 2u)
+    CLASS(28u, 0u)
+    CLASS(29u, 1u)
+    CLASS(30u, 0u)
+    CLASS(31u, 5u)
+
+    // Cell updates, and the value the next product takes into its transposed plane.
+    uint plane = PASS == 1u ? 2u : ((s + 1u) & 1u);
+    [[unroll]] for (uint t = 0u; t < UPT; t++) {
+        uint u = u0 + t;
+        float next = updateCell(d, u, b, s, vec4(pending[5][t][0], pending[5][t][1],
+                                                 pending[5][t][2], pending[5][t][3]));
+        if (u < HIDDEN && b < BATCH)
+            STOREF(S, transposedIndex(HT_OFFSET, plane, DIRS, d, NI, B32, u, b), next);
+    }
+}

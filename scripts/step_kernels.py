@@ -1,0 +1,155 @@
+"""The step kernels side by side on one device: GPU time of the lanes kernel (glsl/step.comp)
+and of the batched kernel (glsl/step_batched.comp) in several tilings, every output checked bit
+for bit against the lanes kernel's, with cuDNN (strict float32, TF32, float16) measured in the
+same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh.
+
+    python scripts/step_kernels.py --out DIR [--small] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import ortops
+from ortops import variants
+from ortops.tools.bench import _weights
+from ortops.tools.report import write_report
+
+LANES = 10 ** 9
+# (seq, batch, hidden) of bidirectional LSTMs (input = hidden); the issue's anchor first.
+SHAPES = [(200, 64, 512), (200, 16, 512), (200, 32, 512), (200, 128, 512), (100, 256, 512),
+          (100, 64, 1024), (100, 64, 256)]
+SMALL = [(6, 16, 33), (5, 12, 64)]
+TILINGS = [(1, 8, 4), (1, 8, 8), (1, 4, 4), (2, 4, 4), (2, 8, 2), (1, 8, 1)]   # (units per thread, groups, prefetch)
+
+
+def _layer(hidden, dtype, upt, by, batched_from, prefetch=4):
+    variants.BATCHED_FROM, variants.BATCHED_UPT, variants.BATCHED_BY = batched_from, upt, by
+    variants.BATCHED_PREFETCH = prefetch
+    W, R, B = _weights("LSTM", hidden, hidden, 2, dtype)
+    return ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
+
+
+def _time(layer, X, runs):
+    layer(X)
+    layer(X)
+    total, steps = [], []
+    for _ in range(runs):
+        out = layer(X)
+        total.append(layer.last_gpu_time_ms)
+        steps.append(layer.last_gpu_profile["steps_ms"])
+    return statistics.median(total), statistics.median(steps), out
+
+
+def _cudnn(seq, batch, hidden, dtype, runs):
+    """{mode: (GPU ms, scaled error against float64)} for strict float32, TF32 and float16."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    if not torch.cuda.is_available():
+        return {}
+    torch.backends.cudnn.benchmark = True
+    W, R, B = _weights("LSTM", hidden, hidden, 2, np.float32)
+    net64 = torch.nn.LSTM(hidden, hidden, bidirectional=True).double()
+    X = torch.from_numpy(np.random.default_rng(1).standard_normal((seq, batch, hidden)))
+    with torch.no_grad():
+        ref = net64(X)[0].numpy()
+    out = {}
+    for name, tdtype, tf32 in (("strict", torch.float32, False), ("tf32", torch.float32, True),
+                               ("float16", torch.float16, False)):
+        if (dtype == np.float16) != (name == "float16"):
+            continue
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        net = torch.nn.LSTM(hidden, hidden, bidirectional=True)
+        net.load_state_dict(net64.state_dict())
+        net = net.cuda().to(tdtype)
+        x = X.cuda().to(tdtype)
+        with torch.no_grad():
+            for _ in range(5):
+                y = net(x)[0]
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(runs):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                y = net(x)[0]
+                b.record()
+                torch.cuda.synchronize()
+                times.append(a.elapsed_time(b))
+        got = y.double().cpu().numpy()
+        err = float(np.abs(got - ref).max() / np.abs(ref).max())
+        out[name] = (statistics.median(times), err)
+    torch.backends.cudnn.allow_tf32 = True
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--small", action="store_true", help="shapes lavapipe runs in seconds")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--shapes", type=int, default=None, help="only the first N shapes")
+    ap.add_argument("--tilings", default=None, help="UPTxBYxPREFETCH,... units per thread x groups x prefetch (default: a built-in list)")
+    args = ap.parse_args(argv)
+    shapes = SMALL if args.small else SHAPES
+    shapes = shapes[:args.shapes] if args.shapes else shapes
+    tilings = TILINGS if not args.tilings else [tuple(int(v) for v in t.split("x"))
+                                                  for t in args.tilings.split(",")]
+    rows, mismatches = [], 0
+    # Warm the GPU: the first shape's lanes kernel for 3 s (docs/perf.md, "GPU clocks").
+    seq, batch, hidden = shapes[0]
+    X0 = np.random.default_rng(1).standard_normal((seq, batch, hidden)).astype(np.float32)
+    warm = _layer(hidden, np.float32, 1, 8, 1)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < (0.2 if args.small else 3.0):
+        warm(X0)
+    del warm
+    for seq, batch, hidden in shapes:
+        for dtype in (np.float32, np.float16):
+            X = np.random.default_rng(1).standard_normal((seq, batch, hidden)).astype(dtype)
+            name = f"LSTM {seq}×{batch}×{hidden} bidir {np.dtype(dtype).name}"
+            total, steps, ref = _time(_layer(hidden, dtype, 1, 8, LANES), X, args.runs)
+            row = {"shape": name, "lanes": (total, steps), "batched": {}}
+            for upt, by, pf in tilings:
+                t, st, out = _time(_layer(hidden, dtype, upt, by, 1, pf), X, args.runs)
+                same = all(a.tobytes() == b.tobytes() for a, b in zip(ref, out))
+                mismatches += not same
+                row["batched"][f"{upt}x{by}x{pf}"] = (t, st, same)
+            row["cudnn"] = _cudnn(seq, batch, hidden, dtype, args.runs)
+            rows.append(row)
+            best = min(row["batched"].items(), key=lambda kv: kv[1][0])
+            print(f"{name}: lanes {total:.3f} ms (steps {steps:.3f}); best batched {best[0]} "
+                  f"{best[1][0]:.3f} ms (steps {best[1][1]:.3f}); cuDNN "
+                  + ", ".join(f"{k} {v[0]:.3f} ms (err {v[1]:.1e})" for k, v in row["cudnn"].items()),
+                  flush=True)
+    lines = ["| shape | lanes GPU ms (steps) | " + " | ".join("batched " + "x".join(map(str, t)) for t in tilings)
+             + " | cuDNN strict | cuDNN TF32 | cuDNN f16 |",
+             "|---|---|" + "---|" * len(tilings) + "---|---|---|"]
+    for r in rows:
+        cells = [f"{r['lanes'][0]:.3f} ({r['lanes'][1]:.3f})"]
+        for key, (t, st, same) in r["batched"].items():
+            cells.append(f"{t:.3f} ({st:.3f})" + ("" if same else " **bits differ**"))
+        for k in ("strict", "tf32", "float16"):
+            v = r["cudnn"].get(k)
+            cells.append(f"{v[0]:.3f} (err {v[1]:.1e})" if v else "—")
+        lines.append(f"| {r['shape']} | " + " | ".join(cells) + " |")
+    dev = ortops.devices()[0]
+    text = (f"Device: {dev.name} ({dev.driver_info}); medians of {args.runs} runs; GPU ms "
+            f"(steps ms in parentheses).\n\n" + "\n".join(lines) + "\n")
+    write_report(args.out, "step_kernels", {"rows": rows, "runs": args.runs}, text)
+    print(text)
+    if mismatches:
+        print(f"{mismatches} batched runs differ from the lanes kernel", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

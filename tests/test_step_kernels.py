@@ -1,0 +1,116 @@
+"""The batched step kernel (glsl/step_batched.comp) against the lanes kernel (glsl/step.comp).
+
+Both compute every recurrent product as 32 class sums combined by the same halving tree; the
+batched kernel only assigns the work differently (a thread per whole product, R in its own
+layout). So a layer must give the same bits with either kernel, and with every tiling of the
+batched one, case by case: every cell and pass, options, activation sets, hidden sizes around
+the class length (7, 32, 33, 45, 100), batches that leave a tile partly empty, float32 and
+float16, sequence lengths (zeros included), initial states, both modes.
+"""
+
+import numpy as np
+import pytest
+
+import ortops
+from ortops import plan, variants
+from _cases import GATES, activation_params, rotation, seed_of
+
+LANES = 10 ** 9   # BATCHED_FROM that keeps every batch on the lanes kernel
+
+
+def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
+    rng = np.random.default_rng(seed_of(op, direction, hidden, batch, str(dtype), tuple(sorted(kw))))
+    d = 2 if direction == "bidirectional" else 1
+    g = GATES[op]
+    s = 1.0 / np.sqrt(hidden)
+    arrays = dict(
+        X=rng.standard_normal((seq, batch, inp)),
+        W=rng.uniform(-s, s, (d, g * hidden, inp)),
+        R=rng.uniform(-s, s, (d, g * hidden, hidden)),
+        B=rng.uniform(-s, s, (d, 2 * g * hidden)),
+        initial_h=rng.uniform(-1, 1, (d, batch, hidden)),
+    )
+    if op == "LSTM":
+        arrays["initial_c"] = rng.uniform(-1, 1, (d, batch, hidden))
+        arrays["P"] = rng.uniform(-s, s, (d, 3 * hidden))
+    arrays = {k: v.astype(dtype) for k, v in arrays.items()}
+    lens = rng.integers(0, seq + 1, batch).astype(np.int32)
+    lens[0] = seq
+    return arrays, lens
+
+
+def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, upt=1, by=8, mode=None, **kw):
+    monkeypatch.setattr(variants, "BATCHED_FROM", batched_from)
+    monkeypatch.setattr(variants, "BATCHED_UPT", upt)
+    monkeypatch.setattr(variants, "BATCHED_BY", by)
+    weights = {k: arrays[k] for k in ("W", "R", "B", "P") if k in arrays}
+    layer = ortops.RecurrentLayer(op, **weights, direction=direction, mode=mode, **kw)
+    states = {k: arrays[k] for k in ("initial_h", "initial_c") if k in arrays}
+    return layer(arrays["X"], lens, **states)
+
+
+def _same_bits(a, b):
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert x.tobytes() == y.tobytes(), f"max difference {np.abs(x.astype(float) - y).max()}"
+
+
+CASES = [
+    # op, direction, hidden, batch, options
+    ("LSTM", "bidirectional", 33, 9, {}),
+    ("LSTM", "forward", 45, 13, {"clip": 0.6, "input_forget": 1}),
+    ("LSTM", "reverse", 7, 17, {"activations": "rotate"}),
+    ("LSTM", "bidirectional", 100, 11, {}),
+    ("GRU", "bidirectional", 32, 10, {}),                           # two passes
+    ("GRU", "forward", 45, 9, {"linear_before_reset": 1, "clip": 0.9}),
+    ("GRU", "reverse", 33, 12, {"activations": "rotate"}),
+    ("RNN", "bidirectional", 64, 9, {}),
+    ("RNN", "forward", 7, 16, {"activations": "rotate"}),
+]
+
+
+def _options(op, direction, options):
+    kw = dict(options)
+    if kw.pop("activations", None):
+        names = rotation(op, 3, 2 if direction == "bidirectional" else 1)
+        alpha, beta = activation_params(names)
+        kw.update(activations=names, activation_alpha=alpha or None, activation_beta=beta or None)
+    return kw
+
+
+@pytest.mark.parametrize("mode", ("deterministic", "exact"))
+@pytest.mark.parametrize("dtype", (np.float32, np.float16))
+@pytest.mark.parametrize("op,direction,hidden,batch,options", CASES)
+def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction, hidden, batch,
+                                                     options, dtype, mode):
+    arrays, lens = _case(op, direction, hidden, batch, dtype)
+    kw = _options(op, direction, options)
+    lanes = _run(monkeypatch, op, direction, arrays, lens, batched_from=LANES, mode=mode, **kw)
+    batched = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode, **kw)
+    _same_bits(lanes, batched)
+
+
+@pytest.mark.parametrize("upt,by", [(1, 1), (2, 8), (4, 4), (3, 2)])
+def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by):
+    arrays, lens = _case("LSTM", "bidirectional", 45, 37, np.float32)   # two lane groups
+    lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
+    tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1, upt=upt, by=by)
+    _same_bits(lanes, tiled)
+
+
+def test_batched_r_layout():
+    # RB[d][t * NI + i][u][g] = R[d][g * H + u][l + 32 i], l = t with its bits reversed;
+    # positions past the hidden size hold 0.
+    rng = np.random.default_rng(3)
+    d, g, h = 2, 3, 45
+    R = rng.standard_normal((d, g * h, h)).astype(np.float32)
+    rb = plan.batched_r(R)
+    ni = 2
+    assert rb.shape == (d, 32 * ni, h, g)
+    for t in (0, 1, 2, 3, 16, 31):
+        l = int(f"{t:05b}"[::-1], 2)
+        for i in range(ni):
+            k = l + 32 * i
+            want = R[:, np.arange(g)[:, None] * h + np.arange(h)[None, :], k] if k < h else 0
+            got = rb[:, t * ni + i].transpose(0, 2, 1)
+            assert np.array_equal(got, np.broadcast_to(want, got.shape))
