@@ -233,3 +233,29 @@ def test_sweep_runs_every_mode_at_tiny_shapes(tmp_path):
     table = bench.publish(report, str(out))
     assert (out / "sweep.json").exists() and sweep.BEGIN in (out / "perf.md").read_text()
     assert table.count("| 8 |") == 4
+
+
+def test_a_failed_figure_is_recorded_and_the_rest_measured(monkeypatch):
+    calls = []
+
+    def fake(hidden, batch, dtype, mode, X, cfg):
+        calls.append(mode)
+        if mode == modes.DEFAULT:
+            raise MemoryError("out of device memory (test)")
+        return dict(gpu_ms=1.0, call_ms=2.0, session_ms=None, error=None, runs=3)
+
+    monkeypatch.setattr(sweep, "_ortops_point", fake)
+    failures = []
+    cfg = sweep.Config(batches=[4], hiddens=[8], seq=2)
+    p = sweep.measure_point(8, 4, "float32", cfg, False, failures)
+    assert calls == list(modes.MODES)
+    assert p["ortops"][modes.DEFAULT] is None and all(
+        p["ortops"][m]["gpu_ms"] == 1.0 for m in modes.MODES if m != modes.DEFAULT)
+    assert failures == [f"hidden 8 batch 4 float32 ortops {modes.DEFAULT}: MemoryError: "
+                        "out of device memory (test)"]
+    report = _report([p])
+    report.update(failures=failures, complete=False)
+    sweep.check_report(report)
+    text = sweep.markdown(report)
+    assert "Failed (—): hidden 8 batch 4" in text and "**Incomplete**: 1 of 8 points ran." in text
+    assert "| 8 | 4 | — / — |" in text

@@ -349,7 +349,7 @@ def header_lines(report):
         "with Kompute's fence wait alone.",
     ]
     if bw:
-        lines.append(f"One thread's numpy memcpy of {bw['bytes'] / 2**20:.1f} MiB: "
+        lines.append(f"One thread's numpy memcpy of {bw['bytes'] / 2**20:.2f} MiB: "
                      f"{bw['fresh'] / 1e9:.2f} GB/s into fresh memory, {bw['warm'] / 1e9:.2f} GB/s "
                      f"into touched memory (the host-work bound uses the latter: "
                      f"{hostcopy.FIXED_MS} ms + {hostcopy.FACTOR} × bytes in and out / bandwidth).")
@@ -567,14 +567,23 @@ def publish(report, out, docs=None):
         table = sweep.markdown(report)
         write_report(out, "sweep", report, table)
         write_table(docs, table, sweep.BEGIN, sweep.END)
-        sweep.plot(report, os.path.join(out, "sweep.png"))
+        _plot_safely(sweep.plot, report, os.path.join(out, "sweep.png"))
         return table
     table = markdown(report)
     with open(os.path.join(out, "perf.json"), "w") as f:
         json.dump(report, f, indent=1)
     write_table(docs, table)
-    plot(report, os.path.join(out, "perf.png"))
+    _plot_safely(plot, report, os.path.join(out, "perf.png"))
     return table
+
+
+def _plot_safely(draw, report, path):
+    # The figures are written by then; a plotting library's failure must not fail the run.
+    try:
+        return draw(report, path)
+    except Exception as exc:  # noqa: BLE001 -- logged; the json and table stand
+        log.warning("plot %s failed: %s: %s", path, type(exc).__name__, exc)
+        return False
 
 
 def main(argv=None) -> int:
@@ -599,14 +608,24 @@ def main(argv=None) -> int:
             print(f"sweep: {len(sweep.points(cfg))} points, modes {', '.join(cfg.modes)}; "
                   f"expected {sweep.estimate_s(cfg) / 60:.1f} min on an H200")
             return 0
-        report = _logged(lambda: sweep.run(cfg))
-    else:
-        shapes = SMALL_SHAPES if args.small else ANCHOR_SHAPES
-        if args.shape:
-            shapes = [shapes[i] for i in args.shape]
-        dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
-        report = _logged(lambda: run(shapes, dtypes, args.runs, args.device,
-                                     baselines=not args.no_baselines, mode=args.mode))
+        partial = os.path.join(args.out, "sweep.partial.json")
+        os.makedirs(args.out, exist_ok=True)
+
+        def save(so_far):  # what ran, should the device call end before the sweep does
+            with open(partial, "w") as f:
+                json.dump(so_far, f, indent=1)
+
+        report = _logged(lambda: sweep.run(cfg, on_point=save))
+        print(_logged(lambda: publish(report, args.out, args.write_docs)))
+        if os.path.exists(partial):
+            os.remove(partial)  # sweep.json has it all now
+        return 0
+    shapes = SMALL_SHAPES if args.small else ANCHOR_SHAPES
+    if args.shape:
+        shapes = [shapes[i] for i in args.shape]
+    dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
+    report = _logged(lambda: run(shapes, dtypes, args.runs, args.device,
+                                 baselines=not args.no_baselines, mode=args.mode))
     print(_logged(lambda: publish(report, args.out, args.write_docs)))
     return 0
 

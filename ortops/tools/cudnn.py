@@ -154,8 +154,8 @@ def error_against_float64(net, ref, X: np.ndarray, device: str = "cuda") -> floa
 
 
 def measure(cell: str, batch: int, inp: int, hidden: int, direction: str, precision: str,
-            X: np.ndarray, runs: int, *, budget_s: Optional[float] = None, error: bool = True
-            ) -> Optional[Dict[str, object]]:
+            X: np.ndarray, runs: int, *, budget_s: Optional[float] = None, error: bool = True,
+            device: str = "cuda") -> Optional[Dict[str, object]]:
     """GPU ms (CUDA events), end-to-end ms (numpy X in, numpy Y out) and, with ``error``, the
     scaled error of cuDNN in ``precision`` (PRECISIONS); None without torch and CUDA.
 
@@ -171,8 +171,8 @@ def measure(cell: str, batch: int, inp: int, hidden: int, direction: str, precis
     torch.backends.cudnn.benchmark = True
     with tf32(p.tf32):
         settings = precision_settings()
-        net, ref = build(cell, inp, hidden, direction == "bidirectional", precision)
-        x = torch.from_numpy(X).cuda()
+        net, ref = build(cell, inp, hidden, direction == "bidirectional", precision, device=device)
+        x = torch.from_numpy(X).to(device)
         with torch.no_grad():
             for _ in range(5):
                 net(x)
@@ -188,13 +188,13 @@ def measure(cell: str, batch: int, inp: int, hidden: int, direction: str, precis
 
             def e2e_ms():
                 t0 = time.perf_counter()
-                net(torch.from_numpy(X).cuda())[0].cpu().numpy()
+                net(torch.from_numpy(X).to(device))[0].cpu().numpy()
                 torch.cuda.synchronize()
                 return 1e3 * (time.perf_counter() - t0)
 
             gpu = samples(gpu_ms, runs, budget_s)
             e2e_ms()
             e2e = samples(e2e_ms, runs, budget_s)
-        err = error_against_float64(net, ref, X) if error else None
+        err = error_against_float64(net, ref, X, device) if error else None
     return dict(precision=precision, label=p.label, gpu_ms=statistics.median(gpu),
                 e2e_ms=statistics.median(e2e), error=err, runs=len(gpu), settings=settings)

@@ -66,7 +66,12 @@ class Config:
 
 def points(cfg: Config):
     """(hidden, batch, dtype) in the order they are measured."""
-    return [(h, b, d) for h in cfg.hiddens for b in cfg.batches for d in cfg.dtypes]
+    return points_of(asdict(cfg))
+
+
+def points_of(config: Dict[str, object]):
+    """:func:`points` of a report's config."""
+    return [(h, b, d) for h in config["hiddens"] for b in config["batches"] for d in config["dtypes"]]
 
 
 # -- the time estimate ---------------------------------------------------------------------
@@ -146,22 +151,41 @@ def _session_ms(hidden, batch, dtype, mode, X, cfg: Config):
                                      cfg.point_s))
 
 
-def measure_point(hidden, batch, dtype, cfg: Config, with_cudnn: bool):
-    """Every engine and mode at one point: the point's dict of the report."""
+def _guarded(what, failures, fn):
+    """``fn()``, or None with the failure logged and listed: one point that a device refuses
+    (a limit, memory) must not cost the figures of the others."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 -- recorded in the report, named in the log
+        log.warning("sweep: %s failed: %s: %s", what, type(exc).__name__, exc)
+        failures.append(f"{what}: {type(exc).__name__}: {exc}")
+        return None
+
+
+def measure_point(hidden, batch, dtype, cfg: Config, with_cudnn: bool, failures=None):
+    """Every engine and mode at one point: the point's dict of the report (a figure that
+    failed is None, its reason appended to ``failures``)."""
+    failures = [] if failures is None else failures
     X = np.random.default_rng(2).standard_normal((cfg.seq, batch, hidden)).astype(dtype)
-    out = dict(hidden=hidden, batch=batch, input=hidden, seq=cfg.seq, dtype=np.dtype(dtype).name,
+    name = np.dtype(dtype).name
+    out = dict(hidden=hidden, batch=batch, input=hidden, seq=cfg.seq, dtype=name,
                ortops={}, cudnn={})
+    where = f"hidden {hidden} batch {batch} {name}"
     for mode in cfg.modes:
-        out["ortops"][mode] = _ortops_point(hidden, batch, dtype, mode, X, cfg)
+        out["ortops"][mode] = _guarded(f"{where} ortops {mode}", failures,
+                                       lambda: _ortops_point(hidden, batch, dtype, mode, X, cfg))
         gc.collect()  # the layer's and session's device memory, before the next mode's
     for p in cudnn.for_dtype(dtype) if with_cudnn else ():
-        out["cudnn"][p] = cudnn.measure(CELL, batch, hidden, hidden, DIRECTION, p, X, cfg.runs,
-                                        budget_s=cfg.point_s, error=cfg.errors)
+        out["cudnn"][p] = _guarded(
+            f"{where} {cudnn.PRECISIONS[p].label}", failures,
+            lambda: cudnn.measure(CELL, batch, hidden, hidden, DIRECTION, p, X, cfg.runs,
+                                  budget_s=cfg.point_s, error=cfg.errors))
     return out
 
 
-def run(cfg: Config, progress: bool = True) -> Dict[str, object]:
-    """Measure the grid; the report (see :func:`check_report`)."""
+def run(cfg: Config, progress: bool = True, on_point=None) -> Dict[str, object]:
+    """Measure the grid; the report (see :func:`check_report`). ``on_point(report so far)``
+    after each point: the command saves it, so that a device call cut short keeps what ran."""
     from ortops.device import select
     from ortops.tools import bench
 
@@ -180,27 +204,32 @@ def run(cfg: Config, progress: bool = True) -> Dict[str, object]:
     hmax, bmax = max(cfg.hiddens), max(cfg.batches)
     bench.warm_gpu((CELL, cfg.seq, bmax, hmax, hmax, DIRECTION), cfg.device, cfg.warm_s)
     t0 = time.perf_counter()
-    rows = []
+    settings = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(cfg).items()}
+    report = dict(kind="sweep", schema=SCHEMA, cell=CELL, direction=DIRECTION,
+                  device=str(dev), driver=f"{dev.driver} {dev.driver_info}",
+                  torch=cudnn.versions(), config=settings, modes=list(cfg.modes),
+                  cudnn_precisions=([p for d in cfg.dtypes for p in cudnn.for_dtype(d)]
+                                    if with_cudnn else []),
+                  expected_s=expected, elapsed_s=0.0, host=platform.node(), cpus=os.cpu_count(),
+                  date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  command="python " + " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
+                  complete=False, failures=[], points=[])
     for i, (hidden, batch, dtype) in enumerate(grid):
-        rows.append(measure_point(hidden, batch, dtype, cfg, with_cudnn))
+        report["points"].append(measure_point(hidden, batch, dtype, cfg, with_cudnn,
+                                              report["failures"]))
         gc.collect()
+        report["elapsed_s"] = time.perf_counter() - t0
         if progress:
             log.info("sweep %d/%d: hidden %d batch %d %s: %s (%.0f s so far)", i + 1, len(grid),
-                     hidden, batch, dtype, _summary(rows[-1]), time.perf_counter() - t0)
-    settings = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(cfg).items()}
-    return dict(kind="sweep", schema=SCHEMA, cell=CELL, direction=DIRECTION,
-                device=str(dev), driver=f"{dev.driver} {dev.driver_info}", torch=cudnn.versions(),
-                config=settings, modes=list(cfg.modes),
-                cudnn_precisions=[p for d in cfg.dtypes for p in cudnn.for_dtype(d)] if with_cudnn else [],
-                expected_s=expected, elapsed_s=time.perf_counter() - t0, host=platform.node(),
-                cpus=os.cpu_count(),
-                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                command="python " + " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
-                points=rows)
+                     hidden, batch, dtype, _summary(report["points"][-1]), report["elapsed_s"])
+        if on_point is not None:
+            on_point(report)
+    report["complete"] = True
+    return report
 
 
 def _summary(p):
-    parts = [f"{m} {f['gpu_ms']:.3f}/{f['call_ms']:.3f}" for m, f in p["ortops"].items()]
+    parts = [f"{m} {f['gpu_ms']:.3f}/{f['call_ms']:.3f}" for m, f in p["ortops"].items() if f]
     parts += [f"{k} {c['gpu_ms']:.3f}/{c['e2e_ms']:.3f}" for k, c in p["cudnn"].items() if c]
     return ", ".join(parts) + " ms (GPU/e2e)"
 
@@ -239,6 +268,8 @@ def check_report(report) -> None:
             raise ValueError(f"sweep report: points[{i}].ortops has modes {sorted(p['ortops'])}, "
                              f"expected {sorted(report['modes'])}")
         for m, f in p["ortops"].items():
+            if f is None:
+                continue  # failed at this point (report["failures"] says why)
             _check(f, _ORTOPS, f"points[{i}].ortops.{m}")
             if f.get("session_ms") is not None and not isinstance(f["session_ms"], (int, float)):
                 raise ValueError(f"sweep report: points[{i}].ortops.{m}.session_ms must be a "
@@ -271,11 +302,15 @@ def merge(reports) -> Dict[str, object]:
     out["config"] = config
     out["cudnn_precisions"] = sorted({p for r in reports for p in r["cudnn_precisions"]},
                                      key=list(cudnn.PRECISIONS).index)
-    out["points"] = [p for r in reports for p in r["points"]]
+    # A point measured twice (a part rerun): the later file's.
+    latest = {(p["hidden"], p["batch"], p["dtype"]): p for r in reports for p in r["points"]}
+    out["points"] = list(latest.values())
     out["points"].sort(key=lambda p: (p["hidden"], p["batch"], config["dtypes"].index(p["dtype"])))
     out["expected_s"] = sum(r["expected_s"] for r in reports)
     out["elapsed_s"] = sum(r["elapsed_s"] for r in reports)
     out["command"] = " ; ".join(r["command"] for r in reports)
+    out["failures"] = [f for r in reports for f in r.get("failures", [])]
+    out["complete"] = all(r.get("complete", True) for r in reports)
     return out
 
 
@@ -288,8 +323,8 @@ def _engines(report, dtype):
     """(label, GPU ms getter, e2e ms getter) of every line of a dtype's table and plot."""
     out = []
     for m in report["modes"]:
-        out.append((f"ortops {m}", lambda p, m=m: p["ortops"][m]["gpu_ms"],
-                    lambda p, m=m: p["ortops"][m]["call_ms"]))
+        out.append((f"ortops {m}", lambda p, m=m: (p["ortops"].get(m) or {}).get("gpu_ms"),
+                    lambda p, m=m: (p["ortops"].get(m) or {}).get("call_ms")))
     for k in cudnn.for_dtype(dtype):
         if k in report["cudnn_precisions"]:
             out.append((cudnn.PRECISIONS[k].label,
@@ -319,6 +354,10 @@ def markdown(report) -> str:
     ]
     if report.get("torch"):
         lines.append("cuDNN through " + ", ".join(f"{k} {v}" for k, v in report["torch"].items()) + ".")
+    if not report.get("complete", True):
+        lines.append(f"**Incomplete**: {len(report['points'])} of {len(points_of(cfg))} points ran.")
+    for failure in report.get("failures", []):
+        lines.append(f"Failed (—): {failure}.")
     lines.append(f"Command: `{report['command']}`")
     for dtype in cfg["dtypes"]:
         eng = _engines(report, dtype)
@@ -334,7 +373,7 @@ def markdown(report) -> str:
             for label, gpu, e2e in eng:
                 cell = f"{_f(gpu(p))} / {_f(e2e(p))}"
                 if label.startswith("ortops "):
-                    s = p["ortops"][label[len("ortops "):]].get("session_ms")
+                    s = (p["ortops"].get(label[len("ortops "):]) or {}).get("session_ms")
                     cell += f" / {_f(s)}" if s is not None else ""
                 cells.append(cell)
             lines.append(f"| {p['hidden']} | {p['batch']} | " + " | ".join(cells)
@@ -353,6 +392,9 @@ def plot(report, path) -> bool:
     hiddens = list(cfg["hiddens"])
     fig, axes = plt.subplots(2, len(hiddens), figsize=(4.2 * len(hiddens), 7.5), squeeze=False)
     styles = {"float32": "-", "float16": "--"}
+    # One colour per engine and mode in both dtypes (dtype: the line style).
+    names = [f"ortops {m}" for m in report["modes"]] + [p.label for p in cudnn.PRECISIONS.values()]
+    colour = {n: f"C{i}" for i, n in enumerate(names)}
     for col, hidden in enumerate(hiddens):
         for dtype in cfg["dtypes"]:
             pts = sorted((p for p in report["points"] if p["hidden"] == hidden
@@ -363,10 +405,11 @@ def plot(report, path) -> bool:
                     if xy:
                         name = label if label.startswith("cuDNN") else f"{label} {dtype}"
                         axes[row][col].plot(*zip(*xy), styles.get(dtype, "-"), marker="o",
-                                            markersize=3, label=name)
+                                            markersize=3, label=name, color=colour.get(label))
         for row, what in ((0, "GPU ms"), (1, "e2e ms (numpy in/out)")):
             ax = axes[row][col]
             ax.set_xscale("log", base=2)
+            ax.set_xticks(list(cfg["batches"]), [str(b) for b in cfg["batches"]], fontsize=7)
             ax.set_yscale("log")
             ax.set_title(f"hidden {hidden}: {what}", fontsize=9)
             ax.set_xlabel("batch")
