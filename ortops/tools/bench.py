@@ -540,9 +540,10 @@ def _sweep_config(args, parser):
         **({"modes": chosen} if chosen else {}))
 
 
-def _logged(fn):
-    """Run ``fn`` with the bench's progress lines shown on stderr, for this command only."""
-    handler = logging.StreamHandler(sys.stderr)
+def _logged(fn, stream):
+    """Run ``fn`` with the bench's progress lines shown on ``stream`` (main's stderr), for
+    this command only."""
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(message)s"))
     saved = log.level, log.propagate
     log.addHandler(handler)
@@ -600,7 +601,7 @@ def main(argv=None) -> int:
         if len(reports) > 1 and any(r.get("kind") != "sweep" for r in reports):
             parser.error("--from-json: only sweep.json files can be joined")
         report = sweep.merge(reports) if len(reports) > 1 else reports[0]
-        print(_logged(lambda: publish(report, args.out, args.write_docs)))
+        print(_logged(lambda: publish(report, args.out, args.write_docs), sys.stderr))
         return 0
     if args.sweep or args.estimate:
         cfg = _sweep_config(args, parser)
@@ -615,8 +616,8 @@ def main(argv=None) -> int:
             with open(partial, "w") as f:
                 json.dump(so_far, f, indent=1)
 
-        report = _logged(lambda: sweep.run(cfg, on_point=save))
-        print(_logged(lambda: publish(report, args.out, args.write_docs)))
+        report = _logged(lambda: sweep.run(cfg, on_point=save), sys.stderr)
+        print(_logged(lambda: publish(report, args.out, args.write_docs), sys.stderr))
         if os.path.exists(partial):
             os.remove(partial)  # sweep.json has it all now
         return 0
@@ -625,8 +626,9 @@ def main(argv=None) -> int:
         shapes = [shapes[i] for i in args.shape]
     dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
     report = _logged(lambda: run(shapes, dtypes, args.runs, args.device,
-                                 baselines=not args.no_baselines, mode=args.mode))
-    print(_logged(lambda: publish(report, args.out, args.write_docs)))
+                                 baselines=not args.no_baselines, mode=args.mode),
+                     sys.stderr)
+    print(_logged(lambda: publish(report, args.out, args.write_docs), sys.stderr))
     return 0
 
 
