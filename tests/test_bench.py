@@ -215,24 +215,27 @@ def test_samples_stop_at_runs_or_after_budget_with_three_at_least():
     assert 3 <= len(samples(lambda: time.sleep(0.01) or 1.0, 50, budget_s=0.05)) < 50
 
 
-def test_sweep_runs_every_mode_at_tiny_shapes(tmp_path):
-    # On the device (lavapipe here): the sweep's report as the GPU machine writes it.
-    cfg = sweep.Config(batches=[1, 2], hiddens=[8], seq=3, runs=2, point_s=0.01, warm_s=0.0,
-                       cudnn=False)
-    report = sweep.run(cfg, progress=False)
-    sweep.check_report(json.loads(json.dumps(report)))
+def test_sweep_runs_every_mode_at_tiny_shapes(tmp_path, capsys):
+    # On the device (lavapipe here), through the command as the GPU machine's stage runs it.
+    out = tmp_path / "out"
+    assert bench.main(["--small", "--sweep", "--sweep-batches", "1,2", "--sweep-hiddens", "8",
+                       "--sweep-seq", "3", "--runs", "2", "--sweep-seconds", "0.01", "--warm", "0",
+                       "--no-baselines", "--out", str(out)]) == 0
+    report = json.loads((out / "sweep.json").read_text())
+    sweep.check_report(report)
+    assert report["complete"] and report["failures"] == []
     assert report["modes"] == list(modes.MODES) and report["cudnn_precisions"] == []
     assert [(p["batch"], p["dtype"]) for p in report["points"]] == [
         (1, "float32"), (1, "float16"), (2, "float32"), (2, "float16")]
     for p in report["points"]:
-        assert p["cudnn"] == {}
+        assert p["cudnn"] == {} and p["seq"] == 3 and p["hidden"] == p["input"] == 8
         for m, f in p["ortops"].items():
             assert f["gpu_ms"] > 0 and f["call_ms"] > 0 and f["session_ms"] > 0, (m, f)
             assert f["runs"] == 2
-    out = tmp_path / "out"
-    table = bench.publish(report, str(out))
-    assert (out / "sweep.json").exists() and sweep.BEGIN in (out / "perf.md").read_text()
-    assert table.count("| 8 |") == 4
+    assert not (out / "sweep.partial.json").exists()   # removed once sweep.json has it all
+    docs = (out / "perf.md").read_text()
+    assert sweep.BEGIN in docs and docs.count("| 8 |") == 4
+    assert (out / "sweep.md").read_text() in docs and "| 8 | 2 |" in capsys.readouterr().out
 
 
 def test_a_failed_figure_is_recorded_and_the_rest_measured(monkeypatch):

@@ -260,7 +260,7 @@ def _io_bytes(shape, dtype):
     return np.dtype(dtype).itemsize * (seq * batch * inp + dirs * batch * hidden * (seq + states))
 
 
-def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=None):
+def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=None, warm_s=3.0):
     """Measure every shape and dtype in ``mode`` (ortops.modes); return a list of result dicts."""
     from ortops.device import select
 
@@ -271,7 +271,7 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=N
     # One thread's memcpy speed at the largest call's size (fresh and warm destination): the
     # yardstick of the host-work bound (ortops/tools/hostcopy.py).
     bandwidth = hostcopy.memcpy_bandwidth(max(_io_bytes(s, d) for s in shapes for d in dtypes))
-    warm_gpu(max(shapes, key=lambda s: s[1] * s[2] * s[3] * s[4]), device)
+    warm_gpu(max(shapes, key=lambda s: s[1] * s[2] * s[3] * s[4]), device, warm_s)
     rows = []
     for cell, seq, batch, inp, hidden, direction in shapes:
         for dtype in dtypes:
@@ -490,6 +490,8 @@ def _parser():
                         help="ortops only (no ORT CPU, cuDNN, WebGPU EP)")
     parser.add_argument("--mode", default=modes.DEFAULT, choices=sorted(modes.MODES),
                         help="numerical mode of the layers (ortops.modes; docs/exact.md)")
+    parser.add_argument("--warm", type=float, default=3.0, metavar="SECONDS",
+                        help="seconds of the heaviest shape before timing (GPU clocks; default 3)")
     parser.add_argument("--write-docs", metavar="MD", default=None,
                         help="the markdown file whose markers get the table (default OUT/perf.md)")
     parser.add_argument("--from-json", metavar="JSON", action="append",
@@ -536,7 +538,7 @@ def _sweep_config(args, parser):
         hiddens=args.sweep_hiddens or (sweep.SMALL_HIDDENS if small else sweep.HIDDENS),
         seq=seq, dtypes=dtypes, runs=args.runs, point_s=args.sweep_seconds,
         session_max_hidden=args.sweep_session_max_hidden, errors=args.sweep_errors,
-        cudnn=not args.no_baselines, device=args.device,
+        cudnn=not args.no_baselines, device=args.device, warm_s=args.warm,
         **({"modes": chosen} if chosen else {}))
 
 
@@ -593,6 +595,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if args.warm < 0:
+        parser.error("--warm must be at least 0")
     if args.from_json:
         reports = []
         for path in args.from_json:
@@ -626,7 +630,7 @@ def main(argv=None) -> int:
         shapes = [shapes[i] for i in args.shape]
     dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
     report = _logged(lambda: run(shapes, dtypes, args.runs, args.device,
-                                 baselines=not args.no_baselines, mode=args.mode),
+                                 baselines=not args.no_baselines, mode=args.mode, warm_s=args.warm),
                      sys.stderr)
     print(_logged(lambda: publish(report, args.out, args.write_docs), sys.stderr))
     return 0
