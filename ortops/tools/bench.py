@@ -2,19 +2,31 @@
 
 For each shape and precision it measures, medians of ``--runs`` runs after warm-up:
   gpu_ms        GPU time of the layer, from Vulkan timestamps around its passes;
+  layer_call_ms the layer called from numpy (numpy in, numpy out); host_work_ms = it - gpu_ms,
+                against host_bound_ms (ortops/tools/hostcopy.py: 0.05 ms + 1.2 x bytes in and
+                out / one thread's memcpy bandwidth, measured in the same run);
   e2e_ms        end-to-end latency of a one-node model through ortops.InferenceSession
                 (numpy in, numpy out);
   overhead_ms   e2e_ms - gpu_ms - the submit-and-wait round trip of an empty Kompute sequence;
+  error         ortops's scaled error against the float64 reference (ortops.reference);
   ort1_ms / ortN_ms  stock ONNX Runtime CPU on the same model, one thread / all cores;
-  cudnn_ms / cudnn_e2e_ms  torch's nn.LSTM / nn.GRU on CUDA (cuDNN): GPU time from CUDA events,
-                and copy in + compute + copy out, where torch with CUDA imports;
+  cudnn         torch's nn.LSTM / nn.GRU on CUDA in each precision mode of the dtype
+                (ortops/tools/cudnn.py: strict f32 and TF32 for float32, f16 for float16):
+                GPU time from CUDA events, copy in + compute + copy out, and its scaled error
+                against the same module in float64, where torch with CUDA imports;
+  gpu_vs_cudnn, e2e_vs_cudnn_e2e, e2e_vs_ortN  the ratios the targets read (cuDNN strict f32
+                for float32 rows, cuDNN f16 for float16 rows);
   webgpu_ms     ONNX Runtime's WebGPU plugin EP (onnxruntime-ep-webgpu) end to end, where it
                 finds an adapter.
-It writes perf.json, the table into perf.md (between its bench markers, keeping the prose)
-and, where matplotlib imports, perf.png into ``--out``.
+It writes perf.json, the tables into perf.md (between its bench markers, keeping the prose)
+and, where matplotlib imports, perf.png into ``--out``. ``--sweep`` runs the batch x hidden
+sweep instead (ortops/tools/sweep.py: sweep.json, sweep.md, sweep.png, perf.md's sweep
+markers); ``--from-json`` writes the tables of saved results without measuring.
 
     python scripts/bench.py --out docs            # the five anchor shapes, float32 and float16
     python scripts/bench.py --small --out /tmp/b  # small shapes (lavapipe)
+    python scripts/bench.py --sweep --estimate    # the sweep's expected time on an H200
+    python scripts/bench.py --sweep --out /tmp/s  # the sweep
 """
 
 from __future__ import annotations
