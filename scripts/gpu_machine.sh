@@ -83,6 +83,7 @@ if has sweep; then
   # against cuDNN strict / TF32 / f16 (docs/perf.md, "Sweep"); prints its expected time first.
   # SWEEP_ARGS picks a part (e.g. "--sweep-hiddens 128,256,512"); sweep.partial.json keeps what
   # ran if the call ends first. Join parts: ortops bench --from-json A --from-json B ...
+  py scripts/bench.py --sweep --estimate ${SWEEP_ARGS:-}
   py scripts/bench.py --sweep --out "$OUT" ${SWEEP_ARGS:-} 2> "$OUT/sweep_log.txt"
   grep -E '^sweep: |failed' "$OUT/sweep_log.txt"; tail -1 "$OUT/sweep_log.txt"
 fi
