@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from typing import Callable, List, Optional
 
 
 def warm(run: Callable[[], object], seconds: float) -> None:
@@ -31,3 +31,22 @@ def median_s(run: Callable[[], object], repeat: int, *, warmup_runs: int = 1,
         run()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def samples(fn: Callable[[], float], runs: int, budget_s: Optional[float] = None,
+            min_runs: int = 3) -> List[float]:
+    """``fn()``'s values (times, say) over ``runs`` calls, or fewer (at least
+    ``min_runs``) once ``budget_s`` seconds have passed: large sweep points cost 0.1-0.3 s a
+    run on the H200, 20 of them per engine and mode would not fit one device call."""
+    out: List[float] = []
+    end = None if budget_s is None else time.perf_counter() + budget_s
+    while len(out) < runs and (end is None or len(out) < min_runs or time.perf_counter() < end):
+        out.append(fn())
+    return out
+
+
+def wall_ms(run: Callable[[], object]) -> float:
+    """Milliseconds of one call of ``run`` (for :func:`samples`)."""
+    t0 = time.perf_counter()
+    run()
+    return 1e3 * (time.perf_counter() - t0)

@@ -28,7 +28,7 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
-                      # bench, placement, portability,
+                      # bench, sweep, placement, portability,
                       # multigpu, servewheels, serve, stream, exact, cudaep, steps (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
@@ -83,6 +83,15 @@ if has steps; then
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
+fi
+if has sweep; then
+  # Batch (1..256) x hidden (128..1024) BiLSTM, 100 steps, float32 and float16: every ortops mode
+  # against cuDNN strict / TF32 / f16 (docs/perf.md, "Sweep"); prints its expected time first.
+  # SWEEP_ARGS picks a part (e.g. "--sweep-hiddens 128,256,512"); sweep.partial.json keeps what
+  # ran if the call ends first. Join parts: ortops bench --from-json A --from-json B ...
+  py scripts/bench.py --sweep --estimate ${SWEEP_ARGS:-}
+  py scripts/bench.py --sweep --out "$OUT" ${SWEEP_ARGS:-} 2> "$OUT/sweep_log.txt"
+  grep -E '^sweep: |failed' "$OUT/sweep_log.txt"; tail -1 "$OUT/sweep_log.txt"
 fi
 if has placement; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null

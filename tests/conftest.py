@@ -34,6 +34,18 @@ HERE = pathlib.Path(__file__).resolve().parent
 #: Tests that need no Vulkan device: a module name maps to None (the whole module) or to the
 #: names of its device-free tests (parametrized cases share their function's name).
 NO_DEVICE = {
+    "test_bench": {"test_sweep_markdown_names_every_mode_and_the_winner",
+                   "test_sweep_schema_accepts_the_report_and_names_what_is_wrong",
+                   "test_sweep_parts_merge_into_one_grid",
+                   "test_write_docs_fills_the_sweep_markers_and_keeps_the_rest",
+                   "test_from_json_writes_the_docs_without_measuring",
+                   "test_estimate_grows_with_the_grid_and_fits_a_device_call",
+                   "test_estimate_option_prints_and_measures_nothing",
+                   "test_anchor_table_names_precision_modes_and_divides_by_the_like_peer",
+                   "test_memcpy_bandwidth_and_the_host_bound", "test_cudnn_modes_and_absence",
+                   "test_cudnn_measure_without_torch_is_none",
+                   "test_samples_stop_at_runs_or_after_budget_with_three_at_least",
+                   "test_a_failed_figure_is_recorded_and_the_rest_measured"},
     "test_compare": None,
     "test_reference": None,
     "test_validation": None,
@@ -91,6 +103,7 @@ SLOW = {
     "test_concurrency": {"test_one_session_many_threads_equals_serial",
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
+    "test_bench": {"test_sweep_runs_every_mode_at_tiny_shapes"},   # exact-mode pipelines
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
     "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
                     "test_placement_script_quick"},
