@@ -76,6 +76,10 @@ class Device:
     uuid: str = ""                 # 8-4-4-4-12 lowercase hex
     luid: str | None = None        # 16 hex digits where the driver reports a valid LUID (Windows)
     pci_bus_id: str | None = None  # "dddd:bb:dd.f" where the device offers VK_EXT_pci_bus_info
+    #: VK_KHR_cooperative_matrix's combinations (ortops.fast.CoopMatShape) usable in compute
+    #: shaders; empty without the extension. Mode "fast" uses matrix hardware only where the
+    #: one its kernel needs (ortops.fast.REQUIRED) is listed.
+    cooperative_matrix: tuple = ()
 
     def __str__(self) -> str:
         kind = f"{self.type}, portability implementation" if self.portability else self.type
@@ -109,7 +113,13 @@ class Device:
                 f"    uuid                      {self.uuid or 'not reported'}",
                 f"    pci bus id                {self.pci_bus_id or 'not reported'}",
             ] + ([f"    luid                      {self.luid}"] if self.luid else [])
+            + self._describe_cooperative_matrix()
         )
+
+    def _describe_cooperative_matrix(self) -> list:
+        if not self.cooperative_matrix:
+            return ["    cooperative matrix        no (mode 'fast' runs the portable kernels)"]
+        return ["    cooperative matrix        " + str(s) for s in self.cooperative_matrix]
 
 
 class UnsupportedDeviceError(RuntimeError):
@@ -162,9 +172,12 @@ def devices() -> list[Device]:
     """Every Vulkan device with a compute queue, in the driver's enumeration order."""
     global _devices_cache
     if _devices_cache is None:
+        from ortops.fast import shapes_of
+
         fields = Device.__dataclass_fields__
         _devices_cache = [
-            Device(**{k: v for k, v in d.items() if k in fields})
+            Device(**{k: v for k, v in d.items() if k in fields and k != "cooperative_matrix"},
+                   cooperative_matrix=shapes_of(d.get("cooperative_matrix")))
             for d in _native().enumerate_devices()
         ]
     return list(_devices_cache)
