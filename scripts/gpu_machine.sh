@@ -29,7 +29,7 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
                       # bench, placement, portability,
-                      # multigpu, servewheels, serve, stream, exact, cudaep (none: build only)
+                      # multigpu, servewheels, serve, stream, exact, fast, cudaep (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -74,6 +74,24 @@ if has exact; then
   py -m pytest -q -p no:cacheprovider tests/test_exact_digests.py tests/test_exact_functions.py \
     > "$OUT/pytest_exact.txt" 2>&1; tail -3 "$OUT/pytest_exact.txt"
   py scripts/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
+fi
+if has fast; then
+  # Mode "fast" (docs/modes.md): the device's VK_KHR_cooperative_matrix combinations and the
+  # projection fast mode picks, first (so a failing run still says what the device offers);
+  # then tests/test_fast_mode.py plainly and under validation (a validation layer older than
+  # the extension may report its structures; the plain run is the result), then the
+  # projection GPU time of the anchor shape in both modes (exit status 1 of fast_cost.py:
+  # outside the float16 tolerance or not the same bits run to run).
+  py -c "import ortops.fast as f; from ortops.device import context; d, c = context(); \
+print(d.describe()); print('context enabled cooperative matrix:', c.cooperative_matrix); \
+print('fast projection:', f.coopmat_reason(d, c) or f.KERNEL)" 2>&1 | tee "$OUT/fast_device.txt"
+  py -m pytest -q -p no:cacheprovider --fail-on-skip tests/test_fast_mode.py > "$OUT/pytest_fast.txt" 2>&1
+  tail -3 "$OUT/pytest_fast.txt"
+  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --fail-on-skip \
+    --vk-validation tests/test_fast_mode.py > "$OUT/pytest_fast_validation.txt" 2>&1
+  tail -3 "$OUT/pytest_fast_validation.txt"
+  py scripts/fast_cost.py --runs ${FAST_RUNS:-20} --out "$OUT" 2> "$OUT/fast_cost_log.txt"
+  echo "fast_cost exit status $?"; tail -3 "$OUT/fast_cost_log.txt"
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
