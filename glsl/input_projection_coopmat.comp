@@ -11,7 +11,7 @@
 // combination the host checks the device lists (ortops.fast). float16 x float16 products are
 // exact in float32, so the difference from the portable kernel is only the order (and, on the
 // hardware, the rounding) of the float32 sums inside each 16-wide k block.
-// A workgroup of 4 subgroups computes a 64 x 64 tile of one direction, each subgroup a 32 x 32
+// A workgroup of 4 subgroups (gl_SubgroupID 0-3) computes a 64 x 64 tile of one direction, each subgroup a 32 x 32
 // corner as 2 x 2 accumulators. K goes through shared memory KT = 32 at a time, X's and W's
 // halves copied there as float16 (exact: they are float16 tensors), zero past every edge, so
 // any M, N and K work. The tiling is fixed by the shapes and there are no atomics, so the
@@ -29,9 +29,12 @@ layout(constant_id = 2) const uint SEQ = 1;
 layout(constant_id = 3) const uint BATCH = 1;
 layout(constant_id = 4) const uint LAYOUT = 0;  // 1: X is [batch, seq, input]
 layout(constant_id = 5) const uint XW_OFFSET = 0; // in floats, inside the Xw binding
-layout(constant_id = 6) const uint WG = 128;    // 4 subgroups: 4 x the device's subgroup size
 
-layout(local_size_x_id = 6) in;
+// Four subgroups of 32 (ortops.fast requires a device whose compute subgroups are 32 wide,
+// never another size; SPIR-V 1.6 makes them full). A literal, not a specialization constant:
+// glslang writes local_size_x_id as LocalSizeId in SPIR-V 1.6, which needs maintenance4.
+const uint WG = 128u;
+layout(local_size_x = 128) in;
 
 layout(std430, binding = 0) readonly buffer XBuf { uint X[]; };
 layout(std430, binding = 1) readonly buffer WBuf { uint W[]; };

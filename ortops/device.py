@@ -80,6 +80,8 @@ class Device:
     #: shaders; empty without the extension. Mode "fast" uses matrix hardware only where the
     #: one its kernel needs (ortops.fast.REQUIRED) is listed.
     cooperative_matrix: tuple = ()
+    #: (smallest, largest) compute subgroup size (Vulkan 1.3 subgroup size control); () below 1.3.
+    subgroup_size_range: tuple = ()
 
     def __str__(self) -> str:
         kind = f"{self.type}, portability implementation" if self.portability else self.type
@@ -98,7 +100,8 @@ class Device:
                 f"    max workgroup size        {x} x {y} x {z} ({self.max_workgroup_invocations} invocations)",
                 "    max workgroup count       {} x {} x {}".format(*self.max_workgroup_count),
                 f"    shared memory             {self.max_shared_memory} bytes",
-                f"    subgroup size             {self.subgroup_size}",
+                f"    subgroup size             {self.subgroup_size}" + (
+                    " (range {}-{})".format(*self.subgroup_size_range) if self.subgroup_size_range else ""),
                 f"    float16 / float64 shaders {'yes' if self.float16 else 'no'} / {'yes' if self.float64 else 'no'}",
                 "    NaN/Inf/-0 preserved      float32 {} / float16 {}".format(
                     "yes" if self.nan_preserve_float32 else "no", "yes" if self.nan_preserve_float16 else "no"),

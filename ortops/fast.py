@@ -20,9 +20,11 @@ __all__ = ["CoopMatShape", "KERNEL", "PORTABLE", "REQUIRED", "projection_kernel"
 PORTABLE = "input_projection"
 KERNEL = "input_projection_coopmat"
 
-#: The kernel's tile edge (rows and columns of Xw per workgroup) and subgroups per workgroup.
+#: The kernel's tile edge (rows and columns of Xw per workgroup), its subgroups per workgroup
+#: and their width: 128 invocations, so compute subgroups must be 32 wide, always.
 TILE = 64
 SUBGROUPS = 4
+SUBGROUP_SIZE = 32
 #: Shared memory the kernel declares: two 64 x 40 float16 tiles and a 64 x 68 float32 tile.
 SHARED_BYTES = 2 * TILE * 40 * 2 + TILE * 68 * 4
 
@@ -61,11 +63,13 @@ def coopmat_reason(device, ctx) -> str | None:
     if REQUIRED not in tuple(getattr(device, "cooperative_matrix", ())):
         return f"the device does not list VK_KHR_cooperative_matrix {REQUIRED}"
     if not getattr(ctx, "cooperative_matrix", False):
-        return "the context did not enable VK_KHR_cooperative_matrix (shaderFloat16 or vulkanMemoryModel missing)"
+        off = getattr(ctx, "cooperative_matrix_off", "")
+        return f"VK_KHR_cooperative_matrix is not enabled: {off or 'not offered'}"
     if not device.nan_preserve_float16:
         return "no shaderSignedZeroInfNanPreserveFloat16 (the kernel declares it)"
-    if SUBGROUPS * device.subgroup_size > device.max_workgroup_invocations:
-        return f"{SUBGROUPS} subgroups of {device.subgroup_size} exceed the workgroup size limit"
+    if tuple(device.subgroup_size_range) != (SUBGROUP_SIZE, SUBGROUP_SIZE):
+        return (f"the kernel needs compute subgroups of exactly {SUBGROUP_SIZE} invocations, the "
+                f"device's range is {tuple(device.subgroup_size_range) or 'not reported'}")
     if SHARED_BYTES > device.max_shared_memory:
         return f"the kernel needs {SHARED_BYTES} bytes of shared memory"
     return None

@@ -268,8 +268,7 @@ class _Recording:
         if self.projection_shader == fast.KERNEL:
             prog = self.program(fast.KERNEL, [self.x, self.r.weights["W"], self.xw], 2,
                                 N=G * H, K=s.input_size, SEQ=key.seq, BATCH=key.batch,
-                                LAYOUT=s.layout, XW_OFFSET=self.xw_off,
-                                WG=fast.SUBGROUPS * self.r.device.subgroup_size)
+                                LAYOUT=s.layout, XW_OFFSET=self.xw_off)
             return prog, fast.TILE
         tpt = variants.projection_tpt(key.steps * key.batch * G * H * D, self.r.large_projection)
         prog = self.program("input_projection", [self.x, self.r.weights["W"], self.xw], 2,

@@ -90,8 +90,8 @@ INPUT_PROJECTION = Layout("input_projection", _table(
 
 INPUT_PROJECTION_COOPMAT = Layout("input_projection_coopmat", _table(
     ("N", 0, 1), ("K", 1, 1), ("SEQ", 2, 1), ("BATCH", 3, 1), ("LAYOUT", 4, 0),
-    ("XW_OFFSET", 5, 0), ("WG", 6, 128),
-), local_size={"x": "WG"})
+    ("XW_OFFSET", 5, 0),
+))
 
 STATE_INIT = Layout("state_init", _table(
     ("DIRS", 0, 1), ("BATCH", 1, 1), ("HIDDEN", 2, 1), ("SEQ", 3, 0), ("LAYOUT", 4, 0),

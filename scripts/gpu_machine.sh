@@ -92,6 +92,10 @@ print('fast projection:', f.coopmat_reason(d, c) or f.KERNEL)" 2>&1 | tee "$OUT/
   tail -3 "$OUT/pytest_fast_validation.txt"
   py scripts/fast_cost.py --runs ${FAST_RUNS:-20} --out "$OUT" 2> "$OUT/fast_cost_log.txt"
   echo "fast_cost exit status $?"; tail -3 "$OUT/fast_cost_log.txt"
+  # A float16 model end to end in fast mode against ORT CPU (exit status 1 beyond tolerance).
+  [ -f models/recognizer_fp16.onnx ] || py scripts/make_models.py > /dev/null
+  py -m ortops run models/recognizer_fp16.onnx --mode fast --compare --warmup 2 --repeat 50 2>&1 \
+    | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/fast_recognizer_fp16.txt"
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"

@@ -93,8 +93,10 @@ vk::Instance
 createInstance(bool validation, VkDebugUtilsMessengerCreateInfoEXT* messengerInfo)
 {
     // Vulkan 1.2 for VkPhysicalDeviceDriverProperties and Vulkan 1.1 subgroup properties;
-    // lavapipe (Debian 12) and every current GPU driver offer it.
-    vk::ApplicationInfo app("ortops", 1, "ortops", 1, VK_API_VERSION_1_2);
+    // lavapipe (Debian 12) and every current GPU driver offer it. 1.3 where the loader offers
+    // it, for the SPIR-V 1.6 cooperative-matrix kernel (instanceApiVersion); a device below it
+    // still runs at its own version.
+    vk::ApplicationInfo app("ortops", 1, "ortops", 1, instanceApiVersion());
     std::vector<const char*> layers;
     std::vector<const char*> extensions;
     vk::ValidationFeatureEnableEXT syncValidation =
@@ -279,6 +281,7 @@ describe(const vk::Instance& instance, const vk::PhysicalDevice& device, uint32_
     describeIdentity(device, d);
     // VK_KHR_cooperative_matrix's combinations (mode "fast", cooperative_matrix.hpp).
     d["cooperative_matrix"] = describeCooperativeMatrix(instance, device);
+    d["subgroup_size_range"] = describeSubgroupSizes(device);
     return d;
 }
 
@@ -378,7 +381,7 @@ Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
         deviceExtensions.push_back(kPortabilitySubset);  // required on such a device
     }
     // Matrix hardware for mode "fast" (ortops/fast.py), where the device offers it.
-    CooperativeMatrixEnable coopmat(*physical);
+    CooperativeMatrixEnable coopmat(*physical, validation, cooperativeMatrixOff);
     if (coopmat.usable) {
         deviceExtensions.push_back(kCooperativeMatrix);
         deviceInfo.pNext = coopmat.chain(nullptr);

@@ -71,6 +71,30 @@ scopeName(uint32_t scope)
     }
 }
 
+// The first validation layer that knows the extension (SDK 1.3.261, July 2023). An older one
+// (Debian 12's is 1.3.239) reports its structures at device creation as unknown, and its
+// SPIR-V validator does not know SPV_KHR_cooperative_matrix: under such a layer the extension
+// is left off, so that every context it validates is clean, and fast mode falls back.
+const uint32_t kValidationKnowsIt = VK_MAKE_API_VERSION(0, 1, 3, 261);
+
+uint32_t
+validationLayerVersion()
+{
+    for (const auto& layer : vk::enumerateInstanceLayerProperties()) {
+        if (std::strcmp(layer.layerName, "VK_LAYER_KHRONOS_validation") == 0) {
+            return layer.specVersion;
+        }
+    }
+    return 0;
+}
+
+std::string
+versionText(uint32_t v)
+{
+    return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
+           "." + std::to_string(VK_API_VERSION_PATCH(v));
+}
+
 bool
 offered(const vk::PhysicalDevice& device)
 {
@@ -109,13 +133,32 @@ usableInCompute(const vk::PhysicalDevice& device)
 
 } // namespace
 
-CooperativeMatrixEnable::CooperativeMatrixEnable(const vk::PhysicalDevice& device)
+CooperativeMatrixEnable::CooperativeMatrixEnable(const vk::PhysicalDevice& device,
+                                                 bool validation,
+                                                 std::string& off)
 {
     coopmat.sType = kFeaturesType;
     float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
     memoryModel.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
-    // Both structures are core in Vulkan 1.2, the version the instance asks for.
-    if (device.getProperties().apiVersion < VK_API_VERSION_1_2 || !usableInCompute(device)) {
+    if (!offered(device)) {
+        return;
+    }
+    // Before any query that chains the extension's structures (an old layer reports those).
+    if (validation && validationLayerVersion() < kValidationKnowsIt) {
+        off = "the validation layer (" + versionText(validationLayerVersion()) +
+              ") predates VK_KHR_cooperative_matrix (1.3.261)";
+        return;
+    }
+    if (!usableInCompute(device)) {
+        off = "its feature or compute-stage support is missing";
+        return;
+    }
+    // The kernel is SPIR-V 1.6: a cooperative matrix needs full subgroups, which SPIR-V 1.6
+    // gives a workgroup whose size is a multiple of the subgroup size (before it, only
+    // VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT, which Kompute does not set).
+    if (device.getProperties().apiVersion < VK_API_VERSION_1_3 ||
+        instanceApiVersion() < VK_API_VERSION_1_3) {
+        off = "the device or the Vulkan loader is below Vulkan 1.3";
         return;
     }
     float16.pNext = &memoryModel;
@@ -124,6 +167,9 @@ CooperativeMatrixEnable::CooperativeMatrixEnable(const vk::PhysicalDevice& devic
     f2.pNext = &float16;
     vkGetPhysicalDeviceFeatures2(static_cast<VkPhysicalDevice>(device), &f2);
     usable = float16.shaderFloat16 && memoryModel.vulkanMemoryModel;
+    if (!usable) {
+        off = "the device lacks shaderFloat16 or vulkanMemoryModel";
+    }
     // Enable only what the kernels use.
     coopmat = CoopMatFeaturesKHR{ kFeaturesType, nullptr, VK_TRUE, VK_FALSE };
     float16 = VkPhysicalDeviceShaderFloat16Int8Features{};
@@ -182,6 +228,25 @@ describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice
         out.append(d);
     }
     return out;
+}
+
+py::tuple
+describeSubgroupSizes(const vk::PhysicalDevice& device)
+{
+    if (device.getProperties().apiVersion < VK_API_VERSION_1_3) {
+        return py::tuple();
+    }
+    auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
+                                       vk::PhysicalDeviceSubgroupSizeControlProperties>();
+    const auto& sizes = chain.get<vk::PhysicalDeviceSubgroupSizeControlProperties>();
+    return py::make_tuple(sizes.minSubgroupSize, sizes.maxSubgroupSize);
+}
+
+uint32_t
+instanceApiVersion()
+{
+    return vk::enumerateInstanceVersion() >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
+                                                                : VK_API_VERSION_1_2;
 }
 
 } // namespace ortops

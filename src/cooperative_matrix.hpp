@@ -11,6 +11,7 @@
 
 #include <kompute/Kompute.hpp>
 
+#include <string>
 #include <vector>
 
 namespace ortops {
@@ -35,7 +36,8 @@ struct CooperativeMatrixEnable
     VkPhysicalDeviceVulkanMemoryModelFeatures memoryModel{};
     bool usable = false;
 
-    explicit CooperativeMatrixEnable(const vk::PhysicalDevice& device);
+    // ``off``: why it is not enabled although the device offers it (else left empty).
+    CooperativeMatrixEnable(const vk::PhysicalDevice& device, bool validation, std::string& off);
     // The head of the chain of the three structures, ending in ``next``.
     void* chain(void* next);
 };
@@ -46,5 +48,15 @@ extern const char* kCooperativeMatrix;   // "VK_KHR_cooperative_matrix"
 // the device lacks the extension, its feature, or support in compute shaders.
 pybind11::list
 describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice& device);
+
+// (smallest, largest) subgroup size a compute shader may get (Vulkan 1.3's subgroup size
+// control); an empty tuple on a device below Vulkan 1.3.
+pybind11::tuple
+describeSubgroupSizes(const vk::PhysicalDevice& device);
+
+// The instance's Vulkan version: 1.3 where the loader offers it (a SPIR-V 1.6 module, which
+// the cooperative-matrix kernel is, needs it), else 1.2.
+uint32_t
+instanceApiVersion();
 
 } // namespace ortops

@@ -4,7 +4,8 @@ Every test runs on any device and branches on the capability, never skips: on a 
 lists the combination glsl/input_projection_coopmat.comp needs (an H200), float16 layers record
 the cooperative-matrix projection and must stay within the float16 tolerance of the float64
 reference and give the same bits run to run; on one without it (lavapipe), fast mode records
-the portable projection and must give deterministic mode's bits. Float32 layers give
+the portable projection and must give deterministic mode's bits (so too under a validation
+layer older than the extension, where the context leaves it off). Float32 layers give
 deterministic mode's bits everywhere. The shapes put edges in every dimension of the Gemm:
 M = steps x batch, N = gates x hidden and K = input not multiples of 16 (nor of the 64-wide
 tile), K above one 32-wide stage, more than one row tile, batch_first, both directions and
@@ -87,8 +88,9 @@ def test_fast_is_a_mode_running_the_deterministic_binaries():
 
 
 class _Ctx:
-    def __init__(self, enabled):
+    def __init__(self, enabled, off=""):
         self.cooperative_matrix = enabled
+        self.cooperative_matrix_off = off
 
 
 def test_projection_kernel_choice():
@@ -102,12 +104,14 @@ def test_projection_kernel_choice():
     for mode in ("deterministic", "exact"):
         assert fast.projection_kernel(mode, np.float16, h200, on) == fast.PORTABLE
     assert fast.projection_kernel("fast", np.float16, h200, _Ctx(False)) == fast.PORTABLE
+    assert "old layer" in fast.coopmat_reason(h200, _Ctx(False, "old layer"))
     # A device listing other combinations only, or none, or lacking a limit the kernel needs.
     others = dataclasses.replace(h200, cooperative_matrix=h200.cooperative_matrix[:1])
     for device, why in ((others, "does not list"), (fake_device(), "does not list"),
                         (dataclasses.replace(h200, nan_preserve_float16=False), "Float16"),
                         (dataclasses.replace(h200, max_shared_memory=16384), "shared memory"),
-                        (dataclasses.replace(h200, subgroup_size=512), "workgroup size")):
+                        (dataclasses.replace(h200, subgroup_size_range=(16, 32)), "exactly 32"),
+                        (dataclasses.replace(h200, subgroup_size_range=()), "not reported")):
         assert fast.projection_kernel("fast", np.float16, device, on) == fast.PORTABLE
         assert why in fast.coopmat_reason(device, on)
     assert fast.coopmat_reason(h200, on) is None
@@ -154,7 +158,7 @@ def test_fast_plan_projection(case):
     # The cooperative-matrix projection exactly where the device lists its combination (and
     # then the context must have enabled the extension); the portable one elsewhere.
     layer, _ = _run(case, np.float16, "fast")
-    if fast.REQUIRED in layer.device.cooperative_matrix:
+    if fast.REQUIRED in layer.device.cooperative_matrix and not layer._ctx.cooperative_matrix_off:
         assert layer._ctx.cooperative_matrix
         assert _projection(layer) == fast.KERNEL, fast.coopmat_reason(layer.device, layer._ctx)
     else:
