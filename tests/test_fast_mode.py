@@ -183,3 +183,61 @@ def test_fast_caller_scratch_offset():
     seq, batch = c["X"].shape[:2]
     region = (layer.allocate(64 + layer.scratch_sizes(seq, batch).xw), 64)
     assert _same_bits(owned, layer(c["X"], c["lens"], xw_scratch=region))
+
+
+@pytest.mark.parametrize("convert", [False, True], ids=["session", "convert"])
+def test_fast_reaches_sessions_and_converted_models(convert):
+    # mode="fast" through onnxruntime (InferenceSession, and convert's standalone model) runs
+    # the layer in fast mode: the bits of a RecurrentLayer in fast mode on the same weights.
+    from ortops.tools.bench import _weights, one_node_model
+
+    shape = ("LSTM", 5, 3, 37, 20, "bidirectional")
+    model = one_node_model(*shape, np.float16)
+    X = np.random.default_rng(3).standard_normal((5, 3, 37)).astype(np.float16)
+    if convert:
+        import onnxruntime as ort
+
+        converted = ortops.convert(model, mode="fast")
+        got = ort.InferenceSession(converted.SerializeToString(), ortops.register(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"X": X})
+    else:
+        got = ortops.InferenceSession(model.SerializeToString(), mode="fast").run(None, {"X": X})
+    W, R, B = _weights("LSTM", 37, 20, 2, np.float16)
+    want = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", mode="fast")(X)
+    assert _same_bits(got, want)
+
+
+def test_build_step_declares_the_float_control_for_float16():
+    # scripts/spirv_float_modes.py (CMakeLists.txt runs it on the coopmat kernel): with the
+    # 16-bit SignedZeroInfNanPreserve taken out of the installed binary it puts it back, the
+    # same words; a binary whose floats are all declared comes out unchanged.
+    import struct
+
+    from _scripts import load_script
+    from test_float_controls import MODE_SIGNED_ZERO_INF_NAN_PRESERVE as MODE, OP_EXECUTION_MODE, installed_shaders
+
+    step = load_script("spirv_float_modes")
+    code = installed_shaders()[f"{fast.KERNEL}_f16.spv"]
+    words = list(struct.unpack(f"<{len(code) // 4}I", code))
+    i = 5
+    while not (words[i] & 0xFFFF == OP_EXECUTION_MODE and words[i + 2:i + 4] == [MODE, 16]):
+        i += words[i] >> 16
+    stripped = struct.pack(f"<{len(words) - 4}I", *(words[:i] + words[i + 4:]))
+    assert step.add_modes(stripped) == code
+    plain = installed_shaders()["input_projection_f16.spv"]
+    assert step.add_modes(plain) == plain
+
+
+def test_fast_cost_script(tmp_path):
+    # What STAGE=fast runs on the H200, on a small shape: both modes measured and judged.
+    import json
+
+    from _scripts import load_script
+
+    assert load_script("fast_cost").main(["--small", "--runs", "3", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "fast_cost.json").read_text())
+    (row,) = report["results"]
+    assert row["fast"]["projection"] in (fast.KERNEL, fast.PORTABLE)
+    assert row["deterministic"]["projection"] == fast.PORTABLE
+    assert row["fast"]["same_bits"] and max(row["fast"]["errors"]) <= TOLERANCE[np.dtype(np.float16)]
+    assert "| fast |" in (tmp_path / "fast_cost.md").read_text()
