@@ -233,7 +233,8 @@ describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice
 py::tuple
 describeSubgroupSizes(const vk::PhysicalDevice& device)
 {
-    if (device.getProperties().apiVersion < VK_API_VERSION_1_3) {
+    if (device.getProperties().apiVersion < VK_API_VERSION_1_3 ||
+        instanceApiVersion() < VK_API_VERSION_1_3) {
         return py::tuple();
     }
     auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
