@@ -76,6 +76,12 @@ class Device:
     uuid: str = ""                 # 8-4-4-4-12 lowercase hex
     luid: str | None = None        # 16 hex digits where the driver reports a valid LUID (Windows)
     pci_bus_id: str | None = None  # "dddd:bb:dd.f" where the device offers VK_EXT_pci_bus_info
+    #: VK_KHR_cooperative_matrix's combinations (ortops.fast.CoopMatShape) usable in compute
+    #: shaders; empty without the extension. Mode "fast" uses matrix hardware only where the
+    #: one its kernel needs (ortops.fast.REQUIRED) is listed.
+    cooperative_matrix: tuple = ()
+    #: (smallest, largest) compute subgroup size (Vulkan 1.3 subgroup size control); () below 1.3.
+    subgroup_size_range: tuple = ()
 
     def __str__(self) -> str:
         kind = f"{self.type}, portability implementation" if self.portability else self.type
@@ -94,7 +100,8 @@ class Device:
                 f"    max workgroup size        {x} x {y} x {z} ({self.max_workgroup_invocations} invocations)",
                 "    max workgroup count       {} x {} x {}".format(*self.max_workgroup_count),
                 f"    shared memory             {self.max_shared_memory} bytes",
-                f"    subgroup size             {self.subgroup_size}",
+                f"    subgroup size             {self.subgroup_size}" + (
+                    " (range {}-{})".format(*self.subgroup_size_range) if self.subgroup_size_range else ""),
                 f"    float16 / float64 shaders {'yes' if self.float16 else 'no'} / {'yes' if self.float64 else 'no'}",
                 "    NaN/Inf/-0 preserved      float32 {} / float16 {}".format(
                     "yes" if self.nan_preserve_float32 else "no", "yes" if self.nan_preserve_float16 else "no"),
@@ -109,7 +116,13 @@ class Device:
                 f"    uuid                      {self.uuid or 'not reported'}",
                 f"    pci bus id                {self.pci_bus_id or 'not reported'}",
             ] + ([f"    luid                      {self.luid}"] if self.luid else [])
+            + self._describe_cooperative_matrix()
         )
+
+    def _describe_cooperative_matrix(self) -> list:
+        if not self.cooperative_matrix:
+            return ["    cooperative matrix        no (mode 'fast' runs the portable kernels)"]
+        return ["    cooperative matrix        " + str(s) for s in self.cooperative_matrix]
 
 
 class UnsupportedDeviceError(RuntimeError):
@@ -162,9 +175,12 @@ def devices() -> list[Device]:
     """Every Vulkan device with a compute queue, in the driver's enumeration order."""
     global _devices_cache
     if _devices_cache is None:
+        from ortops.fast import shapes_of
+
         fields = Device.__dataclass_fields__
         _devices_cache = [
-            Device(**{k: v for k, v in d.items() if k in fields})
+            Device(**{k: v for k, v in d.items() if k in fields and k != "cooperative_matrix"},
+                   cooperative_matrix=shapes_of(d.get("cooperative_matrix")))
             for d in _native().enumerate_devices()
         ]
     return list(_devices_cache)

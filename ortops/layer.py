@@ -77,7 +77,8 @@ class RecurrentLayer:
     they may share one arena.
 
     ``mode`` (ortops.modes): "deterministic" (default; the same bits run to run on one device)
-    or "exact" (the same bits on every conformant Vulkan device, docs/exact.md).
+    or "exact" (the same bits on every conformant Vulkan device, docs/exact.md) or "fast"
+    (float16 input projection on matrix hardware where the device has it, docs/modes.md).
     """
 
     def __init__(self, op: str, W: ArrayIn, R: ArrayIn, B: ArrayIn | None = None,
@@ -289,6 +290,7 @@ class RecurrentLayer:
         if variants.step_kernel(key.batch) == "step_batched":
             self._upload_batched_r()
         recorder = _plan.Recorder(self._ctx, self.spec, self._weights, self._dummy,
-                                  self._limits(), _LARGE_PROJECTION, self.timestamps)
+                                  self._limits(), _LARGE_PROJECTION, self.timestamps,
+                                  self.device)
         return _plan.record(recorder, key, self.scratch_sizes(key.seq, key.batch),
                             xw_region, state_region)

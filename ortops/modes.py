@@ -6,6 +6,10 @@
   correctly rounded add, subtract and multiply without contraction, own exp, log, reciprocal
   and activations, denormals flushed by the code, float16 rounding by integer code. Costs
   more GPU time (docs/perf.md).
+- ``"fast"``: float16 layers project their inputs on matrix hardware (VK_KHR_cooperative_matrix:
+  float16 products, float32 accumulation; ortops.fast) where the device has it, within the
+  float16 tolerance and the same bits run to run; everything else, float32 layers included,
+  runs the deterministic kernels (docs/modes.md).
 
 A mode picks the compiled SPIR-V variant of every float pass (``<pass>_<precision><suffix>.spv``,
 see CMakeLists.txt) and is part of each plan's key.
@@ -29,6 +33,7 @@ class Mode:
 MODES: Dict[str, Mode] = {m.name: m for m in (
     Mode("deterministic", "", "same bits run to run on one device and driver"),
     Mode("exact", "_exact", "same bits on every conformant Vulkan device"),
+    Mode("fast", "", "float16 input projection on matrix hardware where offered; same bits run to run"),
 )}
 
 DEFAULT = "deterministic"
@@ -49,5 +54,6 @@ def check_mode(mode, where: str = "ortops") -> str:
 
 
 def spirv_name(shader: str, mode: str) -> str:
-    """The SPIR-V variant name suffix of ``shader`` in ``mode`` ("" or "_exact")."""
+    """The SPIR-V variant name suffix of ``shader`` in ``mode`` ("" or "_exact"; "fast" runs
+    the deterministic binaries, with glsl/input_projection_coopmat.comp chosen by ortops.fast)."""
     return MODES[mode].spirv_suffix if shader in FLOAT_PASSES else ""

@@ -19,7 +19,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ortops import validation, variants
-from ortops import modes
+from ortops import fast, modes
 from ortops.cells import CELLS
 from ortops.limits import Limits
 from ortops.shaders import spirv
@@ -70,6 +70,7 @@ class Plan:
     outputs: dict     # name -> host-cached readback buffer
     keep: list        # buffers and programs the recorded sequence refers to
     timestamps: bool
+    projection: str = fast.PORTABLE   # the input projection shader recorded (ortops.fast)
 
 
 class _PlanPool:
@@ -155,6 +156,7 @@ class Recorder:
     limits: Limits
     large_projection: int = variants.LARGE_PROJECTION
     timestamps: bool = False
+    device: object = None     # ortops.device.Device: mode "fast" asks it for matrix hardware
 
 
 def upload_weights(ctx, arrays: dict, limits: Limits) -> dict:
@@ -253,6 +255,7 @@ class _Recording:
         self.readback = {name: r.ctx.host_buffer(buf.nbytes) for name, buf in self.outs.items()}
         self.lens_b = self.lens if self.lens is not None else r.dummy
         self.reverse0 = 1 if s.direction == "reverse" else 0
+        self.projection_shader = fast.projection_kernel(key.mode, s.dtype, r.device, r.ctx)
 
     def _io(self, name, n_elems):
         nbytes = n_elems * self.item
@@ -278,6 +281,11 @@ class _Recording:
         """(program, tile): the input projection Gemm and its tile edge."""
         s, key = self.spec, self.key
         G, H, D = s.gates, s.hidden_size, s.num_directions
+        if self.projection_shader == fast.KERNEL:
+            prog = self.program(fast.KERNEL, [self.x, self.r.weights["W"], self.xw], 2,
+                                N=G * H, K=s.input_size, SEQ=key.seq, BATCH=key.batch,
+                                LAYOUT=s.layout, XW_OFFSET=self.xw_off)
+            return prog, fast.TILE
         tpt = variants.projection_tpt(key.steps * key.batch * G * H * D, self.r.large_projection)
         prog = self.program("input_projection", [self.x, self.r.weights["W"], self.xw], 2,
                             N=G * H, K=s.input_size, SEQ=key.seq, BATCH=key.batch,
@@ -376,7 +384,7 @@ class _Recording:
         sequence.finish()
         self.keep += list(self.outs.values())
         return Plan(sequence, self.x, self.lens, self.h0, self.c0, self.readback, self.keep,
-                    r.timestamps)
+                    r.timestamps, self.projection_shader)
 
     def _record_projection(self, sequence, gemm, tile, init):
         s, key, max_groups = self.spec, self.key, self.r.limits.max_groups

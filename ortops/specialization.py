@@ -99,6 +99,11 @@ INPUT_PROJECTION = Layout("input_projection", _table(
     ("XW_OFFSET", 5, 0), ("TPT", 6, 4),
 ))
 
+INPUT_PROJECTION_COOPMAT = Layout("input_projection_coopmat", _table(
+    ("N", 0, 1), ("K", 1, 1), ("SEQ", 2, 1), ("BATCH", 3, 1), ("LAYOUT", 4, 0),
+    ("XW_OFFSET", 5, 0),
+))
+
 STATE_INIT = Layout("state_init", _table(
     ("DIRS", 0, 1), ("BATCH", 1, 1), ("HIDDEN", 2, 1), ("SEQ", 3, 0), ("LAYOUT", 4, 0),
     ("HAS_H0", 5, 0), ("HAS_C0", 6, 0), ("HAS_CELL", 7, 0), ("STATE_OFFSET", 8, 0),
@@ -120,7 +125,8 @@ CHAIN_STEP = Layout("chain_step", {})
 
 #: Every shader in glsl/ by name.
 LAYOUTS: Dict[str, Layout] = {l.shader: l for l in (
-    STEP, STEP_BATCHED, INPUT_PROJECTION, STATE_INIT, OUTPUT_SEQUENCE, OUTPUT_STATE, COPY_WORDS, CHAIN_STEP)}
+    STEP, STEP_BATCHED, INPUT_PROJECTION, INPUT_PROJECTION_COOPMAT, STATE_INIT, OUTPUT_SEQUENCE,
+    OUTPUT_STATE, COPY_WORDS, CHAIN_STEP)}
 
 
 def pack(shader: str, **values) -> list:

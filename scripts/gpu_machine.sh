@@ -29,7 +29,7 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
                       # bench, sweep, placement, portability,
-                      # multigpu, servewheels, serve, stream, exact, cudaep, steps (none: build only)
+                      # multigpu, servewheels, serve, stream, exact, fast, cudaep, steps (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -80,6 +80,28 @@ if has steps; then
   # several tilings, bits checked against the lanes kernel (exit 1 on a difference), cuDNN
   # strict / TF32 / float16 in the same run.
   py scripts/step_kernels.py --out "$OUT" ${STEPS_ARGS:-} 2>&1 | tee "$OUT/step_kernels_log.txt"
+fi
+if has fast; then
+  # Mode "fast" (docs/modes.md): the device's VK_KHR_cooperative_matrix combinations and the
+  # projection fast mode picks, first (so a failing run still says what the device offers);
+  # then tests/test_fast_mode.py plainly and under validation (a validation layer older than
+  # the extension may report its structures; the plain run is the result), then the
+  # projection GPU time of the anchor shape in both modes (exit status 1 of fast_cost.py:
+  # outside the float16 tolerance or not the same bits run to run).
+  py -c "import ortops.fast as f; from ortops.device import context; d, c = context(); \
+print(d.describe()); print('context enabled cooperative matrix:', c.cooperative_matrix); \
+print('fast projection:', f.coopmat_reason(d, c) or f.KERNEL)" 2>&1 | tee "$OUT/fast_device.txt"
+  py -m pytest -q -p no:cacheprovider --fail-on-skip tests/test_fast_mode.py > "$OUT/pytest_fast.txt" 2>&1
+  tail -3 "$OUT/pytest_fast.txt"
+  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --fail-on-skip \
+    --vk-validation tests/test_fast_mode.py > "$OUT/pytest_fast_validation.txt" 2>&1
+  tail -3 "$OUT/pytest_fast_validation.txt"
+  py scripts/fast_cost.py --runs ${FAST_RUNS:-20} --out "$OUT" 2> "$OUT/fast_cost_log.txt"
+  echo "fast_cost exit status $?"; tail -3 "$OUT/fast_cost_log.txt"
+  # A float16 model end to end in fast mode against ORT CPU (exit status 1 beyond tolerance).
+  [ -f models/recognizer_fp16.onnx ] || py scripts/make_models.py > /dev/null
+  py -m ortops run models/recognizer_fp16.onnx --mode fast --compare --warmup 2 --repeat 50 2>&1 \
+    | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/fast_recognizer_fp16.txt"
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"

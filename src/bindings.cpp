@@ -30,6 +30,10 @@ PYBIND11_MODULE(_vk, m)
       .def(py::init<uint32_t, bool, uint32_t>(), py::arg("index"), py::arg("validation") = false,
            py::arg("max_queues") = 1)
       .def_property_readonly("lost", [](const Context& self) { return self.lost.load(); })
+      .def_readonly("cooperative_matrix", &Context::cooperativeMatrix,
+                    "Whether VK_KHR_cooperative_matrix was enabled on this device.")
+      .def_readonly("cooperative_matrix_off", &Context::cooperativeMatrixOff,
+                    "Why VK_KHR_cooperative_matrix was not enabled although offered (or '').")
       .def("simulate_loss", &Context::simulateLoss,
            "Test hook: mark the context lost, as a VK_ERROR_DEVICE_LOST would.")
       .def("buffer",

@@ -2,6 +2,7 @@
 // (see context.hpp).
 
 #include "context.hpp"
+#include "cooperative_matrix.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -92,8 +93,10 @@ vk::Instance
 createInstance(bool validation, VkDebugUtilsMessengerCreateInfoEXT* messengerInfo)
 {
     // Vulkan 1.2 for VkPhysicalDeviceDriverProperties and Vulkan 1.1 subgroup properties;
-    // lavapipe (Debian 12) and every current GPU driver offer it.
-    vk::ApplicationInfo app("ortops", 1, "ortops", 1, VK_API_VERSION_1_2);
+    // lavapipe (Debian 12) and every current GPU driver offer it. 1.3 where the loader offers
+    // it, for the SPIR-V 1.6 cooperative-matrix kernel (instanceApiVersion); a device below it
+    // still runs at its own version.
+    vk::ApplicationInfo app("ortops", 1, "ortops", 1, instanceApiVersion());
     std::vector<const char*> layers;
     std::vector<const char*> extensions;
     vk::ValidationFeatureEnableEXT syncValidation =
@@ -220,7 +223,7 @@ describeIdentity(const vk::PhysicalDevice& device, py::dict& d)
 
 // The fields of ortops.device.Device.
 py::dict
-describe(const vk::PhysicalDevice& device, uint32_t index)
+describe(const vk::Instance& instance, const vk::PhysicalDevice& device, uint32_t index)
 {
     auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
                                        vk::PhysicalDeviceDriverProperties,
@@ -276,6 +279,9 @@ describe(const vk::PhysicalDevice& device, uint32_t index)
     d["timestamps"] = timestampBits > 0 && limits.timestampComputeAndGraphics;
     d["portability"] = deviceExtensionAvailable(device, kPortabilitySubset);
     describeIdentity(device, d);
+    // VK_KHR_cooperative_matrix's combinations (mode "fast", cooperative_matrix.hpp).
+    d["cooperative_matrix"] = describeCooperativeMatrix(instance, device);
+    d["subgroup_size_range"] = describeSubgroupSizes(device);
     return d;
 }
 
@@ -322,7 +328,7 @@ enumerateDevices()
     auto devices = instance.enumeratePhysicalDevices();
     for (uint32_t i = 0; i < devices.size(); i++) {
         if (computeQueueFamily(devices[i]) >= 0) {
-            out.push_back(describe(devices[i], i));
+            out.push_back(describe(instance, devices[i], i));
         }
     }
     instance.destroy();
@@ -374,6 +380,13 @@ Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
     if (deviceExtensionAvailable(*physical, kPortabilitySubset)) {
         deviceExtensions.push_back(kPortabilitySubset);  // required on such a device
     }
+    // Matrix hardware for mode "fast" (ortops/fast.py), where the device offers it.
+    CooperativeMatrixEnable coopmat(*physical, validation, cooperativeMatrixOff);
+    if (coopmat.usable) {
+        deviceExtensions.push_back(kCooperativeMatrix);
+        deviceInfo.pNext = coopmat.chain(nullptr);
+    }
+    cooperativeMatrix = coopmat.usable;
     deviceInfo.setPEnabledExtensionNames(deviceExtensions);
     device = std::make_shared<vk::Device>(physical->createDevice(deviceInfo));
     for (uint32_t i = 0; i < count; i++) {

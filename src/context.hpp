@@ -65,6 +65,10 @@ struct Context
     // (Sequence::wait). Not on a CPU implementation: there the spinning thread takes a core
     // from the threads that execute the shaders (lavapipe on 2 cores).
     bool pollCompletion = true;
+    // Whether the device was created with VK_KHR_cooperative_matrix and the features its
+    // kernels need (cooperative_matrix.hpp): mode "fast" may use them only then.
+    bool cooperativeMatrix = false;
+    std::string cooperativeMatrixOff;   // why not, where the device offers it
 
     Context(uint32_t index, bool validation, uint32_t maxQueues);
     ~Context();

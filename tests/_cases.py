@@ -66,7 +66,7 @@ FAKE_DEVICE = dict(index=0, name="NVIDIA H200", type="discrete", driver="NVIDIA"
                    max_shared_memory=49152, max_push_constants_size=256, subgroup_size=32,
                    float16=True, float64=True, nan_preserve_float16=True, nan_preserve_float32=True,
                    denorm_preserve_float32=True, denorm_flush_float32=True, timestamp_period_ns=1.0,
-                   timestamps=True)
+                   timestamps=True, subgroup_size_range=(32, 32))
 
 
 def fake_device(**fields) -> Device:

@@ -89,6 +89,9 @@ NO_DEVICE = {
                      "test_select_by_uuid_or_unique_prefix", "test_ambiguous_or_unknown_uuid_lists_the_devices"},
     "test_control_flow": {"test_folder_folds_data_movement_exactly_and_nothing_else",
                           "test_scope_describes_the_path_outermost_first"},
+    "test_fast_mode": {"test_fast_is_a_mode_running_the_deterministic_binaries",
+                       "test_projection_kernel_choice", "test_device_description_shows_cooperative_matrix",
+                       "test_build_step_declares_the_float_control_for_float16"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or

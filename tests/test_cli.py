@@ -332,8 +332,8 @@ def test_run_exact_mode_compares_and_gives_the_layers_bits(models, name, capsys,
 
 def test_run_refuses_an_unknown_mode(capsys):
     with pytest.raises(SystemExit):
-        cli.main(["run", "model.onnx", "--mode", "fast"])
-    assert "invalid choice: 'fast'" in capsys.readouterr().err
+        cli.main(["run", "model.onnx", "--mode", "quick"])
+    assert "invalid choice: 'quick'" in capsys.readouterr().err
 
 
 def test_median_stops_at_its_budget_after_three_runs():

@@ -30,6 +30,8 @@ CAPABILITY_SIGNED_ZERO_INF_NAN_PRESERVE = 4466
 # only move 32-bit words (no float type, so nothing to declare and nothing asked of a device).
 FLOAT_PASSES = {"input_projection", "state_init", "step", "output_sequence", "output_state"}
 WORD_PASSES = {"copy_words", "chain_step"}
+# Matrix-hardware passes of mode "fast" (ortops.fast): float16 only, float16 and float32 values.
+COOPMAT_PASSES = {"input_projection_coopmat"}
 
 
 def _string(words) -> str:
@@ -77,6 +79,7 @@ def test_every_installed_shader_is_known():
     expected = {f"{p}_{prec}.spv" for p in FLOAT_PASSES | WORD_PASSES for prec in ("f32", "f16")}
     # Exact mode (ortops.modes) has its own variant of every float pass.
     expected |= {f"{p}_{prec}_exact.spv" for p in FLOAT_PASSES for prec in ("f32", "f16")}
+    expected |= {f"{p}_f16.spv" for p in COOPMAT_PASSES}
     assert names == expected
 
 
@@ -87,8 +90,10 @@ def test_float_shaders_declare_signed_zero_inf_nan_preserve(name):
     if name.rsplit("_", 1)[0] in WORD_PASSES:
         assert not info["float_widths"], f"{name}: a words-only pass uses a float type"
         return
-    # All arithmetic is float32, float16 tensors included (unpackHalf2x16 / packHalf2x16).
-    assert info["float_widths"] == {32}, f"{name}: float widths {sorted(info['float_widths'])}"
+    # All arithmetic is float32, float16 tensors included (unpackHalf2x16 / packHalf2x16),
+    # but in the matrix-hardware passes, whose operands are float16 values.
+    widths = {16, 32} if name.rsplit("_", 1)[0] in COOPMAT_PASSES else {32}
+    assert info["float_widths"] == widths, f"{name}: float widths {sorted(info['float_widths'])}"
     for entry in info["entry_points"]:
         for width in info["float_widths"]:
             modes = info["modes"].get(entry, set())

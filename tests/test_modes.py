@@ -15,21 +15,21 @@ from ortops.shaders import spirv
 
 
 def test_modes_table():
-    assert set(modes.MODES) == {"deterministic", "exact"}
+    assert set(modes.MODES) == {"deterministic", "exact", "fast"}
     assert modes.check_mode(None) == modes.DEFAULT == "deterministic"
     assert modes.check_mode("Exact") == "exact"
 
 
-@pytest.mark.parametrize("bad", ["fast", "", 3, "exactly"])
+@pytest.mark.parametrize("bad", ["quick", "", 3, "exactly"])
 def test_unknown_mode_lists_the_valid_ones(bad):
-    with pytest.raises(ValueError, match=r"LSTM: mode must be one of deterministic, exact, got"):
+    with pytest.raises(ValueError, match=r"LSTM: mode must be one of deterministic, exact, fast, got"):
         modes.check_mode(bad, "LSTM")
 
 
 def test_layer_refuses_an_unknown_mode_before_touching_a_device():
     W = np.zeros((1, 4, 2), np.float32)
     R = np.zeros((1, 4, 1), np.float32)
-    with pytest.raises(ValueError, match="LSTM: mode must be one of deterministic, exact, got 'quick'"):
+    with pytest.raises(ValueError, match="LSTM: mode must be one of deterministic, exact, fast, got 'quick'"):
         ortops.RecurrentLayer("LSTM", W, R, mode="quick")
 
 

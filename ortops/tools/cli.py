@@ -2,7 +2,7 @@
 
     ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N]
                [--warmup SECONDS] [--threads N,N,...] [--device D]
-               [--mode deterministic|exact]
+               [--mode deterministic|exact|fast]
     ortops info MODEL [--device D]
     ortops devices
     ortops bench [ARGS ...]
@@ -443,8 +443,9 @@ def parser() -> argparse.ArgumentParser:
     _placement_argument(r)
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
     r.add_argument("--mode", default=DEFAULT_MODE, choices=sorted(MODES),
-                   help="numerical mode of the recurrent nodes: deterministic (default) or exact "
-                        "(the same bits on every Vulkan device, docs/exact.md)")
+                   help="numerical mode of the recurrent nodes: deterministic (default), exact "
+                        "(the same bits on every Vulkan device, docs/exact.md) or fast (float16 "
+                        "input projections on matrix hardware where offered, docs/modes.md)")
     r.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("info", help="recurrent nodes of a model and where each runs")

@@ -1,0 +1,83 @@
+"""Mode "fast" (ortops.modes, docs/modes.md): which input projection a plan records.
+
+A float16 layer's input projection Xw = X . W^T runs on matrix hardware
+(VK_KHR_cooperative_matrix: float16 x float16 products, float32 accumulation;
+glsl/input_projection_coopmat.comp) where the device lists the combination that kernel is
+written for and the context enabled the extension (src/cooperative_matrix.cpp). Everything else
+runs the portable deterministic kernels: float32 layers always (float16 products would round
+float32 inputs to 11 bits, far outside the float32 contract of 1e-5), and float16 layers on a
+device without the hardware, where fast mode gives the same bits as "deterministic".
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+__all__ = ["CoopMatShape", "KERNEL", "PORTABLE", "REQUIRED", "projection_kernel", "coopmat_reason"]
+
+PORTABLE = "input_projection"
+KERNEL = "input_projection_coopmat"
+
+#: The kernel's tile edge (rows and columns of Xw per workgroup), its subgroups per workgroup
+#: and their width: 128 invocations, so compute subgroups must be 32 wide, always.
+TILE = 64
+SUBGROUPS = 4
+SUBGROUP_SIZE = 32
+#: Shared memory the kernel declares: two 64 x 40 float16 tiles and a 64 x 68 float32 tile.
+SHARED_BYTES = 2 * TILE * 40 * 2 + TILE * 68 * 4
+
+
+class CoopMatShape(NamedTuple):
+    """One VkCooperativeMatrixPropertiesKHR entry, as ``Device.cooperative_matrix`` lists it."""
+
+    m: int
+    n: int
+    k: int
+    a: str
+    b: str
+    c: str
+    result: str
+    saturating: bool
+    scope: str
+
+    def __str__(self) -> str:
+        sat = ", saturating" if self.saturating else ""
+        return (f"{self.m}x{self.n}x{self.k} {self.a} x {self.b} + {self.c} -> {self.result} "
+                f"({self.scope}{sat})")
+
+
+#: The one combination glsl/input_projection_coopmat.comp uses.
+REQUIRED = CoopMatShape(16, 16, 16, "float16", "float16", "float32", "float32", False, "subgroup")
+
+
+def shapes_of(entries) -> Tuple[CoopMatShape, ...]:
+    """The native description's list of dicts as CoopMatShapes (hashable, for Device)."""
+    return tuple(CoopMatShape(**e) for e in entries or ())
+
+
+def coopmat_reason(device, ctx) -> str | None:
+    """Why ``device`` (with its context ``ctx``) cannot run the cooperative-matrix projection,
+    or None when it can."""
+    if REQUIRED not in tuple(getattr(device, "cooperative_matrix", ())):
+        return f"the device does not list VK_KHR_cooperative_matrix {REQUIRED}"
+    if not getattr(ctx, "cooperative_matrix", False):
+        off = getattr(ctx, "cooperative_matrix_off", "")
+        return f"VK_KHR_cooperative_matrix is not enabled: {off or 'not offered'}"
+    if not device.nan_preserve_float16:
+        return "no shaderSignedZeroInfNanPreserveFloat16 (the kernel declares it)"
+    if tuple(device.subgroup_size_range) != (SUBGROUP_SIZE, SUBGROUP_SIZE):
+        return (f"the kernel needs compute subgroups of exactly {SUBGROUP_SIZE} invocations, the "
+                f"device's range is {tuple(device.subgroup_size_range) or 'not reported'}")
+    if SHARED_BYTES > device.max_shared_memory:
+        return f"the kernel needs {SHARED_BYTES} bytes of shared memory"
+    return None
+
+
+def projection_kernel(mode: str, dtype, device, ctx) -> str:
+    """The input projection shader a plan of a layer records: :data:`KERNEL` in mode "fast" for
+    a float16 layer on a device that can run it, else :data:`PORTABLE`."""
+    if mode != "fast" or np.dtype(dtype) != np.float16:
+        return PORTABLE
+    return KERNEL if coopmat_reason(device, ctx) is None else PORTABLE

@@ -1,0 +1,62 @@
+// VK_KHR_cooperative_matrix: what a device offers (for ortops.device.Device and the "fast"
+// mode's choice of kernel, ortops/fast.py) and the features device creation enables for it.
+//
+// The Vulkan headers ortops builds against (Debian 12: 1.3.239) predate the extension, so its
+// few structures, enum values and the one query function's type are declared here under
+// ortops' own names, with the values of the Vulkan registry (extension number 507), and the
+// function is fetched through vkGetInstanceProcAddr. Nothing here needs a newer header.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <kompute/Kompute.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ortops {
+
+// VkPhysicalDeviceCooperativeMatrixFeaturesKHR
+struct CoopMatFeaturesKHR
+{
+    VkStructureType sType;
+    void* pNext;
+    VkBool32 cooperativeMatrix;
+    VkBool32 cooperativeMatrixRobustBufferAccess;
+};
+
+// What device creation chains when the device can run the cooperative-matrix kernels: the
+// extension's feature, shaderFloat16 (the operands are float16 values) and vulkanMemoryModel
+// (glslang writes every GL_KHR_cooperative_matrix shader against the Vulkan memory model).
+// ``usable`` is false, and nothing is chained, on a device lacking any of them.
+struct CooperativeMatrixEnable
+{
+    CoopMatFeaturesKHR coopmat{};
+    VkPhysicalDeviceShaderFloat16Int8Features float16{};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memoryModel{};
+    bool usable = false;
+
+    // ``off``: why it is not enabled although the device offers it (else left empty).
+    CooperativeMatrixEnable(const vk::PhysicalDevice& device, bool validation, std::string& off);
+    // The head of the chain of the three structures, ending in ``next``.
+    void* chain(void* next);
+};
+
+extern const char* kCooperativeMatrix;   // "VK_KHR_cooperative_matrix"
+
+// The combinations (M, N, K, component types, scope) the device lists, as dicts; empty where
+// the device lacks the extension, its feature, or support in compute shaders.
+pybind11::list
+describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice& device);
+
+// (smallest, largest) subgroup size a compute shader may get (Vulkan 1.3's subgroup size
+// control); an empty tuple on a device below Vulkan 1.3.
+pybind11::tuple
+describeSubgroupSizes(const vk::PhysicalDevice& device);
+
+// The instance's Vulkan version: 1.3 where the loader offers it (a SPIR-V 1.6 module, which
+// the cooperative-matrix kernel is, needs it), else 1.2.
+uint32_t
+instanceApiVersion();
+
+} // namespace ortops
