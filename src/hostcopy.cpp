@@ -1,0 +1,193 @@
+// Parallel host copies (see hostcopy.hpp).
+
+#include "hostcopy.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+namespace ortops {
+namespace hostcopy {
+
+namespace {
+
+// 2 MiB chunks over up to 8 threads: a 26 MB input is 13 chunks, each long enough (~0.4 ms at
+// one thread's 5 GB/s) that claiming it (one atomic add) and waking a helper (~10-50 us) are
+// small beside it. More than 8 threads did not raise the H200 host's copy bandwidth further
+// (the copies are memory-bound; see docs/perf.md, "Host path").
+constexpr size_t DEFAULT_CHUNK = size_t(2) << 20;
+constexpr unsigned DEFAULT_MAX_THREADS = 8;
+
+unsigned
+defaultThreads()
+{
+    unsigned hw = std::thread::hardware_concurrency();
+    return std::max(1u, std::min(DEFAULT_MAX_THREADS, hw ? hw : 1u));
+}
+
+std::atomic<size_t> g_chunk{ DEFAULT_CHUNK };
+std::atomic<unsigned> g_threads{ defaultThreads() };
+std::atomic<bool> g_pool{ true };
+
+// One copy: its chunks are claimed by index; the caller waits until all are done.
+struct Job
+{
+    char* dst;
+    const char* src;
+    size_t n;
+    size_t chunk;
+    size_t chunks;
+    std::atomic<size_t> next{ 0 };
+    std::atomic<size_t> done{ 0 };
+    std::mutex m;
+    std::condition_variable cv;
+
+    // Copy chunks until none is left; true if this call finished the last one.
+    void work()
+    {
+        size_t finished = 0;
+        for (size_t i = next.fetch_add(1); i < chunks; i = next.fetch_add(1)) {
+            size_t begin = i * chunk;
+            std::memcpy(dst + begin, src + begin, std::min(chunk, n - begin));
+            finished++;
+        }
+        if (finished && done.fetch_add(finished) + finished == chunks) {
+            std::lock_guard<std::mutex> lock(m);
+            cv.notify_all();
+        }
+    }
+
+    void wait()
+    {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [this] { return done.load() == chunks; });
+    }
+};
+
+// Helpers that sleep until a job is posted. Each posting is one helper's ticket: a helper
+// takes a ticket and works on that job until its chunks run out (a late helper finds none).
+class Pool
+{
+  public:
+    explicit Pool(unsigned helpers)
+      : pid(getpid())
+    {
+        for (unsigned i = 0; i < helpers; i++) {
+            std::thread(&Pool::loop, this).detach();
+        }
+        size = helpers;
+    }
+
+    void post(const std::shared_ptr<Job>& job, unsigned helpers)
+    {
+        {
+            std::lock_guard<std::mutex> lock(m);
+            for (unsigned i = 0; i < helpers; i++) {
+                tickets.push_back(job);
+            }
+        }
+        if (helpers == 1) {
+            cv.notify_one();
+        } else {
+            cv.notify_all();
+        }
+    }
+
+    const pid_t pid;
+    unsigned size = 0;
+
+  private:
+    void loop()
+    {
+        for (;;) {
+            std::shared_ptr<Job> job;
+            {
+                std::unique_lock<std::mutex> lock(m);
+                cv.wait(lock, [this] { return !tickets.empty(); });
+                job = std::move(tickets.front());
+                tickets.pop_front();
+            }
+            job->work();
+        }
+    }
+
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<std::shared_ptr<Job>> tickets;
+};
+
+// The pool, made on the first parallel copy and again after a fork (the child has none of the
+// parent's threads; the parent's pool is left alone, never destroyed: its threads may still
+// be waiting in it). Sized for the largest thread count asked so far.
+std::mutex g_poolLock;
+Pool* g_poolPtr = nullptr;
+
+Pool*
+pool(unsigned helpers)
+{
+    std::lock_guard<std::mutex> lock(g_poolLock);
+    if (g_poolPtr == nullptr || g_poolPtr->pid != getpid() || g_poolPtr->size < helpers) {
+        g_poolPtr = new Pool(helpers);
+    }
+    return g_poolPtr;
+}
+
+} // namespace
+
+Settings
+settings()
+{
+    return Settings{ g_chunk.load(), g_threads.load(), g_pool.load() };
+}
+
+void
+configure(const Settings& s)
+{
+    g_chunk = std::max<size_t>(1, s.chunk);
+    g_threads = std::max(1u, std::min(64u, s.threads));
+    g_pool = s.pool;
+}
+
+void
+copy(void* dst, const void* src, size_t n)
+{
+    size_t chunk = g_chunk.load();
+    unsigned threads = g_threads.load();
+    if (threads <= 1 || n < 2 * chunk) {
+        std::memcpy(dst, src, n);
+        return;
+    }
+    auto job = std::make_shared<Job>();
+    job->dst = static_cast<char*>(dst);
+    job->src = static_cast<const char*>(src);
+    job->n = n;
+    job->chunk = chunk;
+    job->chunks = (n + chunk - 1) / chunk;
+    unsigned helpers = static_cast<unsigned>(std::min<size_t>(threads, job->chunks)) - 1;
+    if (g_pool.load()) {
+        pool(threads - 1)->post(job, helpers);
+        job->work();
+        job->wait();
+        return;
+    }
+    std::vector<std::thread> spawned;
+    spawned.reserve(helpers);
+    for (unsigned i = 0; i < helpers; i++) {
+        spawned.emplace_back([job] { job->work(); });
+    }
+    job->work();
+    for (auto& t : spawned) {
+        t.join();
+    }
+}
+
+} // namespace hostcopy
+} // namespace ortops

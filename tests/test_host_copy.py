@@ -1,0 +1,147 @@
+"""The host copies of buffer writes and reads (src/hostcopy.hpp): several threads per copy above
+a threshold, the same bytes as one memcpy, safe from several Python threads at once."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from ortops import _vk
+from ortops.device import context
+
+
+@pytest.fixture
+def settings():
+    """Set host copy settings for one test; the defaults come back after it."""
+    before = _vk.copy_settings()
+    yield lambda **kw: _vk.copy_settings(**kw)
+    _vk.copy_settings(**before)
+
+
+def _bytes(n, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+
+
+# Chunk of an odd size, so that chunk boundaries fall at every alignment; 4 threads on the
+# 2-core machine, so helpers and caller interleave.
+CHUNK = 4099
+SIZES = [0, 1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK - 1, 2 * CHUNK, 2 * CHUNK + 1,
+         3 * CHUNK + 5, 7 * CHUNK, 7 * CHUNK + 1, 64 * CHUNK + 3]
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "thread-per-call"])
+def test_settings_round_trip_and_clamp(settings, pool):
+    got = settings(chunk=CHUNK, threads=4, pool=pool)
+    assert got == {"chunk": CHUNK, "threads": 4, "pool": pool}
+    assert settings(threads=0)["threads"] == 1
+    assert settings(chunk=0)["chunk"] == 1
+    assert settings(threads=1000)["threads"] == 64
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "thread-per-call"])
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_host_copy_gives_identical_bytes(settings, pool, offset):
+    settings(chunk=CHUNK, threads=4, pool=pool)
+    for n in SIZES:
+        src_all = _bytes(n + offset, seed=n)
+        dst_all = np.zeros(n + 2 * offset + 1, np.uint8)
+        src = src_all[offset:]                 # unaligned source and target
+        dst = dst_all[offset:offset + n]
+        _vk.host_copy(dst, src)
+        assert np.array_equal(dst, src), n
+        # Nothing outside the target was written.
+        assert not dst_all[:offset].any() and not dst_all[offset + n:].any(), n
+
+
+def test_host_copy_float16_at_the_default_threshold(settings):
+    """Default settings: below two chunks one memcpy, from there the threads."""
+    chunk = _vk.copy_settings()["chunk"]
+    for items in (chunk - 1, chunk, chunk + 1, 3 * chunk // 2 + 7):   # 2 bytes an item
+        src = np.random.default_rng(items).standard_normal(items).astype(np.float16)
+        src[::97] = np.nan
+        dst = np.empty_like(src)
+        _vk.host_copy(dst, src)
+        assert dst.tobytes() == src.tobytes(), items
+
+
+def test_host_copy_refuses_mismatch_and_strides():
+    a = np.zeros(16, np.float32)
+    with pytest.raises(ValueError, match="equal sizes, got 64 bytes into 32"):
+        _vk.host_copy(np.zeros(8, np.float32), a)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _vk.host_copy(np.zeros(8, np.float32), a[::2])
+
+
+@pytest.mark.parametrize("kind", ["device", "host"])
+def test_buffer_write_and_read_round_trip(settings, kind):
+    """Memory::write and ::read through the threads, at byte offsets, float16 data."""
+    settings(chunk=CHUNK, threads=4)
+    _, ctx = context()
+    total = 70 * CHUNK
+    buf = ctx.buffer(total, "device") if kind == "device" else ctx.host_buffer(total)
+    for n_items, offset in ((CHUNK, 0), (CHUNK + 1, 6), (2 * CHUNK + 3, 2), (30 * CHUNK + 1, 10)):
+        data = np.random.default_rng(n_items).standard_normal(n_items).astype(np.float16)
+        buf.write(data, offset)
+        back = np.empty_like(data)
+        buf.read(back, offset)
+        assert back.tobytes() == data.tobytes(), (n_items, offset)
+    whole = np.empty(total, np.uint8)
+    buf.read(whole)
+    data = np.random.default_rng(1).standard_normal(30 * CHUNK + 1).astype(np.float16)
+    buf.write(data, 10)
+    buf.read(whole)
+    assert whole[10:10 + data.nbytes].tobytes() == data.tobytes()
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["pool", "thread-per-call"])
+def test_concurrent_writes_and_reads_from_threads(settings, pool):
+    """Six Python threads, each copying into and out of its own buffer and between numpy arrays,
+    at once: every copy gives its own bytes."""
+    settings(chunk=CHUNK, threads=4, pool=pool)
+    _, ctx = context()
+    errors = []
+    barrier = threading.Barrier(6)
+
+    def worker(k):
+        try:
+            n = 20 * CHUNK + 13 * k
+            buf = ctx.buffer(n, "device") if k % 2 else ctx.host_buffer(n)
+            barrier.wait()
+            for i in range(15):
+                data = _bytes(n, seed=100 * k + i)
+                buf.write(data)
+                back = np.empty(n, np.uint8)
+                buf.read(back)
+                copy = np.empty(n, np.uint8)
+                _vk.host_copy(copy, data)
+                if not (np.array_equal(back, data) and np.array_equal(copy, data)):
+                    errors.append(f"thread {k} round {i}: bytes differ")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(f"thread {k}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_layer_results_equal_single_thread_copies(settings):
+    """A layer whose inputs and outputs span many chunks gives the bits it gives with one
+    memcpy per copy."""
+    from ortops.layer import RecurrentLayer
+
+    rng = np.random.default_rng(3)
+    hidden, inp, seq, batch = 8, 24, 6, 5
+    W = rng.uniform(-0.3, 0.3, (2, 4 * hidden, inp)).astype(np.float32)
+    R = rng.uniform(-0.3, 0.3, (2, 4 * hidden, hidden)).astype(np.float32)
+    layer = RecurrentLayer("LSTM", W, R, direction="bidirectional")
+    X = rng.standard_normal((seq, batch, inp)).astype(np.float32)
+    h0 = rng.standard_normal((2, batch, hidden)).astype(np.float32)
+    settings(threads=1)
+    expected = layer(X, initial_h=h0)
+    settings(chunk=61, threads=4)      # X is 2,880 bytes: 48 chunks
+    got = layer(X, initial_h=h0)
+    for e, g in zip(expected, got):
+        assert g.tobytes() == e.tobytes()
