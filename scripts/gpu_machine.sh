@@ -29,7 +29,7 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
                       # bench, placement, portability,
-                      # multigpu, servewheels, serve, stream, exact, cudaep (none: build only)
+                      # multigpu, servewheels, serve, stream, exact, cudaep, host (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -77,6 +77,12 @@ if has exact; then
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
+fi
+if has host; then
+  # The host side of a run against memcpy (docs/perf.md, "Host path"): per anchor shape and
+  # precision, one thread's memcpy, the layer call, its GPU time, call - GPU with the copies on
+  # 1 thread / the pool / a thread per call, and the session's extra over the layer call.
+  py scripts/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
 fi
 if has placement; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null

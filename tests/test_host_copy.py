@@ -145,3 +145,102 @@ def test_layer_results_equal_single_thread_copies(settings):
     got = layer(X, initial_h=h0)
     for e, g in zip(expected, got):
         assert g.tobytes() == e.tobytes()
+
+
+# -- reading outputs into given arrays (RecurrentLayer out=, the custom-op hook's reuse) -----
+
+
+def _layer_and_input(dtype=np.float32, seq=6, batch=5, inp=24, hidden=8, seed=3):
+    from ortops.layer import RecurrentLayer
+    from ortops.tools.bench import _weights
+
+    W, R, B = _weights("LSTM", inp, hidden, 2, dtype)   # bench.one_node_model's weights
+    layer = RecurrentLayer("LSTM", W, R, B, direction="bidirectional")
+    X = np.random.default_rng(seed).standard_normal((seq, batch, inp)).astype(dtype)
+    return layer, X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_layer_reads_outputs_into_given_arrays(dtype):
+    layer, X = _layer_and_input(dtype)
+    expected = layer(X)
+    out = {"Y": np.full(expected[0].shape, 7, dtype), "Y_c": np.full(expected[2].shape, 7, dtype)}
+    got = layer(X, out=out)
+    assert got[0] is out["Y"] and got[2] is out["Y_c"] and got[1] is not None
+    for e, g in zip(expected, got):
+        assert g.tobytes() == e.tobytes()
+    # An output not computed leaves its array alone; an empty batch fills the given arrays.
+    y = np.full(expected[0].shape, 7, dtype)
+    assert layer(X, outputs="Y_h", out={"Y": y})[0] is None and (y == 7).all()
+    h = np.full((2, 0, 8), 7, dtype)
+    assert layer(X[:, :0], out={"Y_h": h})[1] is h
+
+
+def test_layer_out_errors_name_operator_argument_expected_got():
+    layer, X = _layer_and_input()
+    Y = np.zeros((6, 2, 5, 8), np.float32)
+    cases = [
+        ([Y], "LSTM: out must be a mapping of output names to arrays, got list"),
+        ({"Z": Y}, "LSTM: out may name Y, Y_h, Y_c, got 'Z'"),
+        ({"Y": Y.astype(np.float16)}, r"LSTM: out\['Y'\] must have the dtype of W \(float32\), got float16"),
+        ({"Y": Y[:5]}, r"LSTM: out\['Y'\] must have shape \[6, 2, 5, 8\] \(the shape of Y\), got \[5, 2, 5, 8\]"),
+        ({"Y": np.empty((6, 2, 5, 16), np.float32)[..., ::2]},
+         r"LSTM: out\['Y'\] must be a C-contiguous, writeable array, got a non-contiguous array"),
+        ({"Y": np.broadcast_to(np.float32(0), Y.shape)},
+         r"LSTM: out\['Y'\] must be a C-contiguous, writeable array, got a read-only array"),
+        ({"Y": list(Y)}, r"LSTM: out\['Y'\] must be a numpy array, got list"),
+    ]
+    for out, message in cases:
+        with pytest.raises(ValueError, match=message):
+            layer(X, out=out)
+
+
+def test_output_arrays_reused_per_output_and_evicted_oldest_first(monkeypatch):
+    from ortops.ort import outarrays
+
+    monkeypatch.setattr(outarrays, "MIN_BYTES", 64)
+    monkeypatch.setattr(outarrays, "MAX_BYTES", 3 * 4096)
+    outarrays.clear()
+    try:
+        shapes = {"Y": (32, 32), "Y_h": (4, 4), "Y_c": (32, 32)}
+        first = outarrays.arrays(["Y", "Y_h", "Y_c"], shapes, np.float32)
+        assert set(first) == {"Y", "Y_h", "Y_c"} and first["Y"] is not first["Y_c"]
+        again = outarrays.arrays(["Y", "Y_h", "Y_c"], shapes, np.float32)
+        assert all(again[k] is first[k] for k in first)
+        # Another shape: over 3 x 4096 bytes, so the least recently used go first.
+        other = outarrays.arrays(["Y"], {"Y": (16, 64)}, np.float32)
+        assert other["Y"] is not first["Y"]
+        kept = outarrays._kept
+        assert kept.nbytes <= 3 * 4096 + 4096 and len(kept.arrays) < 4
+        assert outarrays.arrays(["Y"], {"Y": (16, 64)}, np.float32)["Y"] is other["Y"]
+        assert outarrays.arrays(["Y"], shapes, np.float16)["Y"].dtype == np.float16
+        # Too small to keep: not given (the layer makes a fresh one).
+        assert outarrays.arrays(["Y"], {"Y": (2, 2)}, np.float32) == {}
+    finally:
+        outarrays.clear()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_session_reuses_hook_outputs_and_keeps_earlier_results(monkeypatch, dtype):
+    """The hook reads into reused arrays; each run's results are ORT's own tensors, so an
+    earlier run's results stay as they were, and every run gives the layer's bits."""
+    import ortops
+    from ortops.ort import outarrays
+    from ortops.tools.bench import one_node_model
+
+    monkeypatch.setattr(outarrays, "MIN_BYTES", 1)
+    given = []
+    real = outarrays.arrays
+    monkeypatch.setattr(outarrays, "arrays", lambda *a: given.append(real(*a)) or given[-1])
+    layer, X1 = _layer_and_input(dtype)
+    X2 = (X1 * 0.5).astype(dtype)
+    sess = ortops.InferenceSession(one_node_model("LSTM", 6, 5, 24, 8, "bidirectional", dtype)
+                                   .SerializeToString())
+    first = sess.run(None, {"X": X1})
+    kept = [a.copy() for a in first]
+    second = sess.run(None, {"X": X2})
+    assert len(given) == 2 and all(given[1][k] is given[0][k] for k in ("Y", "Y_h", "Y_c"))
+    for got, want in ((first, kept), (first, layer(X1)), (second, layer(X2))):
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes()
+    outarrays.clear()
