@@ -29,6 +29,9 @@ PYBIND11_MODULE(_vk, m)
 
     m.def("host_copy", &hostCopy, py::arg("dst"), py::arg("src"),
           "Copy a C-contiguous array into another of as many bytes, as buffer reads and writes do.");
+    m.def("narrow_to_half", &hostNarrowToHalf, py::arg("dst"), py::arg("src"),
+          "Narrow a C-contiguous float32 array into a float16 one of as many values (round to "
+          "nearest even, as numpy's astype), on the copy threads.");
     m.def("copy_settings",
           [](py::object chunk, py::object threads, py::object pool) {
               hostcopy::Settings s = hostcopy::settings();

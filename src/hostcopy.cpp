@@ -7,12 +7,18 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ORTOPS_X86 1
+#endif
 
 namespace ortops {
 namespace hostcopy {
@@ -37,11 +43,11 @@ std::atomic<size_t> g_chunk{ DEFAULT_CHUNK };
 std::atomic<unsigned> g_threads{ defaultThreads() };
 std::atomic<bool> g_pool{ true };
 
-// One copy: its chunks are claimed by index; the caller waits until all are done.
+// One copy (or conversion) of [0, n): its chunks are claimed by index; the caller waits until
+// all are done.
 struct Job
 {
-    char* dst;
-    const char* src;
+    std::function<void(size_t, size_t)> body;   // does [begin, end)
     size_t n;
     size_t chunk;
     size_t chunks;
@@ -56,7 +62,7 @@ struct Job
         size_t finished = 0;
         for (size_t i = next.fetch_add(1); i < chunks; i = next.fetch_add(1)) {
             size_t begin = i * chunk;
-            std::memcpy(dst + begin, src + begin, std::min(chunk, n - begin));
+            body(begin, begin + std::min(chunk, n - begin));
             finished++;
         }
         if (finished && done.fetch_add(finished) + finished == chunks) {
@@ -156,18 +162,14 @@ configure(const Settings& s)
     g_pool = s.pool;
 }
 
+namespace {
+
+// Run body over [0, n) in chunks of `chunk` on up to `threads` threads, the caller included.
 void
-copy(void* dst, const void* src, size_t n)
+parallelFor(size_t n, size_t chunk, unsigned threads, std::function<void(size_t, size_t)> body)
 {
-    size_t chunk = g_chunk.load();
-    unsigned threads = g_threads.load();
-    if (threads <= 1 || n < 2 * chunk) {
-        std::memcpy(dst, src, n);
-        return;
-    }
     auto job = std::make_shared<Job>();
-    job->dst = static_cast<char*>(dst);
-    job->src = static_cast<const char*>(src);
+    job->body = std::move(body);
     job->n = n;
     job->chunk = chunk;
     job->chunks = (n + chunk - 1) / chunk;
@@ -187,6 +189,107 @@ copy(void* dst, const void* src, size_t n)
     for (auto& t : spawned) {
         t.join();
     }
+}
+
+// Round to nearest even, as F16C does (F. Giesen's float_to_half_fast3_rtne, and NaN quieted
+// as the instruction does).
+uint16_t
+narrowOne(float value)
+{
+    uint32_t x;
+    std::memcpy(&x, &value, 4);
+    uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+    uint32_t a = x & 0x7fffffffu;
+    if (a >= 0x7f800000u) {                       // Inf, NaN
+        return a == 0x7f800000u ? (sign | 0x7c00u) : (sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    }
+    if (a >= 0x477ff000u) {                       // rounds to 65536 or more: Inf
+        return sign | 0x7c00u;
+    }
+    if (a < 0x38800000u) {                        // a half subnormal or zero
+        // Adding 0.5 puts the 10 bits of the result at the bottom of the mantissa, rounded to
+        // nearest even by the addition itself.
+        float f;
+        std::memcpy(&f, &a, 4);
+        f += 0.5f;
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        return sign | static_cast<uint16_t>(b - 0x3f000000u);
+    }
+    a += 0xc8000fffu + ((a >> 13) & 1u);          // rebias (-112 << 23) and round on bit 13
+    return sign | static_cast<uint16_t>(a >> 13);
+}
+
+void
+narrowScalar(uint16_t* dst, const float* src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        dst[i] = narrowOne(src[i]);
+    }
+}
+
+#ifdef ORTOPS_X86
+__attribute__((target("avx,f16c"))) void
+narrowF16C(uint16_t* dst, const float* src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+    narrowScalar(dst + i, src + i, n - i);
+}
+
+bool
+hasF16C()
+{
+    static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    return has;
+}
+#endif
+
+void
+narrowRange(uint16_t* dst, const float* src, size_t n)
+{
+#ifdef ORTOPS_X86
+    if (hasF16C()) {
+        narrowF16C(dst, src, n);
+        return;
+    }
+#endif
+    narrowScalar(dst, src, n);
+}
+
+} // namespace
+
+void
+copy(void* dst, const void* src, size_t n)
+{
+    size_t chunk = g_chunk.load();
+    unsigned threads = g_threads.load();
+    if (threads <= 1 || n < 2 * chunk) {
+        std::memcpy(dst, src, n);
+        return;
+    }
+    char* d = static_cast<char*>(dst);
+    const char* s = static_cast<const char*>(src);
+    parallelFor(n, chunk, threads, [d, s](size_t begin, size_t end) {
+        std::memcpy(d + begin, s + begin, end - begin);
+    });
+}
+
+void
+narrowToHalf(uint16_t* dst, const float* src, size_t n)
+{
+    size_t chunk = std::max<size_t>(1, g_chunk.load() / sizeof(float));
+    unsigned threads = g_threads.load();
+    if (threads <= 1 || n < 2 * chunk) {
+        narrowRange(dst, src, n);
+        return;
+    }
+    parallelFor(n, chunk, threads, [dst, src](size_t begin, size_t end) {
+        narrowRange(dst + begin, src + begin, end - begin);
+    });
 }
 
 } // namespace hostcopy

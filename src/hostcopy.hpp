@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ortops {
 namespace hostcopy {
@@ -35,6 +36,13 @@ void configure(const Settings& s);
 
 // Copy n bytes; the ranges must not overlap. Call without the GIL.
 void copy(void* dst, const void* src, size_t n);
+
+// Narrow n float32 values to float16 bits, rounding to nearest even (numpy's astype, and the
+// F16C instruction used where the CPU has it); NaN stays NaN, quiet, with the top bits of its
+// payload. numpy's own astype runs at ~0.4 G values/s (17 ms for a 26 MB float32 input on the
+// development machine) against ~2 ms for a copy of it. Same chunks and threads as copy (a chunk
+// counted in source bytes). Call without the GIL.
+void narrowToHalf(uint16_t* dst, const float* src, size_t n);
 
 } // namespace hostcopy
 } // namespace ortops

@@ -98,6 +98,27 @@ hostCopy(py::buffer dst, py::buffer src)
     hostcopy::copy(to.ptr, from.ptr, n);
 }
 
+void
+hostNarrowToHalf(py::buffer dst, py::buffer src)
+{
+    py::buffer_info to = dst.request(true);
+    py::buffer_info from = src.request();
+    if (from.itemsize != 4 || from.format != "f" || to.itemsize != 2 || to.format != "e") {
+        throw std::invalid_argument("ortops: narrow_to_half needs a float32 source and a float16 "
+                                    "target, got " + from.format + " into " + to.format);
+    }
+    if (from.size != to.size) {
+        throw std::invalid_argument("ortops: narrow_to_half needs as many values in the target, got " +
+                                    std::to_string(from.size) + " into " + std::to_string(to.size));
+    }
+    if (!contiguousBuffer(to) || !contiguousBuffer(from)) {
+        throw std::invalid_argument("ortops: narrow_to_half needs C-contiguous source and target");
+    }
+    py::gil_scoped_release release;
+    hostcopy::narrowToHalf(static_cast<uint16_t*>(to.ptr), static_cast<const float*>(from.ptr),
+                           static_cast<size_t>(from.size));
+}
+
 // ---------------------------------------------------------------- Buffer
 
 Buffer::Buffer(std::shared_ptr<Context> c, uint64_t nbytes, const std::string& kind)

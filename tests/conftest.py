@@ -75,7 +75,11 @@ NO_DEVICE = {
                      "test_no_nvidia_device_means_index_is_an_error_and_empty_is_none",
                      "test_assigned_device_by_rank", "test_missing_pci_bus_id_with_several_gpus_asks_for_uuids",
                      "test_select_by_uuid_or_unique_prefix", "test_ambiguous_or_unknown_uuid_lists_the_devices"},
-    "test_host_copy": {"test_output_arrays_reused_per_output_and_evicted_oldest_first"},
+    "test_host_copy": {"test_settings_round_trip_and_clamp", "test_host_copy_gives_identical_bytes",
+                       "test_host_copy_float16_at_the_default_threshold",
+                       "test_host_copy_refuses_mismatch_and_strides", "test_narrow_to_half_equals_numpy",
+                       "test_narrow_to_half_refuses_wrong_types_and_sizes",
+                       "test_output_arrays_reused_per_output_and_evicted_oldest_first"},
     "test_control_flow": {"test_folder_folds_data_movement_exactly_and_nothing_else",
                           "test_scope_describes_the_path_outermost_first"},
 }

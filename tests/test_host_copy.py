@@ -244,3 +244,43 @@ def test_session_reuses_hook_outputs_and_keeps_earlier_results(monkeypatch, dtyp
         for g, w in zip(got, want):
             assert g.tobytes() == w.tobytes()
     outarrays.clear()
+
+
+# -- float32 -> float16 narrowing (the float16 custom nodes' inputs) ----------------------------
+
+_EDGES = np.array([0x477FE000, 0x477FEFFF, 0x477FF000, 0x477FF001, 0x38800000, 0x387FFFFF, 0x33000000,
+                   0x33000001, 0x32FFFFFF, 0x7F800000, 0xFF800000, 0x80000000, 1, 0x00800000, 0x7FC00001,
+                   0xFFC12345], np.uint32)
+
+
+@pytest.mark.parametrize("chunk", [28, 4099, None], ids=["scalar", "f16c-chunks", "default"])
+def test_narrow_to_half_equals_numpy(settings, chunk):
+    """Round to nearest even as numpy's astype, at the overflow, subnormal and tie edges; NaN
+    stays NaN. Chunks of 7 values run the portable conversion only (under F16C's 8)."""
+    if chunk is not None:
+        settings(chunk=chunk, threads=4)
+    bits = np.concatenate([_EDGES, np.random.default_rng(5).integers(0, 2**32, 200_003, dtype=np.uint64)
+                           .astype(np.uint32), np.arange(65536, dtype=np.uint16).view(np.float16)
+                           .astype(np.float32).view(np.uint32)])
+    src = bits.view(np.float32)
+    with np.errstate(all="ignore"):
+        want = src.astype(np.float16)
+    got = np.empty(src.shape, np.float16)
+    _vk.narrow_to_half(got, src)
+    nan = np.isnan(src)
+    assert np.array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+    assert np.isnan(got[nan]).all() and np.array_equal(np.signbit(got[nan]), np.signbit(src[nan]))
+    # A quiet NaN keeps the top bits of its payload, as numpy's astype does.
+    quiet = src[nan][(bits[nan] & 0x400000) != 0]
+    with np.errstate(all="ignore"):
+        assert np.array_equal(np.array(quiet).astype(np.float16).view(np.uint16),
+                              got[nan][(bits[nan] & 0x400000) != 0].view(np.uint16))
+
+
+def test_narrow_to_half_refuses_wrong_types_and_sizes():
+    with pytest.raises(ValueError, match="float32 source and a float16 target, got d into e"):
+        _vk.narrow_to_half(np.zeros(4, np.float16), np.zeros(4, np.float64))
+    with pytest.raises(ValueError, match="as many values in the target, got 4 into 3"):
+        _vk.narrow_to_half(np.zeros(3, np.float16), np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _vk.narrow_to_half(np.zeros(2, np.float16), np.zeros(4, np.float32)[::2])
