@@ -198,9 +198,16 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _parse_shape(text: str) -> tuple:
+    cell, seq, batch, inp, hidden, direction = text.split(",")
+    return (cell.upper(), int(seq), int(batch), int(inp), int(hidden), direction)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="small shapes (lavapipe)")
+    ap.add_argument("--shape", action="append", default=None, metavar="CELL,SEQ,BATCH,INPUT,HIDDEN,DIRECTION",
+                    help="a shape to measure instead of the default list (repeatable)")
     ap.add_argument("--dtypes", default="float32,float16")
     ap.add_argument("--runs", type=int, default=20, help="timed runs per figure (default 20)")
     ap.add_argument("--warmup", type=float, default=None,
@@ -212,7 +219,8 @@ def main(argv=None) -> int:
 
     warmup = args.warmup if args.warmup is not None else (0.2 if args.small else 1.0)
     results = []
-    for shape in SMALL if args.small else ANCHORS:
+    shapes = [_parse_shape(t) for t in args.shape] if args.shape else (SMALL if args.small else ANCHORS)
+    for shape in shapes:
         for dtype in args.dtypes.split(","):
             results.append(measure(shape, np.dtype(dtype).type, args.runs, warmup, args.device))
             print(f"# {_shape_text(shape)} {dtype} done", file=sys.stderr)

@@ -284,3 +284,27 @@ def test_narrow_to_half_refuses_wrong_types_and_sizes():
         _vk.narrow_to_half(np.zeros(3, np.float16), np.zeros(4, np.float32))
     with pytest.raises(ValueError, match="C-contiguous"):
         _vk.narrow_to_half(np.zeros(2, np.float16), np.zeros(4, np.float32)[::2])
+
+
+def test_host_path_script_reports_every_figure(tmp_path, capsys):
+    import json
+
+    from _scripts import load_script
+
+    host_path = load_script("host_path")
+    assert host_path.main(["--shape", "LSTM,4,2,8,8,bidirectional", "--runs", "3", "--warmup", "0",
+                           "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "host_path.json").read_text())
+    assert set(report["settings"]) == {"chunk", "threads", "pool"}
+    assert [r["dtype"] for r in report["results"]] == ["float32", "float16"]
+    for r in report["results"]:
+        assert set(r["copy_modes"]) == set(host_path.COPY_MODES) | {"pool, out= reused"}
+        io = r["bytes_in"] + r["bytes_out"]
+        assert io == (4 * 2 * 8 + 4 * 2 * 2 * 8 + 2 * 2 * 2 * 8) * np.dtype(r["dtype"]).itemsize
+        one_copy = io / r["memcpy_gbs"]["warm"] * 1e-6
+        assert r["host_bound_ms"] == pytest.approx(0.05 + 1.2 * one_copy)
+        assert r["session_bound_ms"] == pytest.approx(0.05 + one_copy)
+        assert r["host_ok"] == (r["host_ms"] <= r["host_bound_ms"])
+        assert r["session_ms"] > 0 and r["copy_modes"]["pool"]["gpu_ms"] > 0
+    text = (tmp_path / "host_path.md").read_text()
+    assert text.count("| LSTM 4x2x8->8 bi |") == 2 and text == capsys.readouterr().out
