@@ -11,7 +11,8 @@ takes those faults out of every run after the first.
 One set per thread, because ORT runs nodes on several threads at once (its parallel executor,
 and several ``run`` calls on one session). Only arrays of at least :data:`MIN_BYTES` are kept
 (smaller ones come from malloc's heap, already touched), and at most :data:`MAX_BYTES` per
-thread, the least recently used dropped first.
+thread, the least recently used dropped first. They stay until then or until the thread ends
+(a closed session's arrays too: they are the thread's, not the session's).
 """
 
 from __future__ import annotations
