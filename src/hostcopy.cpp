@@ -13,7 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
 #include <unistd.h>
+
+#include <new>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -136,9 +139,18 @@ class Pool
 std::mutex g_poolLock;
 Pool* g_poolPtr = nullptr;
 
+// A fork while another thread holds the lock would leave the child's copy locked for good.
+void
+forkChild()
+{
+    new (&g_poolLock) std::mutex();
+}
+
 Pool*
 pool(unsigned helpers)
 {
+    static const int registered = pthread_atfork(nullptr, nullptr, forkChild);
+    (void)registered;
     std::lock_guard<std::mutex> lock(g_poolLock);
     if (g_poolPtr == nullptr || g_poolPtr->pid != getpid() || g_poolPtr->size < helpers) {
         g_poolPtr = new Pool(helpers);

@@ -78,6 +78,7 @@ NO_DEVICE = {
     "test_host_copy": {"test_settings_round_trip_and_clamp", "test_host_copy_gives_identical_bytes",
                        "test_host_copy_float16_at_the_default_threshold",
                        "test_host_copy_refuses_mismatch_and_strides", "test_narrow_to_half_equals_numpy",
+                       "test_forked_child_copies_with_a_pool_of_its_own",
                        "test_narrow_to_half_refuses_wrong_types_and_sizes",
                        "test_output_arrays_reused_per_output_and_evicted_oldest_first"},
     "test_control_flow": {"test_folder_folds_data_movement_exactly_and_nothing_else",

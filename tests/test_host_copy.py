@@ -64,6 +64,25 @@ def test_host_copy_float16_at_the_default_threshold(settings):
         assert dst.tobytes() == src.tobytes(), items
 
 
+def test_forked_child_copies_with_a_pool_of_its_own(settings):
+    """The parent's pool threads do not exist in a forked child: the child makes its own."""
+    import os
+
+    settings(chunk=CHUNK, threads=4, pool=True)
+    src = _bytes(50 * CHUNK)
+    _vk.host_copy(np.empty_like(src), src)          # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:                                     # the child: exit status 0 if the bytes agree
+        import signal
+
+        signal.alarm(20)                             # a hang fails the test instead of stalling it
+        dst = np.empty_like(src)
+        _vk.host_copy(dst, src)
+        os._exit(0 if np.array_equal(dst, src) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
 def test_host_copy_refuses_mismatch_and_strides():
     a = np.zeros(16, np.float32)
     with pytest.raises(ValueError, match="equal sizes, got 64 bytes into 32"):
