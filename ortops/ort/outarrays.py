@@ -17,6 +17,7 @@ thread, the least recently used dropped first. They stay until then or until the
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 
@@ -63,7 +64,7 @@ def arrays(names, shapes: dict, dtype) -> dict:
     out = {}
     for name in names:
         shape = tuple(shapes[name])
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize      # math.prod: 0.2 us, np.prod 5 us
         if nbytes < MIN_BYTES:
             continue
         key = (name, shape, dtype.str)
