@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Collection
+from typing import Any, Collection, Mapping
 
 import numpy as np
 
@@ -162,7 +162,8 @@ class RecurrentLayer:
     def __call__(self, X: ArrayIn, sequence_lens: ArrayIn | None = None,
                  initial_h: ArrayIn | None = None, initial_c: ArrayIn | None = None, *,
                  outputs: str | Collection[str] | None = None, max_length: int | None = None,
-                 xw_scratch: Any = None, state_scratch: Any = None) -> tuple[Array | None, ...]:
+                 xw_scratch: Any = None, state_scratch: Any = None,
+                 out: Mapping[str, Array] | None = None) -> tuple[Array | None, ...]:
         """Run the layer; return (Y, Y_h) for GRU/RNN or (Y, Y_h, Y_c) for LSTM.
 
         Outputs are numpy arrays in the weights' dtype with ONNX's shapes for the layout. An
@@ -172,6 +173,9 @@ class RecurrentLayer:
         least every sequence length. ``xw_scratch`` and ``state_scratch`` are optional
         ``(buffer, byte_offset)`` regions (buffers from :meth:`allocate`; both may be the same
         arena) of at least :meth:`scratch_sizes` bytes; by default the plan owns its scratch.
+        ``out`` maps output names to arrays to read those outputs into (C-contiguous, writeable,
+        the output's shape and dtype), returned in their places: a caller that reuses them
+        skips the page faults of a fresh array on every run (docs/perf.md, "Host path").
         """
         s = self.spec
         names = validation.OUTPUTS[s.op]
@@ -186,8 +190,10 @@ class RecurrentLayer:
         lens = None if sequence_lens is None else np.ascontiguousarray(sequence_lens, dtype=np.int32)
         steps = self._steps(seq, lens, max_length)
         shapes = validation.output_shapes(s, seq, batch)
+        if out is not None:
+            validation.check_out(s, out, shapes)
         if seq == 0 or batch == 0:
-            return self._empty(shapes, names, wanted, initial_h, initial_c)
+            return _into(self._empty(shapes, names, wanted, initial_h, initial_c), names, out)
 
         key = PlanKey(seq, batch, steps, has_lens=lens is not None,
                       has_h0=initial_h is not None, has_c0=initial_c is not None,
@@ -200,11 +206,11 @@ class RecurrentLayer:
             if plan is None:
                 plan = self._build(key, xw_scratch, state_scratch)
             if not caller_scratch:
-                return self._run(plan, shapes, names, X, lens, initial_h, initial_c)
+                return self._run(plan, shapes, names, X, lens, initial_h, initial_c, out)
             # Caller regions may be one arena shared by this layer's shapes: one such run at a
             # time (sharing an arena between layers is the caller's to serialise).
             with self._scratch_lock:
-                return self._run(plan, shapes, names, X, lens, initial_h, initial_c)
+                return self._run(plan, shapes, names, X, lens, initial_h, initial_c, out)
         finally:
             self._cache.release(key, pool, plan)   # plan None: building it failed
 
@@ -213,8 +219,12 @@ class RecurrentLayer:
         """The plan pools by key (least recently used first): each has ``count`` and ``free``."""
         return self._cache.pools
 
-    def _run(self, plan, shapes, names, X, lens, initial_h, initial_c):
-        """The hot path: write the inputs, submit once, read the outputs (the plan is ours)."""
+    def _run(self, plan, shapes, names, X, lens, initial_h, initial_c, out=None):
+        """The hot path: write the inputs, submit once, read the outputs (the plan is ours).
+
+        X is written as given when C-contiguous (ascontiguousarray is then the array itself;
+        its dtype was checked): one copy in, and one copy out of each output, both on the
+        native side's copy threads (src/hostcopy.hpp)."""
         s = self.spec
         plan.x.write(np.ascontiguousarray(X))
         if lens is not None:
@@ -233,9 +243,11 @@ class RecurrentLayer:
         result = []
         for name in names:
             if name in plan.outputs:
-                out = np.empty(shapes[name], dtype=s.dtype)
-                plan.outputs[name].read(out)
-                result.append(out)
+                target = out.get(name) if out is not None else None
+                if target is None:
+                    target = np.empty(shapes[name], dtype=s.dtype)
+                plan.outputs[name].read(target)
+                result.append(target)
             else:
                 result.append(None)
         return tuple(result)
@@ -294,3 +306,17 @@ class RecurrentLayer:
                                   self.device)
         return _plan.record(recorder, key, self.scratch_sizes(key.seq, key.batch),
                             xw_region, state_region)
+
+
+def _into(result, names, out):
+    """``result`` with each output named in ``out`` copied into ``out``'s array, returned in
+    its place."""
+    if out is None:
+        return result
+    placed = []
+    for name, value in zip(names, result):
+        if value is not None and out.get(name) is not None:
+            out[name][...] = value
+            value = out[name]
+        placed.append(value)
+    return tuple(placed)

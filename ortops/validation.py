@@ -343,6 +343,25 @@ def check_inputs(
     return seq, batch
 
 
+def check_out(spec: LayerSpec, out, shapes: dict) -> None:
+    """``out`` of a layer call: a mapping of output names (of ``shapes``) to C-contiguous,
+    writeable numpy arrays of that output's shape and the weights' dtype."""
+    op = spec.op
+    if not hasattr(out, "items"):
+        raise ValueError(f"{op}: out must be a mapping of output names to arrays, got {type(out).__name__}")
+    for name, a in out.items():
+        if name not in shapes:
+            raise ValueError(f"{op}: out may name {', '.join(shapes)}, got {name!r}")
+        arg = f"out[{name!r}]"
+        _require_array(op, arg, a)
+        if a.dtype != spec.dtype:
+            raise ValueError(f"{op}: {arg} must have the dtype of W ({spec.dtype.name}), got {_dtype_text(a.dtype)}")
+        _require_shape(op, arg, a, shapes[name], f"the shape of {name}")
+        if not (a.flags.c_contiguous and a.flags.writeable):
+            got = "a read-only array" if not a.flags.writeable else "a non-contiguous array"
+            raise ValueError(f"{op}: {arg} must be a C-contiguous, writeable array, got {got}")
+
+
 def output_shapes(spec: LayerSpec, seq: int, batch: int) -> dict:
     """Shapes of the outputs: ``{"Y", "Y_h"}`` plus ``"Y_c"`` for LSTM.
 

@@ -29,7 +29,8 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
                       # bench, sweep, placement, portability,
-                      # multigpu, servewheels, serve, stream, exact, fast, cudaep, steps (none: build only)
+                      # multigpu, servewheels, serve, stream, exact, fast, cudaep, steps, host
+                      # (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has recognizer; then
   py scripts/make_models.py > /dev/null
@@ -114,6 +115,12 @@ if has sweep; then
   py scripts/bench.py --sweep --estimate ${SWEEP_ARGS:-}
   py scripts/bench.py --sweep --out "$OUT" ${SWEEP_ARGS:-} 2> "$OUT/sweep_log.txt"
   grep -E '^sweep: |failed' "$OUT/sweep_log.txt"; tail -1 "$OUT/sweep_log.txt"
+fi
+if has host; then
+  # The host side of a run against memcpy (docs/perf.md, "Host path"): per anchor shape and
+  # precision, one thread's memcpy, the layer call, its GPU time, call - GPU with the copies on
+  # 1 thread / the pool / a thread per call, and the session's extra over the layer call.
+  py scripts/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
 fi
 if has placement; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null

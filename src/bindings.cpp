@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "context.hpp"
+#include "hostcopy.hpp"
 #include "memory.hpp"
 #include "program.hpp"
 #include "sequence.hpp"
@@ -25,6 +26,35 @@ PYBIND11_MODULE(_vk, m)
     m.def("available_instance_extensions", &availableInstanceExtensions,
           "The instance extensions the Vulkan loader offers.");
     m.def("take_messages", &takeMessages, "Validation messages since the last call (and clear them).");
+
+    m.def("host_copy", &hostCopy, py::arg("dst"), py::arg("src"),
+          "Copy a C-contiguous array into another of as many bytes, as buffer reads and writes do.");
+    m.def("narrow_to_half", &hostNarrowToHalf, py::arg("dst"), py::arg("src"),
+          "Narrow a C-contiguous float32 array into a float16 one of as many values (round to "
+          "nearest even, as numpy's astype), on the copy threads.");
+    m.def("copy_settings",
+          [](py::object chunk, py::object threads, py::object pool) {
+              hostcopy::Settings s = hostcopy::settings();
+              if (!chunk.is_none()) {
+                  s.chunk = chunk.cast<size_t>();
+              }
+              if (!threads.is_none()) {
+                  s.threads = threads.cast<unsigned>();
+              }
+              if (!pool.is_none()) {
+                  s.pool = pool.cast<bool>();
+              }
+              hostcopy::configure(s);
+              s = hostcopy::settings();
+              py::dict d;
+              d["chunk"] = s.chunk;
+              d["threads"] = s.threads;
+              d["pool"] = s.pool;
+              return d;
+          },
+          py::arg("chunk") = py::none(), py::arg("threads") = py::none(), py::arg("pool") = py::none(),
+          "Host copy settings (bytes per chunk, threads per copy, persistent pool or a thread "
+          "per call); arguments given change them. Returns the settings now in force.");
 
     py::class_<Context, std::shared_ptr<Context>>(m, "Context")
       .def(py::init<uint32_t, bool, uint32_t>(), py::arg("index"), py::arg("validation") = false,

@@ -3,6 +3,8 @@
 
 #include "memory.hpp"
 
+#include "hostcopy.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -57,7 +59,7 @@ Memory::write(py::buffer data, uint64_t offset)
     }
     {
         py::gil_scoped_release release;
-        std::memcpy(dst, info.ptr, n);
+        hostcopy::copy(dst, info.ptr, n);
     }
     flush();
 }
@@ -73,7 +75,48 @@ Memory::read(py::buffer out, uint64_t offset)
     }
     invalidate();
     py::gil_scoped_release release;
-    std::memcpy(info.ptr, src, n);
+    hostcopy::copy(info.ptr, src, n);
+}
+
+// ---------------------------------------------------------------- host to host
+
+void
+hostCopy(py::buffer dst, py::buffer src)
+{
+    py::buffer_info to = dst.request(true);
+    py::buffer_info from = src.request();
+    uint64_t n = static_cast<uint64_t>(from.size) * from.itemsize;
+    uint64_t m = static_cast<uint64_t>(to.size) * to.itemsize;
+    if (n != m) {
+        throw std::invalid_argument("ortops: host_copy needs equal sizes, got " + std::to_string(n) +
+                                    " bytes into " + std::to_string(m));
+    }
+    if (!contiguousBuffer(to) || !contiguousBuffer(from)) {
+        throw std::invalid_argument("ortops: host_copy needs C-contiguous source and target");
+    }
+    py::gil_scoped_release release;
+    hostcopy::copy(to.ptr, from.ptr, n);
+}
+
+void
+hostNarrowToHalf(py::buffer dst, py::buffer src)
+{
+    py::buffer_info to = dst.request(true);
+    py::buffer_info from = src.request();
+    if (from.itemsize != 4 || from.format != "f" || to.itemsize != 2 || to.format != "e") {
+        throw std::invalid_argument("ortops: narrow_to_half needs a float32 source and a float16 "
+                                    "target, got " + from.format + " into " + to.format);
+    }
+    if (from.size != to.size) {
+        throw std::invalid_argument("ortops: narrow_to_half needs as many values in the target, got " +
+                                    std::to_string(from.size) + " into " + std::to_string(to.size));
+    }
+    if (!contiguousBuffer(to) || !contiguousBuffer(from)) {
+        throw std::invalid_argument("ortops: narrow_to_half needs C-contiguous source and target");
+    }
+    py::gil_scoped_release release;
+    hostcopy::narrowToHalf(static_cast<uint16_t*>(to.ptr), static_cast<const float*>(from.ptr),
+                           static_cast<size_t>(from.size));
 }
 
 // ---------------------------------------------------------------- Buffer

@@ -41,6 +41,12 @@ struct Memory
     char* range(uint64_t offset, uint64_t n, const char* what) const;
 };
 
+// Copy one C-contiguous array into another of as many bytes, as Memory::write and read copy
+// (hostcopy.hpp): for tests of the copy itself and for measuring it.
+void hostCopy(pybind11::buffer dst, pybind11::buffer src);
+// Narrow a C-contiguous float32 array into a float16 one of as many values (hostcopy.hpp).
+void hostNarrowToHalf(pybind11::buffer dst, pybind11::buffer src);
+
 // A storage buffer of 32-bit words. "device" buffers are device-local with a host-visible
 // staging twin (inputs and outputs: the host writes/reads the staging memory, the sequence
 // copies); "storage" buffers are device-local only (weights, scratch).
