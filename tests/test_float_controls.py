@@ -28,7 +28,7 @@ CAPABILITY_SIGNED_ZERO_INF_NAN_PRESERVE = 4466
 
 # The passes that compute in float (every one that includes glsl/common.glsl), and those that
 # only move 32-bit words (no float type, so nothing to declare and nothing asked of a device).
-FLOAT_PASSES = {"input_projection", "state_init", "step", "output_sequence", "output_state"}
+from ortops.modes import FLOAT_PASSES  # noqa: E402 (the package's one list)
 WORD_PASSES = {"copy_words", "chain_step"}
 # Matrix-hardware passes of mode "fast" (ortops.fast): float16 only, float16 and float32 values.
 COOPMAT_PASSES = {"input_projection_coopmat"}
