@@ -40,7 +40,7 @@ layout(constant_id = 41) const uint BY = 8;        // groups of UPT units per wo
 layout(constant_id = 42) const uint NI = 1;        // positions per class: ceil(HIDDEN / 32)
 layout(constant_id = 43) const uint B32 = 32;      // batch rows of a transposed plane (x 32)
 layout(constant_id = 44) const uint HT_OFFSET = 0; // first float of the transposed planes in S
-layout(constant_id = 45) const uint PREFETCH = 4;  // positions whose terms are loaded at once
+layout(constant_id = 45) const uint PREFETCH = 1;  // positions whose terms are loaded at once
 
 // A four-gate cell's (LSTM) gates of one unit at one position: one 16-byte (float32) or
 // 8-byte (float16) read.

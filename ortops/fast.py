@@ -11,6 +11,7 @@ device without the hardware, where fast mode gives the same bits as "determinist
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple, Tuple
 
 import numpy as np
@@ -19,6 +20,12 @@ __all__ = ["CoopMatShape", "KERNEL", "PORTABLE", "REQUIRED", "projection_kernel"
 
 PORTABLE = "input_projection"
 KERNEL = "input_projection_coopmat"
+
+#: Whether fast mode records the cooperative-matrix projection at all. Off unless
+#: ORTOPS_COOPMAT=1: on the H200 it measured slower than the portable projection (LSTM
+#: 200x64x512->512 bidirectional float16: 11.6 against 2.6 ms, docs/modes.md), so "fast" runs
+#: the portable kernels until the kernel is tuned; the tests and scripts/fast_cost.py turn it on.
+ENABLED = os.environ.get("ORTOPS_COOPMAT", "") == "1"
 
 #: The kernel's tile edge (rows and columns of Xw per workgroup), its subgroups per workgroup
 #: and their width: 128 invocations, so compute subgroups must be 32 wide, always.
@@ -78,6 +85,6 @@ def coopmat_reason(device, ctx) -> str | None:
 def projection_kernel(mode: str, dtype, device, ctx) -> str:
     """The input projection shader a plan of a layer records: :data:`KERNEL` in mode "fast" for
     a float16 layer on a device that can run it, else :data:`PORTABLE`."""
-    if mode != "fast" or np.dtype(dtype) != np.float16:
+    if not ENABLED or mode != "fast" or np.dtype(dtype) != np.float16:
         return PORTABLE
     return KERNEL if coopmat_reason(device, ctx) is None else PORTABLE

@@ -91,7 +91,7 @@ STEP_BATCHED = Layout("step_batched", _table(
     ("XW_OFFSET", 17, 0), ("STATE_OFFSET", 18, 0),
     *_activations(),
     ("UPT", 40, 1), ("BY", 41, 8), ("NI", 42, 1), ("B32", 43, 32), ("HT_OFFSET", 44, 0),
-    ("PREFETCH", 45, 4),
+    ("PREFETCH", 45, 1),
 ), local_size={"y": "BY"})
 
 INPUT_PROJECTION = Layout("input_projection", _table(

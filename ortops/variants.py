@@ -40,13 +40,16 @@ def projection_tile(tpt: int) -> int:
     return 16 * tpt
 
 
-# The batched step kernel (glsl/step_batched.comp): from which batch it runs, and its tiling
-# (units per thread, groups of them per workgroup). Read at each plan build, so tests and
-# benchmarks may set them.
-BATCHED_FROM = 9
+# The batched step kernel (glsl/step_batched.comp): from which batch it runs (None: never),
+# and its tiling (units per thread, groups of them per workgroup, positions loaded at once).
+# Read at each plan build, so tests and benchmarks may set them. Off by default: on the H200
+# it gives step.comp's bits but not yet its speed at the batches that matter (200x64x512
+# bidirectional: 18.0 ms of steps in float32 against 10.7, 7.5 against 10.7 in float16;
+# docs/perf.md, "Batched steps"), so every batch runs step.comp until it is tuned.
+BATCHED_FROM: int | None = None
 BATCHED_UPT = 1
 BATCHED_BY = 8
-BATCHED_PREFETCH = 4
+BATCHED_PREFETCH = 1
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class BatchedVariant:
 
     upt: int
     by: int
-    prefetch: int = 4     # positions whose terms a thread loads at once
+    prefetch: int = 1     # positions whose terms a thread loads at once
 
     @property
     def units(self) -> int:
@@ -82,7 +85,7 @@ class BatchedVariant:
 def step_kernel(batch: int) -> str:
     """Which step kernel a batch runs: "step" (lanes split each product; latency-bound
     small batches) or "step_batched" (a thread per whole product; see its shader)."""
-    return "step_batched" if batch >= BATCHED_FROM else "step"
+    return "step_batched" if BATCHED_FROM is not None and batch >= BATCHED_FROM else "step"
 
 
 def batched_variant(hidden: int) -> BatchedVariant:

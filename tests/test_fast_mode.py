@@ -36,6 +36,26 @@ CASES = [
 IDS = [f"{c[0]}-{c[5]}-layout{c[6]}-k{c[3]}" for c in CASES]
 
 
+@pytest.fixture(autouse=True)
+def coopmat_enabled(monkeypatch):
+    """The cooperative-matrix projection is off by default (ortops.fast.ENABLED: slower than the
+    portable one on the H200); these tests are about that kernel, so they turn it on."""
+    monkeypatch.setattr(fast, "ENABLED", True)
+
+
+def test_fast_runs_the_portable_projection_unless_enabled(monkeypatch):
+    monkeypatch.setattr(fast, "ENABLED", False)
+    h200 = fake_device(cooperative_matrix=(fast.REQUIRED,), subgroup_size_range=(32, 32),
+                       nan_preserve_float16=True)
+
+    class _On:
+        cooperative_matrix = True
+        cooperative_matrix_off = ""
+
+    assert fast.coopmat_reason(h200, _On()) is None
+    assert fast.projection_kernel("fast", np.float16, h200, _On()) == fast.PORTABLE
+
+
 def _case(op, seq, batch, inp, hidden, direction, layout, lens, dtype):
     rng = np.random.default_rng(seed_of(op, seq, batch, inp, hidden, direction, layout))
     g, d = GATES[op], 2 if direction == "bidirectional" else 1

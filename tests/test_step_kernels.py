@@ -15,7 +15,7 @@ import ortops
 from ortops import plan, variants
 from _cases import GATES, activation_params, rotation, seed_of
 
-LANES = 10 ** 9   # BATCHED_FROM that keeps every batch on the lanes kernel
+LANES = None      # BATCHED_FROM that keeps every batch on the lanes kernel (the default)
 
 
 def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
@@ -39,10 +39,12 @@ def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
     return arrays, lens
 
 
-def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, upt=1, by=8, mode=None, **kw):
+def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, upt=1, by=8, prefetch=1,
+         mode=None, **kw):
     monkeypatch.setattr(variants, "BATCHED_FROM", batched_from)
     monkeypatch.setattr(variants, "BATCHED_UPT", upt)
     monkeypatch.setattr(variants, "BATCHED_BY", by)
+    monkeypatch.setattr(variants, "BATCHED_PREFETCH", prefetch)
     weights = {k: arrays[k] for k in ("W", "R", "B", "P") if k in arrays}
     layer = ortops.RecurrentLayer(op, **weights, direction=direction, mode=mode, **kw)
     states = {k: arrays[k] for k in ("initial_h", "initial_c") if k in arrays}
@@ -90,11 +92,12 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
     _same_bits(lanes, batched)
 
 
-@pytest.mark.parametrize("upt,by", [(1, 1), (2, 8), (4, 4), (3, 2)])
-def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by):
+@pytest.mark.parametrize("upt,by,prefetch", [(1, 1, 1), (2, 8, 4), (4, 4, 2), (3, 2, 3), (1, 8, 8)])
+def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch):
     arrays, lens = _case("LSTM", "bidirectional", 45, 37, np.float32)   # two lane groups
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
-    tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1, upt=upt, by=by)
+    tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1, upt=upt, by=by,
+                 prefetch=prefetch)
     _same_bits(lanes, tiled)
 
 
