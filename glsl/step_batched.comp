@@ -33,7 +33,8 @@
 #include "common.glsl"
 #include "cell.glsl"
 
-layout(local_size_x = 32, local_size_y_id = 41) in;   // 32 batch rows x BY groups of UPT units
+// 32 batch rows x BY groups of UPT units x KSPLIT parts of the class walk
+layout(local_size_x = 32, local_size_y_id = 41, local_size_z_id = 46) in;
 
 layout(constant_id = 40) const uint UPT = 1;       // units per thread
 layout(constant_id = 41) const uint BY = 8;        // groups of UPT units per workgroup
@@ -41,6 +42,15 @@ layout(constant_id = 42) const uint NI = 1;        // positions per class: ceil(
 layout(constant_id = 43) const uint B32 = 32;      // batch rows of a transposed plane (x 32)
 layout(constant_id = 44) const uint HT_OFFSET = 0; // first float of the transposed planes in S
 layout(constant_id = 45) const uint PREFETCH = 1;  // positions whose terms are loaded at once
+// Threads sharing one sum's class walk (1, 2, 4 or 8): thread z walks the subtree of tree
+// positions [z * SPAN, (z + 1) * SPAN), and the subtree sums meet through shared memory in the
+// tree's top levels, so a thread's serial chain of loads is KSPLIT times shorter.
+layout(constant_id = 46) const uint KSPLIT = 1;
+
+const uint SPAN = 32u / KSPLIT;
+const uint SUBTREE = KSPLIT == 1u ? 5u : (KSPLIT == 2u ? 4u : (KSPLIT == 4u ? 3u : 2u));
+// The subtree sums of the parts z > 0, [z - 1][unit group][t][g][lane].
+shared float parts[(KSPLIT - 1u) * BY * UPT * 4u * 32u + 1u];
 
 // A four-gate cell's (LSTM) gates of one unit at one position: one 16-byte (float32) or
 // 8-byte (float16) read.
@@ -68,11 +78,13 @@ vec4 loadR(uint i)
     return r;
 }
 
-// Class sums at tree position POS (class l = POS with its bits reversed), then their join:
-// LEVEL pending left subtrees are added to the left of each, which becomes pending at LEVEL.
-// The terms are read PREFETCH positions at a time, all loads first, so that several reads are
-// in flight per thread (the sums still take them one by one, in order).
-#define CLASS(POS, LEVEL) { \
+// Class sums at tree position first + RPOS (class l = that position with its bits reversed),
+// then their join: LEVEL pending left subtrees are added to the left of each, which becomes
+// pending at LEVEL. A thread walks SPAN = 32 / KSPLIT positions (a whole subtree), so RPOS
+// past SPAN does nothing. The terms are read PREFETCH positions at a time, all loads first,
+// so that several reads are in flight per thread (the sums still take them one by one).
+#define CLASS(RPOS, LEVEL) if (RPOS < SPAN) { \
+    const uint POS = first + RPOS; \
     const uint l = bitfieldReverse(POS) >> 27u; \
     const uint n = l < HIDDEN ? (HIDDEN - 1u - l) / 32u + 1u : 0u; \
     float acc[UPT][4]; \
@@ -106,6 +118,8 @@ void main()
     uint d = gl_WorkGroupID.y;
     uint u0 = (gl_WorkGroupID.x * BY + gl_LocalInvocationID.y) * UPT;
     uint s = pc.step;
+    uint z = gl_LocalInvocationID.z;
+    uint first = z * SPAN;                          // this thread's first tree position
 
     // This pass multiplies plane s & 1 (h of step s) or, in a GRU's candidate pass, plane 2.
     uint hAt = transposedIndex(HT_OFFSET, PASS == 2u ? 2u : (s & 1u), DIRS, d, NI, B32, 0u, b);
@@ -151,12 +165,40 @@ void main()
     CLASS(30u, 0u)
     CLASS(31u, 5u)
 
+    // This part's subtree sums (SUBTREE levels: pending[SUBTREE], a constant per pipeline).
+    float sub[UPT][4];
+    [[unroll]] for (uint t = 0u; t < UPT; t++)
+        [[unroll]] for (uint g = 0u; g < 4u; g++)
+            sub[t][g] = SUBTREE == 5u ? pending[5][t][g] : (SUBTREE == 4u ? pending[4][t][g]
+                      : (SUBTREE == 3u ? pending[3][t][g] : pending[2][t][g]));
+    if (KSPLIT > 1u) {
+        uint y = gl_LocalInvocationID.y, lane = gl_LocalInvocationID.x;
+        if (z > 0u)
+            [[unroll]] for (uint t = 0u; t < UPT; t++)
+                [[unroll]] for (uint g = 0u; g < 4u; g++)
+                    parts[((((z - 1u) * BY + y) * UPT + t) * 4u + g) * 32u + lane] = sub[t][g];
+        barrier();
+        if (z > 0u) return;
+        // The tree's top levels over the parts, left + right at every node: 2 parts (0 + 1),
+        // 4 ((0 + 1) + (2 + 3)), 8 (((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7))).
+        [[unroll]] for (uint t = 0u; t < UPT; t++)
+            [[unroll]] for (uint g = 0u; g < 4u; g++) {
+                float v[8];
+                v[0] = sub[t][g];
+                [[unroll]] for (uint q = 1u; q < 8u; q++)
+                    v[q] = q < KSPLIT ? parts[((((q - 1u) * BY + y) * UPT + t) * 4u + g) * 32u + lane] : 0.0;
+                [[unroll]] for (uint stride = 1u; stride < 8u; stride <<= 1u)
+                    [[unroll]] for (uint q = 0u; q < 8u; q += 2u * stride)
+                        if (stride < KSPLIT) v[q] = ADD(v[q], v[q + stride]);
+                sub[t][g] = v[0];
+            }
+    }
+
     // Cell updates, and the value the next product takes into its transposed plane.
     uint plane = PASS == 1u ? 2u : ((s + 1u) & 1u);
     [[unroll]] for (uint t = 0u; t < UPT; t++) {
         uint u = u0 + t;
-        float next = updateCell(d, u, b, s, vec4(pending[5][t][0], pending[5][t][1],
-                                                 pending[5][t][2], pending[5][t][3]));
+        float next = updateCell(d, u, b, s, vec4(sub[t][0], sub[t][1], sub[t][2], sub[t][3]));
         if (u < HIDDEN && b < BATCH)
             STOREF(S, transposedIndex(HT_OFFSET, plane, DIRS, d, NI, B32, u, b), next);
     }

@@ -347,7 +347,7 @@ class _Recording:
         groups = (ceil_div(s.hidden_size, v.units), s.num_directions, ceil_div(batch, 32))
         self.r.limits.check_groups("the step pass", groups)
         prog = self.program("step_batched", buffers, 1, **common, PASS=pass_, UPT=v.upt, BY=v.by,
-                            PREFETCH=v.prefetch, **self._transposed())
+                            PREFETCH=v.prefetch, KSPLIT=v.ksplit, **self._transposed())
         return prog, groups
 
     # -- the sequence

@@ -73,26 +73,29 @@ def _activations():
     return rows
 
 
+def _cell():
+    """glsl/cell.glsl's constants, which both step kernels include: the cell, the pass, the
+    options, the shape, the offsets and the activations."""
+    return [
+        ("CELL", 0, 0), ("PASS", 1, 0), ("GENERAL", 4, 0),
+        ("HAS_BIAS", 5, 0), ("HAS_PEEP", 6, 0), ("HAS_CLIP", 7, 0), ("CLIP_BITS", 8, 0),
+        ("INPUT_FORGET", 9, 0), ("LBR", 10, 0), ("HAS_LENS", 11, 0), ("HIDDEN", 12, 1),
+        ("BATCH", 13, 1), ("SEQ", 14, 1), ("DIRS", 15, 1), ("REVERSE0", 16, 0),
+        ("XW_OFFSET", 17, 0), ("STATE_OFFSET", 18, 0),
+        *_activations(),
+    ]
+
+
 STEP = Layout("step", _table(
-    ("CELL", 0, 0), ("PASS", 1, 0), ("NB", 2, 1), ("UNITS", 3, 2), ("GENERAL", 4, 0),
-    ("HAS_BIAS", 5, 0), ("HAS_PEEP", 6, 0), ("HAS_CLIP", 7, 0), ("CLIP_BITS", 8, 0),
-    ("INPUT_FORGET", 9, 0), ("LBR", 10, 0), ("HAS_LENS", 11, 0), ("HIDDEN", 12, 1),
-    ("BATCH", 13, 1), ("SEQ", 14, 1), ("DIRS", 15, 1), ("REVERSE0", 16, 0),
-    ("XW_OFFSET", 17, 0), ("STATE_OFFSET", 18, 0),
-    *_activations(),
-    ("ROWS", 40, 8), ("TY", 41, 8), ("RPT", 42, 1),
+    *_cell(),
+    ("NB", 2, 1), ("UNITS", 3, 2), ("ROWS", 40, 8), ("TY", 41, 8), ("RPT", 42, 1),
 ), local_size={"y": "TY"})
 
 STEP_BATCHED = Layout("step_batched", _table(
-    ("CELL", 0, 0), ("PASS", 1, 0), ("GENERAL", 4, 0),
-    ("HAS_BIAS", 5, 0), ("HAS_PEEP", 6, 0), ("HAS_CLIP", 7, 0), ("CLIP_BITS", 8, 0),
-    ("INPUT_FORGET", 9, 0), ("LBR", 10, 0), ("HAS_LENS", 11, 0), ("HIDDEN", 12, 1),
-    ("BATCH", 13, 1), ("SEQ", 14, 1), ("DIRS", 15, 1), ("REVERSE0", 16, 0),
-    ("XW_OFFSET", 17, 0), ("STATE_OFFSET", 18, 0),
-    *_activations(),
+    *_cell(),
     ("UPT", 40, 1), ("BY", 41, 8), ("NI", 42, 1), ("B32", 43, 32), ("HT_OFFSET", 44, 0),
-    ("PREFETCH", 45, 1),
-), local_size={"y": "BY"})
+    ("PREFETCH", 45, 1), ("KSPLIT", 46, 1),
+), local_size={"y": "BY", "z": "KSPLIT"})
 
 INPUT_PROJECTION = Layout("input_projection", _table(
     ("N", 0, 1), ("K", 1, 1), ("SEQ", 2, 1), ("BATCH", 3, 1), ("LAYOUT", 4, 0),

@@ -50,6 +50,7 @@ BATCHED_FROM: int | None = None
 BATCHED_UPT = 1
 BATCHED_BY = 8
 BATCHED_PREFETCH = 1
+BATCHED_KSPLIT = 1
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class BatchedVariant:
     upt: int
     by: int
     prefetch: int = 1     # positions whose terms a thread loads at once
+    ksplit: int = 1       # threads sharing one sum's class walk (1, 2, 4 or 8)
 
     @property
     def units(self) -> int:
@@ -89,10 +91,13 @@ def step_kernel(batch: int) -> str:
 
 
 def batched_variant(hidden: int) -> BatchedVariant:
-    """The batched kernel's tiling (never more units per workgroup than the layer has)."""
+    """The batched kernel's tiling (never more units per workgroup than the layer has, at
+    most 1,024 invocations: 32 x by x ksplit)."""
+    if BATCHED_KSPLIT not in (1, 2, 4, 8):
+        raise ValueError(f"ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8, got {BATCHED_KSPLIT!r}")
     upt = max(1, min(BATCHED_UPT, hidden))
-    return BatchedVariant(upt=upt, by=max(1, min(BATCHED_BY, ceil_div(hidden, upt))),
-                          prefetch=max(1, BATCHED_PREFETCH))
+    by = max(1, min(BATCHED_BY, ceil_div(hidden, upt), 32 // BATCHED_KSPLIT))
+    return BatchedVariant(upt=upt, by=by, prefetch=max(1, BATCHED_PREFETCH), ksplit=BATCHED_KSPLIT)
 
 
 def classes_length(hidden: int) -> int:

@@ -25,12 +25,13 @@ LANES = None   # every batch on the lanes kernel
 SHAPES = [(200, 64, 512), (200, 16, 512), (200, 32, 512), (200, 128, 512), (100, 256, 512),
           (100, 64, 1024), (100, 64, 256)]
 SMALL = [(6, 16, 33), (5, 12, 64)]
-TILINGS = [(1, 8, 4), (1, 8, 8), (1, 4, 4), (2, 4, 4), (2, 8, 2), (1, 8, 1)]   # (units per thread, groups, prefetch)
+TILINGS = [(1, 8, 1, 1), (1, 4, 1, 2), (1, 4, 1, 4), (1, 4, 1, 8), (1, 2, 1, 8), (2, 2, 1, 8), (1, 4, 4, 4)]
+# (units per thread, groups, prefetch, class split)
 
 
-def _layer(hidden, dtype, upt, by, batched_from, prefetch=4):
+def _layer(hidden, dtype, upt, by, batched_from, prefetch=1, ksplit=1):
     variants.BATCHED_FROM, variants.BATCHED_UPT, variants.BATCHED_BY = batched_from, upt, by
-    variants.BATCHED_PREFETCH = prefetch
+    variants.BATCHED_PREFETCH, variants.BATCHED_KSPLIT = prefetch, ksplit
     W, R, B = _weights("LSTM", hidden, hidden, 2, dtype)
     return ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
 
@@ -96,7 +97,7 @@ def main(argv=None) -> int:
     ap.add_argument("--small", action="store_true", help="shapes lavapipe runs in seconds")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--shapes", type=int, default=None, help="only the first N shapes")
-    ap.add_argument("--tilings", default=None, help="UPTxBYxPREFETCH,... units per thread x groups x prefetch (default: a built-in list)")
+    ap.add_argument("--tilings", default=None, help="UPTxBYxPREFETCHxKSPLIT,... (default: a built-in list)")
     args = ap.parse_args(argv)
     shapes = SMALL if args.small else SHAPES
     shapes = shapes[:args.shapes] if args.shapes else shapes
@@ -117,11 +118,11 @@ def main(argv=None) -> int:
             name = f"LSTM {seq}×{batch}×{hidden} bidir {np.dtype(dtype).name}"
             total, steps, ref = _time(_layer(hidden, dtype, 1, 8, LANES), X, args.runs)
             row = {"shape": name, "lanes": (total, steps), "batched": {}}
-            for upt, by, pf in tilings:
-                t, st, out = _time(_layer(hidden, dtype, upt, by, 1, pf), X, args.runs)
+            for upt, by, pf, ks in tilings:
+                t, st, out = _time(_layer(hidden, dtype, upt, by, 1, pf, ks), X, args.runs)
                 same = all(a.tobytes() == b.tobytes() for a, b in zip(ref, out))
                 mismatches += not same
-                row["batched"][f"{upt}x{by}x{pf}"] = (t, st, same)
+                row["batched"][f"{upt}x{by}x{pf}x{ks}"] = (t, st, same)
             row["cudnn"] = _cudnn(seq, batch, hidden, dtype, args.runs)
             rows.append(row)
             best = min(row["batched"].items(), key=lambda kv: kv[1][0])

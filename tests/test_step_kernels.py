@@ -40,11 +40,12 @@ def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
 
 
 def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, upt=1, by=8, prefetch=1,
-         mode=None, **kw):
+         ksplit=1, mode=None, **kw):
     monkeypatch.setattr(variants, "BATCHED_FROM", batched_from)
     monkeypatch.setattr(variants, "BATCHED_UPT", upt)
     monkeypatch.setattr(variants, "BATCHED_BY", by)
     monkeypatch.setattr(variants, "BATCHED_PREFETCH", prefetch)
+    monkeypatch.setattr(variants, "BATCHED_KSPLIT", ksplit)
     weights = {k: arrays[k] for k in ("W", "R", "B", "P") if k in arrays}
     layer = ortops.RecurrentLayer(op, **weights, direction=direction, mode=mode, **kw)
     states = {k: arrays[k] for k in ("initial_h", "initial_c") if k in arrays}
@@ -88,16 +89,20 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
     arrays, lens = _case(op, direction, hidden, batch, dtype)
     kw = _options(op, direction, options)
     lanes = _run(monkeypatch, op, direction, arrays, lens, batched_from=LANES, mode=mode, **kw)
+    # Each case once with one thread per sum and once with the walk split over 4 threads.
     batched = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode, **kw)
+    split = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, ksplit=4, mode=mode, **kw)
     _same_bits(lanes, batched)
+    _same_bits(lanes, split)
 
 
-@pytest.mark.parametrize("upt,by,prefetch", [(1, 1, 1), (2, 8, 4), (4, 4, 2), (3, 2, 3), (1, 8, 8)])
-def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch):
+@pytest.mark.parametrize("upt,by,prefetch,ksplit", [
+    (1, 1, 1, 1), (2, 8, 4, 1), (4, 4, 2, 2), (3, 2, 3, 4), (1, 8, 8, 1), (1, 4, 1, 8), (2, 2, 2, 8)])
+def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit):
     arrays, lens = _case("LSTM", "bidirectional", 45, 37, np.float32)   # two lane groups
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
     tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1, upt=upt, by=by,
-                 prefetch=prefetch)
+                 prefetch=prefetch, ksplit=ksplit)
     _same_bits(lanes, tiled)
 
 
