@@ -34,6 +34,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 #: Tests that need no Vulkan device: a module name maps to None (the whole module) or to the
 #: names of its device-free tests (parametrized cases share their function's name).
 NO_DEVICE = {
+    "test_step_kernels": {"test_batched_r_layout"},
     "test_bench": {"test_sweep_markdown_names_every_mode_and_the_winner",
                    "test_sweep_schema_accepts_the_report_and_names_what_is_wrong",
                    "test_sweep_parts_merge_into_one_grid",
