@@ -36,8 +36,6 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [44
 #define SUB(a, b) ((a) - (b))
 #define MUL(a, b) ((a) * (b))
 #define NEG(x) (-(x))
-#define MULC(c, x) MUL(c, x)
-#define ADDC(x, c) ADD(x, c)
 #if FLOAT16
 #define LOADT(buf, i) (unpackHalf2x16(buf[(i) >> 1u])[(i) & 1u])
 #define PACK2(a, b) packHalf2x16(vec2(a, b))
@@ -78,6 +76,29 @@ bool iszero_(float x)
 #if EXACT
 #include "exact.glsl"
 #endif
+
+// Products and sums with an activation parameter, a specialization constant the driver's
+// compiler sees: lavapipe folds 0 * x to 0 (LeakyRelu with alpha 0 gave 0 for -Inf, not NaN,
+// with the float controls declared), a compiler may fold x + 0 to x (wrong for x = -0). When
+// the constant is a zero, the IEEE result is written out here instead, so no folding can
+// change it; any other constant takes the plain operation (the branch folds away), so the
+// default mode's bits are unchanged where a parameter is not zero. Both modes use these.
+float mulc_(float c, float x)
+{
+    if (!iszero_(c)) return MUL(c, x);
+    if ((floatBitsToUint(x) & 0x7F800000u) == 0x7F800000u) return uintBitsToFloat(0x7FC00000u);
+    return uintBitsToFloat((floatBitsToUint(c) ^ floatBitsToUint(x)) & 0x80000000u);
+}
+
+float addc_(float x, float c)
+{
+    if (!iszero_(c)) return ADD(x, c);
+    // x + (+0) is x, except -0 + +0 = +0; x + (-0) is x.
+    return (floatBitsToUint(c) == 0u && floatBitsToUint(x) == 0x80000000u) ? 0.0 : x;
+}
+
+#define MULC(c, x) mulc_(c, x)
+#define ADDC(x, c) addc_(x, c)
 
 // The transposed state the batched step kernel reads (glsl/step_batched.comp): plane p of
 // [plane][dir][position][batch row, padded to b32], from float `base` of the state buffer.

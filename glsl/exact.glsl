@@ -94,26 +94,8 @@ float scale2_(float x, int k)
     return MUL(MUL(x, pow2i_(k1)), pow2i_(k - k1));
 }
 
-// Products and sums with an activation parameter, a specialization constant the driver's
-// compiler sees: lavapipe folds 0 * x to 0 (0 * Inf gave 0, not NaN, with the float controls
-// declared), a compiler may fold x + 0 to x (wrong for x = -0). When the constant is a zero,
-// the IEEE result is written out here instead, so no folding can change it.
-float mulc_(float c, float x)
-{
-    if (!iszero_(c)) return MUL(c, x);
-    if ((floatBitsToUint(x) & 0x7F800000u) == 0x7F800000u) return uintBitsToFloat(0x7FC00000u);
-    return uintBitsToFloat((floatBitsToUint(c) ^ floatBitsToUint(x)) & 0x80000000u);
-}
-
-float addc_(float x, float c)
-{
-    if (!iszero_(c)) return ADD(x, c);
-    // x + (+0) is x, except -0 + +0 = +0; x + (-0) is x.
-    return (floatBitsToUint(c) == 0u && floatBitsToUint(x) == 0x80000000u) ? 0.0 : x;
-}
-
-#define MULC(c, x) mulc_(c, x)
-#define ADDC(x, c) addc_(x, c)
+// Products and sums with an activation parameter: mulc_ and addc_ in common.glsl, shared with
+// the default mode.
 
 // ---- float16 <-> float32 by integer code
 

@@ -142,15 +142,17 @@ def test_nan_leaves_as_the_canonical_quiet_nan():
                 == 0x7FC00000).all()   # the default mode passes the payload through
 
 
-def test_zero_activation_parameters_follow_ieee():
-    # alpha = 0 or beta = 0 are constants the driver's compiler sees; lavapipe folds 0 * x to 0
-    # (the default mode gives LeakyRelu_0(-Inf) = 0 there), exact mode writes IEEE's result out:
-    # 0 * ±Inf is NaN, 0 * -2 is -0, and -0 + 0 is +0.
+@pytest.mark.parametrize("mode", ("exact", "deterministic"))
+def test_zero_activation_parameters_follow_ieee(mode):
+    # alpha = 0 or beta = 0 are constants the driver's compiler sees; lavapipe folded 0 * x to 0
+    # (the default mode gave LeakyRelu_0(-Inf) = 0 there): both modes write IEEE's result out
+    # for a zero parameter (mulc_, addc_ in glsl/common.glsl): 0 * ±Inf is NaN, 0 * -2 is -0,
+    # and -0 + 0 is +0.
     x = np.array([np.inf, -np.inf, -2.0, 3.0], np.float32)
-    leaky = device_activation("LeakyRelu", x, alpha=0.0)
+    leaky = device_activation("LeakyRelu", x, alpha=0.0, mode=mode)
     assert np.isnan(leaky[1]) and leaky[0] == np.inf and leaky[3] == 3.0
     assert leaky[2] == 0 and np.signbit(leaky[2])
-    affine = device_activation("Affine", x, alpha=0.0, beta=0.0)
+    affine = device_activation("Affine", x, alpha=0.0, beta=0.0, mode=mode)
     assert np.isnan(affine[:2]).all() and (affine[2:] == 0).all() and not np.signbit(affine[2:]).any()
-    scaled = device_activation("ScaledTanh", x, alpha=0.0, beta=0.0)   # 0 * tanh(0 * ±Inf) = NaN
+    scaled = device_activation("ScaledTanh", x, alpha=0.0, beta=0.0, mode=mode)   # 0 * tanh(0 * ±Inf) = NaN
     assert np.isnan(scaled[:2]).all() and (scaled[2:] == 0).all()
