@@ -34,14 +34,11 @@ import time
 
 import numpy as np
 
+from ortops.tools.bench import ANCHOR_SHAPES
 from ortops.tools.report import write_report
 
-#: cell, seq, batch, input, hidden, direction: the issue's anchors.
-ANCHORS = [
-    ("LSTM", 48, 8, 192, 96, "bidirectional"),
-    ("LSTM", 80, 8, 256, 256, "bidirectional"),
-    ("LSTM", 200, 64, 512, 512, "bidirectional"),
-]
+#: cell, seq, batch, input, hidden, direction: the bench's batched LSTM anchors (one table).
+ANCHORS = [s for s in ANCHOR_SHAPES if s[0] == "LSTM" and s[2] > 1]
 #: Lavapipe-sized: the last one's 4.2 MB input crosses the parallel-copy threshold (two chunks).
 SMALL = [
     ("LSTM", 8, 2, 32, 32, "bidirectional"),
