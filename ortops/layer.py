@@ -121,7 +121,7 @@ class RecurrentLayer:
         self.weight_bytes = sum(np.asarray(v).nbytes for v in tensors.values())
         # R in the batched step kernel's layout, uploaded when a plan first needs it (a layer
         # run only at small batches never holds the second copy).
-        self._host_r = np.ascontiguousarray(R)
+        self._host_r: np.ndarray | None = np.ascontiguousarray(R)
         self._batched_lock = threading.Lock()
         # Absent optional inputs bind a one-word buffer the shader never reads.
         self._dummy = self._ctx.buffer(4, "storage")
@@ -286,6 +286,7 @@ class RecurrentLayer:
     def _upload_batched_r(self) -> None:
         with self._batched_lock:
             if "RB" not in self._weights:
+                assert self._host_r is not None   # dropped only once RB is uploaded
                 rb = _plan.batched_r(self._host_r)
                 self._weights.update(_plan.upload_weights(self._ctx, {"RB": rb}, self._limits()))
                 self.weight_bytes += rb.nbytes
