@@ -187,3 +187,7 @@ if has cudaep; then
   LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py scripts/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
     2>&1 | tee "$OUT/cuda_ep.txt"
 fi
+# The device tool brings back only the first few files of $OUT (by name): on 2026-11-29 a call
+# of three stages lost its step-kernel table that way. Everything goes into one archive too,
+# named to come first.
+tar czf /tmp/00-all.tar.gz -C "$OUT" . && mv /tmp/00-all.tar.gz "$OUT/00-all.tar.gz"
