@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from ortops.tools.bench import ANCHOR_SHAPES
+from ortops.tools.hostcopy import FACTOR as COPY_FACTOR, FIXED_MS, host_bound_ms, memcpy_bandwidth
 from ortops.tools.report import write_report
 
 #: cell, seq, batch, input, hidden, direction: the bench's batched LSTM anchors (one table).
@@ -44,31 +45,15 @@ SMALL = [
     ("LSTM", 8, 2, 32, 32, "bidirectional"),
     ("LSTM", 64, 64, 256, 8, "bidirectional"),
 ]
-#: Fixed cost the issue allows a run beyond its copies (submit, wait, Python), in ms.
-FIXED_MS = 0.05
-#: Factor on one copy of the I/O the layer call's host work may take (issue 12).
-COPY_FACTOR = 1.2
 #: Host copy settings compared (ortops._vk.copy_settings).
 COPY_MODES = {"1 thread": {"threads": 1}, "pool": {}, "thread per call": {"pool": False}}
 
 
-def _median_ms(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
-
-
 def memcpy_gbs(nbytes: int, runs: int) -> dict:
-    """One thread's numpy copy of ``nbytes``: into a warm array and into a fresh one, in GB/s."""
-    a = np.ones(max(1, nbytes), np.uint8)
-    w = np.empty_like(a)
-    np.copyto(w, a)
-    warm_ms = _median_ms(lambda: np.copyto(w, a), runs)
-    fresh_ms = _median_ms(lambda: a.copy(), runs)
-    return {"warm": a.nbytes / warm_ms * 1e-6, "fresh": a.nbytes / fresh_ms * 1e-6}
+    """One thread's numpy copy of ``nbytes`` into a warm and a fresh array, in GB/s (the bench's
+    measurement, ortops.tools.hostcopy)."""
+    bw = memcpy_bandwidth(nbytes, repeat=runs)
+    return {"warm": bw["warm"] * 1e-9, "fresh": bw["fresh"] * 1e-9}
 
 
 def layer_times(layer, X, runs: int, out=None) -> dict:
@@ -164,7 +149,8 @@ def measure(shape, dtype, runs: int, warmup: float, device=None) -> dict:
     sess = session_times(shape, dtype, X, runs, warmup, device)
     r = {"shape": list(shape), "dtype": np.dtype(dtype).name, "bytes_in": bytes_in,
          "bytes_out": bytes_out, "memcpy_gbs": bw, "copy_modes": modes,
-         "host_ms": modes["pool"]["host_ms"], "host_bound_ms": FIXED_MS + COPY_FACTOR * one_copy_ms,
+         "host_ms": modes["pool"]["host_ms"],
+         "host_bound_ms": host_bound_ms(bytes_in, bytes_out, bw["warm"] * 1e9),
          **sess, "session_bound_ms": FIXED_MS + one_copy_ms}
     r["host_ok"] = r["host_ms"] <= r["host_bound_ms"]
     r["session_ok"] = r["session_extra_ms"] <= r["session_bound_ms"]

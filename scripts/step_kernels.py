@@ -17,6 +17,7 @@ import numpy as np
 
 import ortops
 from ortops import variants
+from ortops.tools import cudnn
 from ortops.tools.bench import _weights
 from ortops.tools.report import write_report
 
@@ -47,47 +48,14 @@ def _time(layer, X, runs):
     return statistics.median(total), statistics.median(steps), out
 
 
-def _cudnn(seq, batch, hidden, dtype, runs):
-    """{mode: (GPU ms, scaled error against float64)} for strict float32, TF32 and float16."""
-    try:
-        import torch
-    except ImportError:
-        return {}
-    if not torch.cuda.is_available():
-        return {}
-    torch.backends.cudnn.benchmark = True
-    W, R, B = _weights("LSTM", hidden, hidden, 2, np.float32)
-    net64 = torch.nn.LSTM(hidden, hidden, bidirectional=True).double()
-    X = torch.from_numpy(np.random.default_rng(1).standard_normal((seq, batch, hidden)))
-    with torch.no_grad():
-        ref = net64(X)[0].numpy()
+def _cudnn(batch, hidden, X, runs):
+    """{mode: (GPU ms, scaled error against float64)} of cuDNN in each precision mode that
+    compares with X's dtype (ortops.tools.cudnn; empty without torch and CUDA)."""
     out = {}
-    for name, tdtype, tf32 in (("strict", torch.float32, False), ("tf32", torch.float32, True),
-                               ("float16", torch.float16, False)):
-        if (dtype == np.float16) != (name == "float16"):
-            continue
-        torch.backends.cudnn.allow_tf32 = tf32
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        net = torch.nn.LSTM(hidden, hidden, bidirectional=True)
-        net.load_state_dict(net64.state_dict())
-        net = net.cuda().to(tdtype)
-        x = X.cuda().to(tdtype)
-        with torch.no_grad():
-            for _ in range(5):
-                y = net(x)[0]
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(runs):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                y = net(x)[0]
-                b.record()
-                torch.cuda.synchronize()
-                times.append(a.elapsed_time(b))
-        got = y.double().cpu().numpy()
-        err = float(np.abs(got - ref).max() / np.abs(ref).max())
-        out[name] = (statistics.median(times), err)
-    torch.backends.cudnn.allow_tf32 = True
+    for precision in cudnn.for_dtype(X.dtype):
+        m = cudnn.measure("LSTM", batch, hidden, hidden, "bidirectional", precision, X, runs)
+        if m is not None:
+            out[precision] = (m["gpu_ms"], m["error"])
     return out
 
 
@@ -123,7 +91,7 @@ def main(argv=None) -> int:
                 same = all(a.tobytes() == b.tobytes() for a, b in zip(ref, out))
                 mismatches += not same
                 row["batched"][f"{upt}x{by}x{pf}x{ks}"] = (t, st, same)
-            row["cudnn"] = _cudnn(seq, batch, hidden, dtype, args.runs)
+            row["cudnn"] = _cudnn(batch, hidden, X, args.runs)
             rows.append(row)
             best = min(row["batched"].items(), key=lambda kv: kv[1][0])
             print(f"{name}: lanes {total:.3f} ms (steps {steps:.3f}); best batched {best[0]} "
