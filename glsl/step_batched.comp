@@ -13,8 +13,8 @@
 // order (class numbers with their five bits reversed: 0, 16, 8, 24, 4, ...), and each
 // finished class sum joins the tree at once: a pending left subtree of the same size is added
 // to it (left + right, as in step.comp), like carries in a binary counter. At most five
-// subtrees are pending, so a sum needs six registers instead of 32 and nothing meets in
-// shared memory.
+// subtrees are pending, so a sum needs six registers instead of 32, and only the parts of a
+// walk split over several threads (KSPLIT, below) meet in shared memory.
 //
 // A warp's 32 lanes are 32 batch rows; a thread owns UPT units' gates of the pass (every gate
 // a cell update needs), so it updates the cell from its registers (cell.glsl). The terms are

@@ -256,6 +256,9 @@ class _Recording:
         self.lens_b = self.lens if self.lens is not None else r.dummy
         self.reverse0 = 1 if s.direction == "reverse" else 0
         self.projection_shader = fast.projection_kernel(key.mode, s.dtype, r.device, r.ctx)
+        # Which step kernel, decided once for the whole recording (state_init and the step
+        # passes must agree on the transposed planes).
+        self.batched = variants.step_kernel(key.batch) == "step_batched"
 
     def _io(self, name, n_elems):
         nbytes = n_elems * self.item
@@ -304,8 +307,7 @@ class _Recording:
 
     def state_init(self):
         key = self.key
-        batched = variants.step_kernel(key.batch) == "step_batched"
-        transposed = dict(TRANSPOSED=1, **self._transposed()) if batched else {}
+        transposed = dict(TRANSPOSED=1, **self._transposed()) if self.batched else {}
         return self.program("state_init", [self.h0 or self.r.dummy, self.c0 or self.r.dummy, self.st],
                             **self._shape(), HAS_H0=int(key.has_h0), HAS_C0=int(key.has_c0),
                             HAS_CELL=int("initial_c" in CELLS[self.spec.op].inputs),
@@ -328,7 +330,7 @@ class _Recording:
 
     def _step(self, pass_, gates_in_pass, common):
         s, w, batch = self.spec, self.r.weights, self.key.batch
-        if variants.step_kernel(batch) == "step_batched":
+        if self.batched:
             return self._step_batched(pass_, common)
         v = variants.step_variant(batch, gates_in_pass)
         buffers = [self.xw, w["R"], w.get("B", self.r.dummy), w.get("P", self.r.dummy),
