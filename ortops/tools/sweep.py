@@ -133,8 +133,11 @@ def _ortops_point(hidden, batch, dtype, mode, X, cfg: Config):
     session = None
     if hidden <= cfg.session_max_hidden:
         session = _session_ms(hidden, batch, dtype, mode, X, cfg)
+    from ortops import variants
+
     return dict(gpu_ms=f["gpu_ms"], call_ms=f["layer_call_ms"], session_ms=session,
-                error=f["error"], runs=f["runs"], gpu_profile=f["gpu_profile"])
+                error=f["error"], runs=f["runs"], gpu_profile=f["gpu_profile"],
+                step_kernel=variants.step_kernel(batch))
 
 
 def _session_ms(hidden, batch, dtype, mode, X, cfg: Config):
@@ -213,7 +216,7 @@ def run(cfg: Config, progress: bool = True, on_point=None) -> Dict[str, object]:
                   expected_s=expected, elapsed_s=0.0, host=platform.node(), cpus=os.cpu_count(),
                   date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   command="python " + " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
-                  complete=False, failures=[], points=[])
+                  kernels=kernels(), complete=False, failures=[], points=[])
     for i, (hidden, batch, dtype) in enumerate(grid):
         report["points"].append(measure_point(hidden, batch, dtype, cfg, with_cudnn,
                                               report["failures"]))
@@ -226,6 +229,18 @@ def run(cfg: Config, progress: bool = True, on_point=None) -> Dict[str, object]:
             on_point(report)
     report["complete"] = True
     return report
+
+
+def kernels() -> Dict[str, object]:
+    """The kernel choices in effect (module settings a run may change): fast mode's float16
+    projection (ortops.fast.ENABLED, ORTOPS_COOPMAT=1) and the batch from which the step runs
+    glsl/step_batched.comp, with its tiling (ortops.variants)."""
+    from ortops import fast, variants
+
+    return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
+            "batched_from": variants.BATCHED_FROM,
+            "batched_tiling": f"{variants.BATCHED_UPT}x{variants.BATCHED_BY}x"
+                              f"{variants.BATCHED_PREFETCH}x{variants.BATCHED_KSPLIT}"}
 
 
 def _summary(p):
@@ -311,6 +326,10 @@ def merge(reports) -> Dict[str, object]:
     out["command"] = " ; ".join(r["command"] for r in reports)
     out["failures"] = [f for r in reports for f in r.get("failures", [])]
     out["complete"] = all(r.get("complete", True) for r in reports)
+    # Parts run with different kernel choices: every part's (each point names its step kernel).
+    kerns = [r.get("kernels") for r in reports]
+    if len({repr(k) for k in kerns}) > 1:
+        out["kernels"] = dict(kerns[-1] or {}, parts=kerns)
     return out
 
 
@@ -352,6 +371,12 @@ def markdown(report) -> str:
         f"session (hidden ≤ {cfg['session_max_hidden']}) is the third figure; cuDNN's e2e "
         "copies X in and Y out.",
     ]
+    kern = report.get("kernels")
+    if kern:
+        lines.append(f"Kernels: fast mode's float16 projection {kern['fast_projection']}; step "
+                     + ("glsl/step.comp at every batch" if kern["batched_from"] is None else
+                        f"glsl/step_batched.comp (tiling {kern['batched_tiling']}) from batch "
+                        f"{kern['batched_from']}, glsl/step.comp below") + ".")
     if report.get("torch"):
         lines.append("cuDNN through " + ", ".join(f"{k} {v}" for k, v in report["torch"].items()) + ".")
     if not report.get("complete", True):
