@@ -343,7 +343,7 @@ class _Recording:
 
     def _step_batched(self, pass_, common):
         s, w, batch = self.spec, self.r.weights, self.key.batch
-        v = variants.batched_variant(s.hidden_size)
+        v = variants.batched_variant(s.hidden_size, s.dtype.name)
         buffers = [self.xw, w["RB"], w.get("B", self.r.dummy), w.get("P", self.r.dummy),
                    self.lens_b, self.st]
         groups = (ceil_div(s.hidden_size, v.units), s.num_directions, ceil_div(batch, 32))

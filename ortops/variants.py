@@ -8,6 +8,7 @@ order in which a sum is taken, so every variant gives the same bits
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Dict
 
 GROUP = 64          # local size of the state and output passes
 MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
@@ -41,16 +42,21 @@ def projection_tile(tpt: int) -> int:
 
 
 # The batched step kernel (glsl/step_batched.comp): from which batch it runs (None: never),
-# and its tiling (units per thread, groups of them per workgroup, positions loaded at once).
-# Read at each plan build, so tests and benchmarks may set them. Off by default: on the H200
-# it gives step.comp's bits but not yet its speed at the batches that matter (200x64x512
-# bidirectional: 18.0 ms of steps in float32 against 10.7, 7.5 against 10.7 in float16;
-# docs/perf.md, "Batched steps"), so every batch runs step.comp until it is tuned.
-BATCHED_FROM: int | None = None
-BATCHED_UPT = 1
-BATCHED_BY = 8
+# and its tiling (units per thread, by element type or one for both; groups of them per
+# workgroup; positions loaded at once; threads sharing a sum's class walk). Read at each plan
+# build, so tests and benchmarks may set them. Both kernels give the same bits, so these choose
+# speed only. On the H200 (docs/perf.md, "Batched steps"; 2026-11-30, GPU ms of a BiLSTM,
+# float32 / float16): the walk split over 8 threads beats step.comp from batch 32 up —
+# 200x32x512 4.41 / 5.11 against 6.69 / 7.15, 200x64x512 7.86 / 8.77 against 12.51 / 13.35,
+# 100x64x1024 17.0 / 17.8 against 24.7 / 23.3, 100x64x256 1.43 / 1.60 against 2.11 / 2.24 —
+# and ties or loses at 16 (3.80 / 4.34 against 3.72 / 3.95), where a 32-row tile is half
+# empty. Two units per thread gain 5-11 % in float16 (8.77 against 9.27 ms at 200x64x512) and
+# nothing in float32, whose 26 live registers a sum more would lower the occupancy.
+BATCHED_FROM: int | None = 32
+BATCHED_UPT: int | Dict[str, int] = {"float32": 1, "float16": 2}
+BATCHED_BY = 2
 BATCHED_PREFETCH = 1
-BATCHED_KSPLIT = 1
+BATCHED_KSPLIT = 8
 
 
 @dataclass(frozen=True)
@@ -90,12 +96,13 @@ def step_kernel(batch: int) -> str:
     return "step_batched" if BATCHED_FROM is not None and batch >= BATCHED_FROM else "step"
 
 
-def batched_variant(hidden: int) -> BatchedVariant:
-    """The batched kernel's tiling (never more units per workgroup than the layer has, at
-    most 1,024 invocations: 32 x by x ksplit)."""
+def batched_variant(hidden: int, dtype: str = "float32") -> BatchedVariant:
+    """The batched kernel's tiling for a layer of this hidden size and element type (never
+    more units per workgroup than the layer has, at most 1,024 invocations: 32 x by x ksplit)."""
     if BATCHED_KSPLIT not in (1, 2, 4, 8):
         raise ValueError(f"ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8, got {BATCHED_KSPLIT!r}")
-    upt = max(1, min(BATCHED_UPT, hidden))
+    upt = BATCHED_UPT[dtype] if isinstance(BATCHED_UPT, dict) else BATCHED_UPT
+    upt = max(1, min(upt, hidden))
     by = max(1, min(BATCHED_BY, ceil_div(hidden, upt), 32 // BATCHED_KSPLIT))
     return BatchedVariant(upt=upt, by=by, prefetch=max(1, BATCHED_PREFETCH), ksplit=BATCHED_KSPLIT)
 

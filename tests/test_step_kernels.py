@@ -15,7 +15,7 @@ import ortops
 from ortops import plan, variants
 from _cases import GATES, activation_params, rotation, seed_of
 
-LANES = None      # BATCHED_FROM that keeps every batch on the lanes kernel (the default)
+LANES = None      # BATCHED_FROM that keeps every batch on the lanes kernel
 
 
 def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
@@ -39,13 +39,12 @@ def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
     return arrays, lens
 
 
-def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, upt=1, by=8, prefetch=1,
-         ksplit=1, mode=None, **kw):
+def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, tiling=None, mode=None, **kw):
+    """The layer's outputs with the batched kernel from ``batched_from`` and ``tiling``
+    (upt, by, prefetch, ksplit: ortops.variants.BATCHED_*; None: the shipped defaults)."""
     monkeypatch.setattr(variants, "BATCHED_FROM", batched_from)
-    monkeypatch.setattr(variants, "BATCHED_UPT", upt)
-    monkeypatch.setattr(variants, "BATCHED_BY", by)
-    monkeypatch.setattr(variants, "BATCHED_PREFETCH", prefetch)
-    monkeypatch.setattr(variants, "BATCHED_KSPLIT", ksplit)
+    for name, value in (tiling or {}).items():
+        monkeypatch.setattr(variants, "BATCHED_" + name.upper(), value)
     weights = {k: arrays[k] for k in ("W", "R", "B", "P") if k in arrays}
     layer = ortops.RecurrentLayer(op, **weights, direction=direction, mode=mode, **kw)
     states = {k: arrays[k] for k in ("initial_h", "initial_c") if k in arrays}
@@ -95,11 +94,30 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
     arrays, lens = _case(op, direction, hidden, batch, dtype)
     kw = _options(op, direction, options)
     lanes = _run(monkeypatch, op, direction, arrays, lens, batched_from=LANES, mode=mode, **kw)
-    # Each case once with one thread per sum and once with the walk split over 4 threads.
-    batched = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode, **kw)
-    split = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, ksplit=4, mode=mode, **kw)
+    # Each case with the shipped tiling (before any other is set), with one thread per sum and
+    # with the walk split over 4 threads.
+    shipped = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode, **kw)
+    batched = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
+                   tiling=dict(upt=1, by=8, prefetch=1, ksplit=1), **kw)
+    split = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
+                 tiling=dict(upt=1, by=8, prefetch=1, ksplit=4), **kw)
+    _same_bits(lanes, shipped)
     _same_bits(lanes, batched)
     _same_bits(lanes, split)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_shipped_defaults_at_a_large_batch(monkeypatch, dtype):
+    # Nothing set: a batch of 37 (two lane groups) runs whatever ortops.variants ships, the
+    # batched kernel from batch 32 (its R layout uploaded), with the lanes kernel's bits.
+    arrays, lens = _case("LSTM", "bidirectional", 45, 37, dtype)
+    weights = {k: arrays[k] for k in ("W", "R", "B", "P")}
+    states = {k: arrays[k] for k in ("initial_h", "initial_c")}
+    layer = ortops.RecurrentLayer("LSTM", **weights, direction="bidirectional")
+    shipped = layer(arrays["X"], lens, **states)
+    assert ("RB" in layer._weights) == (variants.step_kernel(37) == "step_batched")
+    lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
+    _same_bits(lanes, shipped)
 
 
 @pytest.mark.parametrize("upt,by,prefetch,ksplit", [
@@ -107,8 +125,8 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
 def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit):
     arrays, lens = _case("LSTM", "bidirectional", 45, 37, np.float32)   # two lane groups
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
-    tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1, upt=upt, by=by,
-                 prefetch=prefetch, ksplit=ksplit)
+    tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1,
+                 tiling=dict(upt=upt, by=by, prefetch=prefetch, ksplit=ksplit))
     _same_bits(lanes, tiled)
 
 

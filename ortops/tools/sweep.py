@@ -27,7 +27,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from typing import Dict, Optional, Sequence
 
 import numpy as np
@@ -239,8 +239,8 @@ def kernels() -> Dict[str, object]:
 
     return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
             "batched_from": variants.BATCHED_FROM,
-            "batched_tiling": f"{variants.BATCHED_UPT}x{variants.BATCHED_BY}x"
-                              f"{variants.BATCHED_PREFETCH}x{variants.BATCHED_KSPLIT}"}
+            "batched_tiling": {d: "x".join(map(str, astuple(variants.batched_variant(1024, d))))
+                               for d in ("float32", "float16")}}
 
 
 def _summary(p):
@@ -371,12 +371,9 @@ def markdown(report) -> str:
         f"session (hidden ≤ {cfg['session_max_hidden']}) is the third figure; cuDNN's e2e "
         "copies X in and Y out.",
     ]
-    kern = report.get("kernels")
-    if kern:
-        lines.append(f"Kernels: fast mode's float16 projection {kern['fast_projection']}; step "
-                     + ("glsl/step.comp at every batch" if kern["batched_from"] is None else
-                        f"glsl/step_batched.comp (tiling {kern['batched_tiling']}) from batch "
-                        f"{kern['batched_from']}, glsl/step.comp below") + ".")
+    for kern in (report.get("kernels") or {}).get("parts") or [report.get("kernels")]:
+        if kern:
+            lines.append(_kernels_line(kern))
     if report.get("torch"):
         lines.append("cuDNN through " + ", ".join(f"{k} {v}" for k, v in report["torch"].items()) + ".")
     if not report.get("complete", True):
@@ -404,6 +401,16 @@ def markdown(report) -> str:
             lines.append(f"| {p['hidden']} | {p['batch']} | " + " | ".join(cells)
                          + f" | {_fastest(eng, p, 0)} | {_fastest(eng, p, 1)} |")
     return "\n".join(lines) + "\n"
+
+
+def _kernels_line(kern) -> str:
+    tiling = kern["batched_tiling"]
+    if isinstance(tiling, dict):
+        tiling = ", ".join(f"{d} {t}" for d, t in tiling.items())
+    step = ("glsl/step.comp at every batch" if kern["batched_from"] is None else
+            f"glsl/step_batched.comp from batch {kern['batched_from']} (units per thread x "
+            f"groups x prefetch x split: {tiling}), glsl/step.comp below")
+    return f"Kernels: fast mode's float16 projection {kern['fast_projection']}; step {step}."
 
 
 def plot(report, path) -> bool:
