@@ -74,15 +74,21 @@ def _hammer(work, jobs, threads=THREADS):
 
 
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
-def test_one_session_many_threads_equals_serial(mode):
+@pytest.mark.parametrize("batch", [2, 33])
+def test_one_session_many_threads_equals_serial(mode, batch):
+    # Batch 33: two lane groups of the batched step kernel (ortops.variants.BATCHED_FROM), whose
+    # R layout a layer uploads on its first plan of such a batch. The threads run on a session
+    # of their own, so that its first plans (and that upload) are built concurrently too.
     so = ort.SessionOptions()
     if mode == "parallel":
         # ORT's parallel executor runs the custom nodes on its own pool threads.
         so.execution_mode = ort.ExecutionMode.ORT_PARALLEL
         so.inter_op_num_threads = 4
-    sess = ortops.InferenceSession(_recognizer(), so, providers=["CPUExecutionProvider"])
-    feeds = _feeds(THREADS * RUNS, seed=1)
+    model = _recognizer()
+    feeds = _feeds(THREADS * RUNS, seed=1, batch=batch)
+    sess = ortops.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     serial = [sess.run(None, f) for f in feeds]
+    sess = ortops.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     got = _hammer(lambda i: sess.run(None, feeds[i]), list(range(len(feeds))))
     for i, (out, err) in enumerate(got):
         assert err is None, f"run {i}: {err!r}"
