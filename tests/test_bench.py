@@ -106,6 +106,26 @@ def test_sweep_parts_merge_into_one_grid():
         sweep.merge([a, b])
 
 
+def test_parts_with_different_kernels_say_so():
+    # A part run again after a kernel default changed replaces the first part's points, and
+    # the table names both parts' kernels.
+    full = _synthetic()
+    a, b = copy.deepcopy(full), copy.deepcopy(full)
+    a["kernels"] = dict(fast_projection="input_projection", batched_from=None,
+                        batched_tiling={"float32": "1x8x1x1"})
+    b["kernels"] = dict(a["kernels"], batched_from=32)
+    b["points"] = [p for p in full["points"] if p["batch"] == 256]
+    b["points"][0]["ortops"]["deterministic"]["gpu_ms"] = 0.25
+    joined = sweep.merge([a, b])
+    [p256] = [p for p in joined["points"] if p["batch"] == 256]
+    assert p256["ortops"]["deterministic"]["gpu_ms"] == 0.25
+    assert joined["kernels"]["parts"] == [a["kernels"], b["kernels"]]
+    text = sweep.markdown(joined)
+    assert "Run in 2 parts" in text and "step glsl/step.comp at every batch" in text
+    assert "glsl/step_batched.comp from batch 32" in text
+    assert "Run in" not in sweep.markdown(a)
+
+
 def test_write_docs_fills_the_sweep_markers_and_keeps_the_rest(tmp_path):
     doc = tmp_path / "perf.md"
     doc.write_text(f"# P\n\nprose\n\n{bench.BEGIN}\nbench table\n{bench.END}\n\nmore prose\n")

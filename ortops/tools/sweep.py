@@ -371,9 +371,14 @@ def markdown(report) -> str:
         f"session (hidden ≤ {cfg['session_max_hidden']}) is the third figure; cuDNN's e2e "
         "copies X in and Y out.",
     ]
-    for kern in (report.get("kernels") or {}).get("parts") or [report.get("kernels")]:
+    parts = (report.get("kernels") or {}).get("parts")
+    if parts:
+        lines.append(f"Run in {len(parts)} parts with different kernels (a point measured in "
+                     "two shows the later part's figures; sweep.json names each point's step "
+                     "kernel):")
+    for i, kern in enumerate(parts or [report.get("kernels")]):
         if kern:
-            lines.append(_kernels_line(kern))
+            lines.append((f"Part {i + 1}: " if parts else "") + _kernels_line(kern))
     if report.get("torch"):
         lines.append("cuDNN through " + ", ".join(f"{k} {v}" for k, v in report["torch"].items()) + ".")
     if not report.get("complete", True):
