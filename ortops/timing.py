@@ -24,13 +24,7 @@ def median_s(run: Callable[[], object], repeat: int, *, warmup_runs: int = 1,
     ones; with ``budget_s``, stop once that many seconds have passed (after at least 3 runs)."""
     for _ in range(warmup_runs):
         run()
-    times: list[float] = []
-    end = None if budget_s is None else time.perf_counter() + budget_s
-    while len(times) < repeat and (end is None or len(times) < 3 or time.perf_counter() < end):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return 1e-3 * statistics.median(samples(lambda: wall_ms(run), repeat, budget_s))
 
 
 def samples(fn: Callable[[], float], runs: int, budget_s: Optional[float] = None,

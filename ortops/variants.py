@@ -50,8 +50,9 @@ def projection_tile(tpt: int) -> int:
 # 200x32x512 4.41 / 5.11 against 6.69 / 7.15, 200x64x512 7.86 / 8.77 against 12.51 / 13.35,
 # 100x64x1024 17.0 / 17.8 against 24.7 / 23.3, 100x64x256 1.43 / 1.60 against 2.11 / 2.24 —
 # and ties or loses at 16 (3.80 / 4.34 against 3.72 / 3.95), where a 32-row tile is half
-# empty. Two units per thread gain 5-11 % in float16 (8.77 against 9.27 ms at 200x64x512) and
-# nothing in float32, whose 26 live registers a sum more would lower the occupancy.
+# empty. Two units per thread gain 5-11 % in float16 (8.77 against 9.27 ms at 200x64x512); in
+# float32 they measured within -4 % to +6 % of one unit (but at 200x64x512, where a clock dip
+# made them 60 % slower in that run: docs/perf.md), so float32 keeps one.
 BATCHED_FROM: int | None = 32
 BATCHED_UPT: int | Dict[str, int] = {"float32": 1, "float16": 2}
 BATCHED_BY = 2

@@ -1,8 +1,10 @@
 """What the tests share about generated cases: the operators' tables (the package's one
 table of cells, which tests/test_cells.py checks against ONNX's own schemas and the step
-shader), stable seeds, and activation parameter sets."""
+shader), stable seeds, activation parameter sets, a fake device and the bit comparison of two runs."""
 
 import zlib
+
+import numpy as np
 
 from ortops import reference
 from ortops.activations import ACTIVATIONS
@@ -71,3 +73,16 @@ FAKE_DEVICE = dict(index=0, name="NVIDIA H200", type="discrete", driver="NVIDIA"
 
 def fake_device(**fields) -> Device:
     return Device(**{**FAKE_DEVICE, **fields})
+
+
+def same_bits(a, b) -> bool:
+    """Whether two runs' outputs (sequences of arrays) are the same, bit for bit: as many
+    arrays, each of the same dtype, shape and bytes."""
+    return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+                                    for x, y in zip(a, b))
+
+
+def max_difference(a, b) -> float:
+    """The largest absolute difference between two runs' outputs (for a failure message)."""
+    return max((float(np.abs(x.astype(np.float64) - y).max()) for x, y in zip(a, b)
+                if x.shape == y.shape and x.size), default=0.0)

@@ -37,7 +37,7 @@ NO_DEVICE = {
     "test_step_kernels": {"test_batched_r_layout"},
     "test_bench": {"test_sweep_markdown_names_every_mode_and_the_winner",
                    "test_sweep_schema_accepts_the_report_and_names_what_is_wrong",
-                   "test_sweep_parts_merge_into_one_grid",
+                   "test_sweep_parts_merge_into_one_grid", "test_parts_with_different_kernels_say_so",
                    "test_write_docs_fills_the_sweep_markers_and_keeps_the_rest",
                    "test_from_json_writes_the_docs_without_measuring",
                    "test_estimate_grows_with_the_grid_and_fits_a_device_call",

@@ -22,6 +22,7 @@ import ortops
 from ortops.ort import customop
 from ortops.device import context, device_lost_error
 
+from _cases import same_bits
 from _scripts import load_script
 
 pytestmark = pytest.mark.gpu
@@ -44,11 +45,6 @@ def _lens_case():
 def _feeds(n, seed=0, batch=2):
     rng = np.random.default_rng(seed)
     return [{"X": rng.uniform(-1, 1, (7, batch, 6)).astype(np.float32)} for _ in range(n)]
-
-
-def _same_bits(a, b):
-    return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-                                    for x, y in zip(a, b))
 
 
 def _hammer(work, jobs, threads=THREADS):
@@ -92,7 +88,7 @@ def test_one_session_many_threads_equals_serial(mode, batch):
     got = _hammer(lambda i: sess.run(None, feeds[i]), list(range(len(feeds))))
     for i, (out, err) in enumerate(got):
         assert err is None, f"run {i}: {err!r}"
-        assert _same_bits(out, serial[i]), f"run {i} differs from its serial result"
+        assert same_bits(out, serial[i]), f"run {i} differs from its serial result"
 
 
 def test_separate_sessions_in_threads_equal_serial():
@@ -107,7 +103,7 @@ def test_separate_sessions_in_threads_equal_serial():
 
     for i, (out, err) in enumerate(_hammer(work, list(range(len(feeds))))):
         assert err is None, f"thread job {i}: {err!r}"
-        assert _same_bits(out[0], want[i]) and _same_bits(out[1], want[(i + 1) % len(feeds)])
+        assert same_bits(out[0], want[i]) and same_bits(out[1], want[(i + 1) % len(feeds)])
 
 
 def test_mixed_good_and_bad_runs_each_raise_their_own_error():
@@ -131,7 +127,7 @@ def test_mixed_good_and_bad_runs_each_raise_their_own_error():
     for i, ((out, err), (_, bad)) in enumerate(zip(got, jobs)):
         if bad is None:
             assert err is None, f"good run {i} raised {err!r}"
-            assert _same_bits(out, serial[i]), f"good run {i} differs from its serial result"
+            assert same_bits(out, serial[i]), f"good run {i} differs from its serial result"
         else:
             row, value = bad
             assert isinstance(err, customop.NodeRunError), f"bad run {i} gave {err!r}"
@@ -151,7 +147,7 @@ def test_one_layer_and_separate_layers_in_threads_equal_serial():
     want = [shared(x) for x in xs]
     got = _hammer(lambda i: shared(xs[i]), list(range(len(xs))))
     for i, (out, err) in enumerate(got):
-        assert err is None and _same_bits(out, want[i]), f"shared layer, run {i}: {err!r}"
+        assert err is None and same_bits(out, want[i]), f"shared layer, run {i}: {err!r}"
     own = threading.local()
 
     def separate(i):
@@ -160,7 +156,7 @@ def test_one_layer_and_separate_layers_in_threads_equal_serial():
         return own.layer(xs[i])
 
     for i, (out, err) in enumerate(_hammer(separate, list(range(len(xs))))):
-        assert err is None and _same_bits(out, want[i]), f"separate layers, run {i}: {err!r}"
+        assert err is None and same_bits(out, want[i]), f"separate layers, run {i}: {err!r}"
 
 
 def test_concurrent_runs_of_one_shape_use_their_own_plans():
@@ -172,7 +168,7 @@ def test_concurrent_runs_of_one_shape_use_their_own_plans():
     want = [layer(x) for x in xs]
     assert [p.count for p in layer._plans.values()] == [1]
     got = _hammer(lambda i: layer(xs[i]), list(range(len(xs))), threads=6)
-    assert all(err is None and _same_bits(out, want[i]) for i, (out, err) in enumerate(got))
+    assert all(err is None and same_bits(out, want[i]) for i, (out, err) in enumerate(got))
     (pool,) = layer._plans.values()
     assert 1 <= pool.count <= 3 and len(pool.free) == pool.count   # bounded, all returned
     with pytest.raises(ValueError, match="max_concurrent must be a positive integer, got 0"):
@@ -193,7 +189,7 @@ def test_lost_device_raises_on_its_runs_and_a_new_session_recovers():
             sess.run(None, feeds)
         assert isinstance(info.value.__cause__, lost) and isinstance(info.value, lost)
     fresh = ortops.InferenceSession(model, providers=["CPUExecutionProvider"])
-    assert _same_bits(fresh.run(None, feeds), want)
+    assert same_bits(fresh.run(None, feeds), want)
 
 
 @pytest.mark.parametrize("value, expected", [("", 1), ("3", 3), ("0", None), ("many", None)])
@@ -222,6 +218,6 @@ def test_more_shapes_in_flight_than_the_plan_cache_holds():
     xs = [rng.uniform(-1, 1, (2 + i, 1, 3)).astype(np.float32) for i in range(shapes)]
     want = [ortops.RecurrentLayer("RNN", W, R)(x) for x in xs]
     got = _hammer(lambda i: layer(xs[i % shapes]), list(range(3 * shapes)), threads=shapes)
-    assert all(err is None and _same_bits(out, want[i % shapes]) for i, (out, err) in enumerate(got))
+    assert all(err is None and same_bits(out, want[i % shapes]) for i, (out, err) in enumerate(got))
     layer(xs[0])
     assert len(layer._plans) <= _PLAN_CACHE

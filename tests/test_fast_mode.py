@@ -23,7 +23,7 @@ import ortops
 import ortops.layer
 from ortops import fast, modes, reference
 from ortops.compare import TOLERANCE, scaled_error
-from _cases import GATES, fake_device, seed_of
+from _cases import GATES, fake_device, same_bits, seed_of
 
 # (op, seq, batch, input, hidden, direction, layout, with sequence_lens)
 CASES = [
@@ -94,10 +94,6 @@ def _has_hardware(layer) -> bool:
     return fast.coopmat_reason(layer.device, layer._ctx) is None
 
 
-def _same_bits(a, b):
-    return all(x.tobytes() == y.tobytes() for x, y in zip(a, b))
-
-
 # ------------------------------------------------------------------------- no device needed
 
 def test_fast_is_a_mode_running_the_deterministic_binaries():
@@ -154,7 +150,7 @@ def test_float16_fast_results(case):
     for out, want in zip(got, _reference(case, np.float16)):
         assert scaled_error(out, want) <= TOLERANCE[np.dtype(np.float16)]
     if not _has_hardware(layer):
-        assert _same_bits(got, _run(case, np.float16, "deterministic")[1])
+        assert same_bits(got, _run(case, np.float16, "deterministic")[1])
 
 
 @pytest.mark.parametrize("case", CASES[:3], ids=IDS[:3])
@@ -162,15 +158,15 @@ def test_float32_fast_is_deterministic(case):
     # Float32 layers never use float16 products (the float32 contract is 1e-5).
     layer, got = _run(case, np.float32, "fast")
     assert _projection(layer) == fast.PORTABLE
-    assert _same_bits(got, _run(case, np.float32, "deterministic")[1])
+    assert same_bits(got, _run(case, np.float32, "deterministic")[1])
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_fast_same_bits_run_to_run(case):
     c = _case(*case, np.float16)
     layer, first = _run(case, np.float16, "fast")
-    assert _same_bits(first, layer(c["X"], c["lens"]))        # the same plan again
-    assert _same_bits(first, _run(case, np.float16, "fast")[1])   # a new layer and plan
+    assert same_bits(first, layer(c["X"], c["lens"]))        # the same plan again
+    assert same_bits(first, _run(case, np.float16, "fast")[1])   # a new layer and plan
 
 
 @pytest.mark.parametrize("case", CASES[:2], ids=IDS[:2])
@@ -192,7 +188,7 @@ def test_fast_row_tiles_split_over_dispatches(monkeypatch):
     case = CASES[2]
     whole = _run(case, np.float16, "fast")[1]
     monkeypatch.setattr(ortops.layer, "_MAX_GROUPS", 1)
-    assert _same_bits(whole, _run(case, np.float16, "fast")[1])
+    assert same_bits(whole, _run(case, np.float16, "fast")[1])
 
 
 def test_fast_caller_scratch_offset():
@@ -202,7 +198,7 @@ def test_fast_caller_scratch_offset():
     layer, owned = _run(case, np.float16, "fast")
     seq, batch = c["X"].shape[:2]
     region = (layer.allocate(64 + layer.scratch_sizes(seq, batch).xw), 64)
-    assert _same_bits(owned, layer(c["X"], c["lens"], xw_scratch=region))
+    assert same_bits(owned, layer(c["X"], c["lens"], xw_scratch=region))
 
 
 @pytest.mark.parametrize("convert", [False, True], ids=["session", "convert"])
@@ -224,7 +220,7 @@ def test_fast_reaches_sessions_and_converted_models(convert):
         got = ortops.InferenceSession(model.SerializeToString(), mode="fast").run(None, {"X": X})
     W, R, B = _weights("LSTM", 37, 20, 2, np.float16)
     want = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", mode="fast")(X)
-    assert _same_bits(got, want)
+    assert same_bits(got, want)
 
 
 def test_build_step_declares_the_float_control_for_float16():

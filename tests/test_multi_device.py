@@ -16,6 +16,7 @@ import numpy as np
 import ortops
 from ortops import device as device_mod
 
+from _cases import same_bits
 from _scripts import load_script
 
 THREADS_PER_DEVICE = 2
@@ -29,10 +30,6 @@ def _model():
 def _feeds(n, seed):
     rng = np.random.default_rng(seed)
     return [{"X": rng.uniform(-1, 1, (6, 2, 5)).astype(np.float32)} for _ in range(n)]
-
-
-def _same_bits(a, b):
-    return all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a, b))
 
 
 def test_sessions_pinned_by_uuid_live_on_their_devices_at_once():
@@ -76,7 +73,7 @@ def test_threads_with_a_session_per_device_equal_serial():
     assert len(results) == len(jobs)
     for d, outs in results:
         for i, out in enumerate(outs):
-            assert _same_bits(out, serial[d.index][i]), f"{d}: run {i} differs from its serial result"
+            assert same_bits(out, serial[d.index][i]), f"{d}: run {i} differs from its serial result"
 
 
 def test_converted_model_names_its_device_by_uuid():
@@ -96,7 +93,7 @@ def test_converted_model_names_its_device_by_uuid():
     sess = ort.InferenceSession(converted.SerializeToString(), ortops.register(), providers=["CPUExecutionProvider"])
     feed = _feeds(1, seed=3)[0]
     want = ortops.InferenceSession(_model(), providers=["CPUExecutionProvider"], device=d).run(None, feed)
-    assert _same_bits(sess.run(None, feed), want)
+    assert same_bits(sess.run(None, feed), want)
 
 
 def test_multi_gpu_script_runs_what_the_devices_allow(tmp_path):

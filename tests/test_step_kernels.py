@@ -13,7 +13,7 @@ import pytest
 
 import ortops
 from ortops import plan, variants
-from _cases import GATES, activation_params, rotation, seed_of
+from _cases import GATES, activation_params, max_difference, rotation, same_bits, seed_of
 
 LANES = None      # BATCHED_FROM that keeps every batch on the lanes kernel
 
@@ -51,10 +51,8 @@ def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, tiling=None,
     return layer(arrays["X"], lens, **states)
 
 
-def _same_bits(a, b):
-    for x, y in zip(a, b):
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert x.tobytes() == y.tobytes(), f"max difference {np.abs(x.astype(float) - y).max()}"
+def _assert_same_bits(a, b):
+    assert same_bits(a, b), f"max difference {max_difference(a, b)}"
 
 
 CASES = [
@@ -101,9 +99,9 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
                    tiling=dict(upt=1, by=8, prefetch=1, ksplit=1), **kw)
     split = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
                  tiling=dict(upt=1, by=8, prefetch=1, ksplit=4), **kw)
-    _same_bits(lanes, shipped)
-    _same_bits(lanes, batched)
-    _same_bits(lanes, split)
+    _assert_same_bits(lanes, shipped)
+    _assert_same_bits(lanes, batched)
+    _assert_same_bits(lanes, split)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -117,7 +115,7 @@ def test_shipped_defaults_at_a_large_batch(monkeypatch, dtype):
     shipped = layer(arrays["X"], lens, **states)
     assert ("RB" in layer._weights) == (variants.step_kernel(37) == "step_batched")
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
-    _same_bits(lanes, shipped)
+    _assert_same_bits(lanes, shipped)
 
 
 @pytest.mark.parametrize("upt,by,prefetch,ksplit", [
@@ -127,7 +125,7 @@ def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
     tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1,
                  tiling=dict(upt=upt, by=by, prefetch=prefetch, ksplit=ksplit))
-    _same_bits(lanes, tiled)
+    _assert_same_bits(lanes, tiled)
 
 
 def test_batched_r_layout():

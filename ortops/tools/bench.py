@@ -39,13 +39,12 @@ import os
 import platform
 import statistics
 import sys
-import time
 
 import numpy as np
 
 from ortops import modes
 from ortops.modes import check_mode
-from ortops.timing import median_s, samples, wall_ms
+from ortops.timing import median_s, samples, wall_ms, warm
 from ortops.cells import CELLS
 from ortops.tools import cudnn, hostcopy, sweep
 from ortops.tools.report import write_report
@@ -253,9 +252,7 @@ def warm_gpu(shape, device, seconds=3.0):
     """A few seconds of the heaviest shape before anything is timed: on the H200 the first row
     measured 1.1 ms of GPU time after a second of light load, 0.31 ms once the GPU had run
     heavy work."""
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        _gpu_time(*shape, np.float32, 3, device)
+    warm(lambda: _gpu_time(*shape, np.float32, 3, device), seconds)
 
 
 def warm_process(device, runs):

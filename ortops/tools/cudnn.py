@@ -21,7 +21,6 @@ import contextlib
 import copy
 import logging
 import statistics
-import time
 import warnings
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -29,7 +28,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ortops.compare import scaled_error
-from ortops.timing import samples
+from ortops.timing import samples, wall_ms
 
 log = logging.getLogger("ortops.bench")
 
@@ -186,11 +185,12 @@ def measure(cell: str, batch: int, inp: int, hidden: int, direction: str, precis
                 torch.cuda.synchronize()
                 return a.elapsed_time(b)
 
-            def e2e_ms():
-                t0 = time.perf_counter()
+            def e2e():
                 net(torch.from_numpy(X).to(device))[0].cpu().numpy()
                 torch.cuda.synchronize()
-                return 1e3 * (time.perf_counter() - t0)
+
+            def e2e_ms():
+                return wall_ms(e2e)
 
             gpu = samples(gpu_ms, runs, budget_s)
             e2e_ms()

@@ -13,11 +13,11 @@ touched). The bound uses the warm one (what reused buffers reach); both are in t
 
 from __future__ import annotations
 
-import statistics
-import time
 from typing import Dict
 
 import numpy as np
+
+from ortops.timing import median_s
 
 FIXED_MS = 0.05
 FACTOR = 1.2
@@ -33,24 +33,10 @@ def memcpy_bandwidth(nbytes: int, repeat: int = 7) -> Dict[str, float]:
     dst = np.empty_like(src)
     np.copyto(dst, src)
 
-    def fresh():
-        t0 = time.perf_counter()
-        out = np.copy(src)
-        t = time.perf_counter() - t0
-        del out  # freed before the next: glibc returns large blocks, so the next one is new
-        return t
-
-    def warm():
-        t0 = time.perf_counter()
-        np.copyto(dst, src)
-        return time.perf_counter() - t0
-
-    fresh()
-    out = {}
-    for name, fn in (("fresh", fresh), ("warm", warm)):
-        out[name] = src.nbytes / statistics.median(fn() for _ in range(repeat))
-    out["bytes"] = float(src.nbytes)
-    return out
+    # np.copy's result is dropped at once: glibc returns a large block, so the next is new.
+    fresh = median_s(lambda: np.copy(src), repeat)
+    warm = median_s(lambda: np.copyto(dst, src), repeat, warmup_runs=0)
+    return {"fresh": src.nbytes / fresh, "warm": src.nbytes / warm, "bytes": float(src.nbytes)}
 
 
 def host_bound_ms(bytes_in: int, bytes_out: int, bandwidth: float) -> float:
