@@ -118,6 +118,37 @@ def test_shipped_defaults_at_a_large_batch(monkeypatch, dtype):
     _assert_same_bits(lanes, shipped)
 
 
+SPECIAL_CASES = [("LSTM", {"clip": 0.7}), ("LSTM", {}), ("GRU", {}), ("RNN", {})]
+
+
+def _nan_as_canonical(outputs):
+    """Every NaN as 0x7FC00000: docs/special_values.md leaves a NaN's sign and payload
+    unspecified in the default mode (where two NaNs meet, x86 keeps whichever operand its
+    compiler put first, and the two kernels are compiled apart); its position is specified."""
+    return [np.where(np.isnan(y), np.float32(np.nan), y).astype(y.dtype) for y in outputs]
+
+
+@pytest.mark.parametrize("mode", ["deterministic", "exact"])
+@pytest.mark.parametrize("op,options", SPECIAL_CASES)
+def test_special_values_give_the_lanes_kernels_bits(monkeypatch, op, options, mode):
+    # NaN, +-Inf and -0 in X, the initial state and R (tests/test_special_values.py checks the
+    # lanes kernel against the float64 reference and ORT CPU; the batched kernel must give its
+    # bits: zero signs and Inf included, NaN at the same places; exact mode writes every NaN
+    # as the canonical one, so there every bit), at a batch of 37 (two lane groups).
+    arrays, lens = _case(op, "bidirectional", 33, 37, np.float32)
+    arrays["X"][0, 3, 1], arrays["X"][1, 33, 4] = np.nan, np.inf
+    arrays["initial_h"][0, 5, 2], arrays["initial_h"][1, 34, 0] = -np.inf, -0.0
+    arrays["R"][0, 7, 3], arrays["R"][1, 20, 32] = np.nan, -np.inf
+    lanes = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES, mode=mode,
+                 **options)
+    batched = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
+                   **options)
+    assert any(np.isnan(y).any() for y in lanes)     # the special values reached the outputs
+    if mode == "deterministic":
+        lanes, batched = _nan_as_canonical(lanes), _nan_as_canonical(batched)
+    _assert_same_bits(lanes, batched)
+
+
 @pytest.mark.parametrize("upt,by,prefetch,ksplit", [
     (1, 1, 1, 1), (2, 8, 4, 1), (4, 4, 2, 2), (3, 2, 3, 4), (1, 8, 8, 1), (1, 4, 1, 8), (2, 2, 2, 8)])
 def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit):
