@@ -7,11 +7,11 @@
 // function is fetched through vkGetInstanceProcAddr. Nothing here needs a newer header.
 #pragma once
 
-#include <pybind11/pybind11.h>
-
 #include <kompute/Kompute.hpp>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ortops {
@@ -44,14 +44,16 @@ struct CooperativeMatrixEnable
 
 extern const char* kCooperativeMatrix;   // "VK_KHR_cooperative_matrix"
 
-// The combinations (M, N, K, component types, scope) the device lists, as dicts; empty where
-// the device lacks the extension, its feature, or support in compute shaders.
-pybind11::list
+struct CooperativeMatrixShape;
+
+// The combinations (M, N, K, component types, scope) the device lists; empty where the device
+// lacks the extension, its feature, or support in compute shaders.
+std::vector<CooperativeMatrixShape>
 describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice& device);
 
 // (smallest, largest) subgroup size a compute shader may get (Vulkan 1.3's subgroup size
-// control); an empty tuple on a device below Vulkan 1.3.
-pybind11::tuple
+// control); nothing on a device below Vulkan 1.3.
+std::optional<std::pair<uint32_t, uint32_t>>
 describeSubgroupSizes(const vk::PhysicalDevice& device);
 
 // The instance's Vulkan version: 1.3 where the loader offers it (a SPIR-V 1.6 module, which

@@ -10,26 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace py = pybind11;
-
 namespace ortops {
-
-namespace {
-
-bool
-contiguousBuffer(const py::buffer_info& info)
-{
-    py::ssize_t expected = info.itemsize;
-    for (py::ssize_t i = info.ndim - 1; i >= 0; i--) {
-        if (info.shape[i] != 1 && info.strides[i] != expected) {
-            return false;
-        }
-        expected *= info.shape[i];
-    }
-    return true;
-}
-
-} // namespace
 
 // ---------------------------------------------------------------- Memory
 
@@ -49,74 +30,19 @@ Memory::range(uint64_t offset, uint64_t n, const char* what) const
 }
 
 void
-Memory::write(py::buffer data, uint64_t offset)
+Memory::write(const void* data, uint64_t n, uint64_t offset)
 {
-    py::buffer_info info = data.request();
-    uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
     char* dst = range(offset, n, "write");
-    if (!contiguousBuffer(info)) {
-        throw std::invalid_argument("ortops: buffer write needs C-contiguous data");
-    }
-    {
-        py::gil_scoped_release release;
-        hostcopy::copy(dst, info.ptr, n);
-    }
+    hostcopy::copy(dst, data, n);
     flush();
 }
 
 void
-Memory::read(py::buffer out, uint64_t offset)
+Memory::read(void* out, uint64_t n, uint64_t offset)
 {
-    py::buffer_info info = out.request(true);
-    uint64_t n = static_cast<uint64_t>(info.size) * info.itemsize;
     const char* src = range(offset, n, "read");
-    if (!contiguousBuffer(info)) {
-        throw std::invalid_argument("ortops: buffer read needs a C-contiguous target");
-    }
     invalidate();
-    py::gil_scoped_release release;
-    hostcopy::copy(info.ptr, src, n);
-}
-
-// ---------------------------------------------------------------- host to host
-
-void
-hostCopy(py::buffer dst, py::buffer src)
-{
-    py::buffer_info to = dst.request(true);
-    py::buffer_info from = src.request();
-    uint64_t n = static_cast<uint64_t>(from.size) * from.itemsize;
-    uint64_t m = static_cast<uint64_t>(to.size) * to.itemsize;
-    if (n != m) {
-        throw std::invalid_argument("ortops: host_copy needs equal sizes, got " + std::to_string(n) +
-                                    " bytes into " + std::to_string(m));
-    }
-    if (!contiguousBuffer(to) || !contiguousBuffer(from)) {
-        throw std::invalid_argument("ortops: host_copy needs C-contiguous source and target");
-    }
-    py::gil_scoped_release release;
-    hostcopy::copy(to.ptr, from.ptr, n);
-}
-
-void
-hostNarrowToHalf(py::buffer dst, py::buffer src)
-{
-    py::buffer_info to = dst.request(true);
-    py::buffer_info from = src.request();
-    if (from.itemsize != 4 || from.format != "f" || to.itemsize != 2 || to.format != "e") {
-        throw std::invalid_argument("ortops: narrow_to_half needs a float32 source and a float16 "
-                                    "target, got " + from.format + " into " + to.format);
-    }
-    if (from.size != to.size) {
-        throw std::invalid_argument("ortops: narrow_to_half needs as many values in the target, got " +
-                                    std::to_string(from.size) + " into " + std::to_string(to.size));
-    }
-    if (!contiguousBuffer(to) || !contiguousBuffer(from)) {
-        throw std::invalid_argument("ortops: narrow_to_half needs C-contiguous source and target");
-    }
-    py::gil_scoped_release release;
-    hostcopy::narrowToHalf(static_cast<uint16_t*>(to.ptr), static_cast<const float*>(from.ptr),
-                           static_cast<size_t>(from.size));
+    hostcopy::copy(out, src, n);
 }
 
 // ---------------------------------------------------------------- Buffer

@@ -9,13 +9,13 @@
 // with a short-lived instance of its own.
 #pragma once
 
-#include <pybind11/pybind11.h>
-
 #include <kompute/Kompute.hpp>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -90,8 +90,52 @@ struct Context
     void destroyInstance();
 };
 
-// Every Vulkan device with a compute queue, described as the dict ortops.device.Device takes.
-std::vector<pybind11::dict>
+// One combination a device lists for VK_KHR_cooperative_matrix (cooperative_matrix.hpp).
+struct CooperativeMatrixShape
+{
+    uint32_t m = 0, n = 0, k = 0;
+    std::string a, b, c, result;
+    bool saturating = false;
+    std::string scope;
+};
+
+// What ortops.device.Device carries about one Vulkan device (the Python door turns it into
+// the dict Device takes; the custom-op library chooses its device by uuid and type).
+struct DeviceDescription
+{
+    uint32_t index = 0;
+    std::string name;
+    std::string type;            // discrete, integrated, virtual, cpu, other
+    uint32_t vendorId = 0;
+    uint32_t deviceId = 0;
+    std::string apiVersion;
+    std::string driver;
+    std::string driverInfo;
+    uint32_t maxStorageBufferRange = 0;
+    std::array<uint32_t, 3> maxWorkgroupSize{};
+    uint32_t maxWorkgroupInvocations = 0;
+    std::array<uint32_t, 3> maxWorkgroupCount{};
+    uint32_t maxSharedMemory = 0;
+    uint32_t maxPushConstantsSize = 0;
+    uint32_t subgroupSize = 0;
+    bool float16 = false;
+    bool float64 = false;
+    bool nanPreserveFloat16 = false;
+    bool nanPreserveFloat32 = false;
+    bool denormPreserveFloat32 = false;
+    bool denormFlushFloat32 = false;
+    float timestampPeriodNs = 1.0f;
+    bool timestamps = false;
+    bool portability = false;
+    std::string uuid;                     // 8-4-4-4-12 lower-case hex
+    std::optional<std::string> luid;
+    std::optional<std::string> pciBusId;
+    std::vector<CooperativeMatrixShape> cooperativeMatrix;
+    std::optional<std::pair<uint32_t, uint32_t>> subgroupSizeRange;
+};
+
+// Every Vulkan device with a compute queue.
+std::vector<DeviceDescription>
 enumerateDevices();
 
 // The instance extensions the last instance was created with (VK_KHR_portability_enumeration

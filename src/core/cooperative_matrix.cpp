@@ -1,11 +1,10 @@
 // VK_KHR_cooperative_matrix queries and enabling (see cooperative_matrix.hpp).
 
 #include "cooperative_matrix.hpp"
+#include "context.hpp"
 
 #include <cstring>
 #include <string>
-
-namespace py = pybind11;
 
 namespace ortops {
 
@@ -189,10 +188,10 @@ CooperativeMatrixEnable::chain(void* next)
     return &coopmat;
 }
 
-py::list
+std::vector<CooperativeMatrixShape>
 describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice& device)
 {
-    py::list out;
+    std::vector<CooperativeMatrixShape> out;
     if (!usableInCompute(device)) {
         return out;
     }
@@ -215,32 +214,32 @@ describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice
     }
     for (uint32_t i = 0; i < count; i++) {
         const auto& p = props[i];
-        py::dict d;
-        d["m"] = p.MSize;
-        d["n"] = p.NSize;
-        d["k"] = p.KSize;
-        d["a"] = componentName(p.AType);
-        d["b"] = componentName(p.BType);
-        d["c"] = componentName(p.CType);
-        d["result"] = componentName(p.ResultType);
-        d["saturating"] = static_cast<bool>(p.saturatingAccumulation);
-        d["scope"] = scopeName(p.scope);
-        out.append(d);
+        CooperativeMatrixShape d;
+        d.m = p.MSize;
+        d.n = p.NSize;
+        d.k = p.KSize;
+        d.a = componentName(p.AType);
+        d.b = componentName(p.BType);
+        d.c = componentName(p.CType);
+        d.result = componentName(p.ResultType);
+        d.saturating = static_cast<bool>(p.saturatingAccumulation);
+        d.scope = scopeName(p.scope);
+        out.push_back(std::move(d));
     }
     return out;
 }
 
-py::tuple
+std::optional<std::pair<uint32_t, uint32_t>>
 describeSubgroupSizes(const vk::PhysicalDevice& device)
 {
     if (device.getProperties().apiVersion < VK_API_VERSION_1_3 ||
         instanceApiVersion() < VK_API_VERSION_1_3) {
-        return py::tuple();
+        return std::nullopt;
     }
     auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
                                        vk::PhysicalDeviceSubgroupSizeControlProperties>();
     const auto& sizes = chain.get<vk::PhysicalDeviceSubgroupSizeControlProperties>();
-    return py::make_tuple(sizes.minSubgroupSize, sizes.maxSubgroupSize);
+    return std::make_pair(sizes.minSubgroupSize, sizes.maxSubgroupSize);
 }
 
 uint32_t

@@ -8,8 +8,6 @@
 #include <cstdio>
 #include <cstring>
 
-namespace py = pybind11;
-
 namespace ortops {
 
 namespace {
@@ -191,12 +189,12 @@ uuidText(const uint8_t* bytes)
 // reports a structure of an extension the device lacks). ortops.visible maps scheduler
 // variables (CUDA_VISIBLE_DEVICES) to Vulkan devices through these.
 void
-describeIdentity(const vk::PhysicalDevice& device, py::dict& d)
+describeIdentity(const vk::PhysicalDevice& device, DeviceDescription& d)
 {
     auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
                                        vk::PhysicalDeviceIDProperties>();
     const auto& id = chain.get<vk::PhysicalDeviceIDProperties>();
-    d["uuid"] = uuidText(id.deviceUUID.data());
+    d.uuid = uuidText(id.deviceUUID.data());
     if (id.deviceLUIDValid) {
         std::string luid;
         static const char* hex = "0123456789abcdef";
@@ -204,11 +202,8 @@ describeIdentity(const vk::PhysicalDevice& device, py::dict& d)
             luid += hex[id.deviceLUID[i] >> 4];
             luid += hex[id.deviceLUID[i] & 15];
         }
-        d["luid"] = luid;
-    } else {
-        d["luid"] = py::none();
+        d.luid = luid;
     }
-    d["pci_bus_id"] = py::none();
     if (hasDeviceExtension(device, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME)) {
         auto pci = device.getProperties2<vk::PhysicalDeviceProperties2,
                                          vk::PhysicalDevicePCIBusInfoPropertiesEXT>()
@@ -217,12 +212,12 @@ describeIdentity(const vk::PhysicalDevice& device, py::dict& d)
         char text[32];
         std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", pci.pciDomain, pci.pciBus,
                       pci.pciDevice, pci.pciFunction);
-        d["pci_bus_id"] = std::string(text);
+        d.pciBusId = std::string(text);
     }
 }
 
 // The fields of ortops.device.Device.
-py::dict
+DeviceDescription
 describe(const vk::Instance& instance, const vk::PhysicalDevice& device, uint32_t index)
 {
     auto chain = device.getProperties2<vk::PhysicalDeviceProperties2,
@@ -241,47 +236,43 @@ describe(const vk::Instance& instance, const vk::PhysicalDevice& device, uint32_
         timestampBits = device.getQueueFamilyProperties()[family].timestampValidBits;
     }
     const auto& limits = props.limits;
-    py::dict d;
-    d["index"] = index;
-    d["name"] = std::string(props.deviceName.data());
-    d["type"] = deviceTypeName(props.deviceType);
-    d["vendor_id"] = props.vendorID;
-    d["device_id"] = props.deviceID;
-    d["api_version"] = std::to_string(VK_VERSION_MAJOR(props.apiVersion)) + "." +
-                       std::to_string(VK_VERSION_MINOR(props.apiVersion)) + "." +
-                       std::to_string(VK_VERSION_PATCH(props.apiVersion));
-    d["driver"] = std::string(driver.driverName.data());
-    d["driver_info"] = std::string(driver.driverInfo.data());
-    d["max_storage_buffer_range"] = limits.maxStorageBufferRange;
-    d["max_workgroup_size"] = py::make_tuple(limits.maxComputeWorkGroupSize[0],
-                                             limits.maxComputeWorkGroupSize[1],
-                                             limits.maxComputeWorkGroupSize[2]);
-    d["max_workgroup_invocations"] = limits.maxComputeWorkGroupInvocations;
-    d["max_workgroup_count"] = py::make_tuple(limits.maxComputeWorkGroupCount[0],
-                                              limits.maxComputeWorkGroupCount[1],
-                                              limits.maxComputeWorkGroupCount[2]);
-    d["max_shared_memory"] = limits.maxComputeSharedMemorySize;
-    d["max_push_constants_size"] = limits.maxPushConstantsSize;
-    d["subgroup_size"] = subgroup.subgroupSize;
-    d["float16"] = static_cast<bool>(
-      features.get<vk::PhysicalDeviceShaderFloat16Int8Features>().shaderFloat16);
-    d["float64"] =
-      static_cast<bool>(features.get<vk::PhysicalDeviceFeatures2>().features.shaderFloat64);
+    DeviceDescription d;
+    d.index = index;
+    d.name = std::string(props.deviceName.data());
+    d.type = deviceTypeName(props.deviceType);
+    d.vendorId = props.vendorID;
+    d.deviceId = props.deviceID;
+    d.apiVersion = std::to_string(VK_VERSION_MAJOR(props.apiVersion)) + "." +
+                   std::to_string(VK_VERSION_MINOR(props.apiVersion)) + "." +
+                   std::to_string(VK_VERSION_PATCH(props.apiVersion));
+    d.driver = std::string(driver.driverName.data());
+    d.driverInfo = std::string(driver.driverInfo.data());
+    d.maxStorageBufferRange = limits.maxStorageBufferRange;
+    for (int i = 0; i < 3; i++) {
+        d.maxWorkgroupSize[i] = limits.maxComputeWorkGroupSize[i];
+        d.maxWorkgroupCount[i] = limits.maxComputeWorkGroupCount[i];
+    }
+    d.maxWorkgroupInvocations = limits.maxComputeWorkGroupInvocations;
+    d.maxSharedMemory = limits.maxComputeSharedMemorySize;
+    d.maxPushConstantsSize = limits.maxPushConstantsSize;
+    d.subgroupSize = subgroup.subgroupSize;
+    d.float16 = features.get<vk::PhysicalDeviceShaderFloat16Int8Features>().shaderFloat16;
+    d.float64 = features.get<vk::PhysicalDeviceFeatures2>().features.shaderFloat64;
     // Float controls (Vulkan 1.2): whether a shader may declare that NaN, Inf and the sign of
     // zero are preserved (SignedZeroInfNanPreserve) and how denormals are treated. Without
     // the declaration a compiler may assume no NaN (NVIDIA turns a compare-based clamp into a
     // NaN-dropping min/max).
-    d["nan_preserve_float16"] = static_cast<bool>(floats.shaderSignedZeroInfNanPreserveFloat16);
-    d["nan_preserve_float32"] = static_cast<bool>(floats.shaderSignedZeroInfNanPreserveFloat32);
-    d["denorm_preserve_float32"] = static_cast<bool>(floats.shaderDenormPreserveFloat32);
-    d["denorm_flush_float32"] = static_cast<bool>(floats.shaderDenormFlushToZeroFloat32);
-    d["timestamp_period_ns"] = limits.timestampPeriod;
-    d["timestamps"] = timestampBits > 0 && limits.timestampComputeAndGraphics;
-    d["portability"] = deviceExtensionAvailable(device, kPortabilitySubset);
+    d.nanPreserveFloat16 = floats.shaderSignedZeroInfNanPreserveFloat16;
+    d.nanPreserveFloat32 = floats.shaderSignedZeroInfNanPreserveFloat32;
+    d.denormPreserveFloat32 = floats.shaderDenormPreserveFloat32;
+    d.denormFlushFloat32 = floats.shaderDenormFlushToZeroFloat32;
+    d.timestampPeriodNs = limits.timestampPeriod;
+    d.timestamps = timestampBits > 0 && limits.timestampComputeAndGraphics;
+    d.portability = deviceExtensionAvailable(device, kPortabilitySubset);
     describeIdentity(device, d);
     // VK_KHR_cooperative_matrix's combinations (mode "fast", cooperative_matrix.hpp).
-    d["cooperative_matrix"] = describeCooperativeMatrix(instance, device);
-    d["subgroup_size_range"] = describeSubgroupSizes(device);
+    d.cooperativeMatrix = describeCooperativeMatrix(instance, device);
+    d.subgroupSizeRange = describeSubgroupSizes(device);
     return d;
 }
 
@@ -313,10 +304,10 @@ availableInstanceExtensions()
     return out;
 }
 
-std::vector<py::dict>
+std::vector<DeviceDescription>
 enumerateDevices()
 {
-    std::vector<py::dict> out;
+    std::vector<DeviceDescription> out;
     vk::Instance instance;
     try {
         instance = createInstance(false, nullptr);

@@ -3,13 +3,10 @@
 //
 // Memory is anything a transfer command can name (OpCopy) and, where it is mapped, the host
 // can write into or read from: the checks on a host access (mapped at all, range inside the
-// buffer, C-contiguous data) live here, and the copies release the GIL so that concurrent runs
-// overlap their host copies. Buffer wraps a kp::Tensor of 32-bit words; HostBuffer is
+// buffer, C-contiguous data) live here, and the copies run on the copy threads (hostcopy.hpp). Buffer wraps a kp::Tensor of 32-bit words; HostBuffer is
 // host-cached memory Kompute does not offer (see its comment), also used for the sequences'
 // completion word.
 #pragma once
-
-#include <pybind11/pybind11.h>
 
 #include <kompute/Kompute.hpp>
 
@@ -32,20 +29,15 @@ struct Memory
     virtual void invalidate() {}
     virtual void flush() {}
 
-    // Copy C-contiguous data into the mapped memory at a byte offset.
-    void write(pybind11::buffer data, uint64_t offset);
-    // Copy the mapped memory at a byte offset into a C-contiguous array.
-    void read(pybind11::buffer out, uint64_t offset);
+    // Copy n bytes into the mapped memory at a byte offset (on the copy threads,
+    // hostcopy.hpp). The Python door checks contiguity and releases the GIL around it.
+    void write(const void* data, uint64_t n, uint64_t offset);
+    // Copy n bytes of the mapped memory at a byte offset out.
+    void read(void* out, uint64_t n, uint64_t offset);
 
   private:
     char* range(uint64_t offset, uint64_t n, const char* what) const;
 };
-
-// Copy one C-contiguous array into another of as many bytes, as Memory::write and read copy
-// (hostcopy.hpp): for tests of the copy itself and for measuring it.
-void hostCopy(pybind11::buffer dst, pybind11::buffer src);
-// Narrow a C-contiguous float32 array into a float16 one of as many values (hostcopy.hpp).
-void hostNarrowToHalf(pybind11::buffer dst, pybind11::buffer src);
 
 // A storage buffer of 32-bit words. "device" buffers are device-local with a host-visible
 // staging twin (inputs and outputs: the host writes/reads the staging memory, the sequence

@@ -1,0 +1,98 @@
+// Kernel-variant heuristics (see variants.hpp).
+
+#include "variants.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace ortops {
+
+namespace {
+std::mutex g_settingsLock;
+VariantSettings g_settings;
+} // namespace
+
+VariantSettings
+variantSettings()
+{
+    std::lock_guard<std::mutex> lock(g_settingsLock);
+    return g_settings;
+}
+
+void
+setVariantSettings(const VariantSettings& s)
+{
+    if (s.batchedKsplit != 1 && s.batchedKsplit != 2 && s.batchedKsplit != 4 && s.batchedKsplit != 8) {
+        throw std::invalid_argument("ortops: the batched kernel's ksplit must be 1, 2, 4 or 8, got " +
+                                    std::to_string(s.batchedKsplit));
+    }
+    if (s.maxGroups == 0) {
+        throw std::invalid_argument("ortops: max_groups must be positive");
+    }
+    std::lock_guard<std::mutex> lock(g_settingsLock);
+    g_settings = s;
+}
+
+uint32_t
+gridGroups(uint64_t n, uint32_t maxGroups)
+{
+    return static_cast<uint32_t>(std::min<uint64_t>(ceilDiv(n, GROUP), maxGroups));
+}
+
+uint32_t
+projectionTpt(uint64_t outputs, uint64_t large)
+{
+    return outputs >= large ? 8 : 4;
+}
+
+std::string_view
+stepKernel(uint32_t batch, const VariantSettings& s)
+{
+    return (s.batchedFrom != 0 && batch >= s.batchedFrom) ? "step_batched" : "step";
+}
+
+BatchedVariant
+batchedVariant(uint32_t hidden, bool float16, const VariantSettings& s)
+{
+    uint32_t upt = float16 ? s.batchedUptFloat16 : s.batchedUptFloat32;
+    upt = std::max<uint32_t>(1, std::min(upt, hidden));
+    uint32_t by = std::max<uint32_t>(
+      1, std::min<uint32_t>({ s.batchedBy, static_cast<uint32_t>(ceilDiv(hidden, upt)), 32 / s.batchedKsplit }));
+    return { upt, by, std::max<uint32_t>(1, s.batchedPrefetch), s.batchedKsplit };
+}
+
+StepVariant
+stepVariant(uint32_t batch, uint32_t gatesInPass)
+{
+    // Batch rows per workgroup: one for a batch of one, else up to 8.
+    uint32_t nb = std::min(batch, MAX_NB);
+    uint32_t units, rpt;
+    if (batch <= MAX_NB) {
+        // Latency-bound: one R row per thread, the most threads and the shortest chain per
+        // step (H200: 48x8x192->96 took 0.26 ms this way against 0.35 ms with a unit's
+        // gates per thread).
+        units = std::max<uint32_t>(1, MAX_ROWS / gatesInPass);
+        rpt = 1;
+    } else {
+        // Throughput-bound: all gates of a unit per thread, so each load feeds NB x gates
+        // multiply-adds; 128 threads a workgroup.
+        rpt = gatesInPass;
+        units = 4;
+    }
+    return { nb, units, rpt, gatesInPass * units };
+}
+
+std::vector<std::pair<uint32_t, uint32_t>>
+stepPasses(bool gruTwoPass, uint32_t gates)
+{
+    // A GRU with linear_before_reset = 0 runs z and r first (r is applied to h before the
+    // product with R_h), then h; every other layer one pass of all its gates.
+    if (gruTwoPass) {
+        return { { 1, 2 }, { 2, 1 } };
+    }
+    return { { 0, gates } };
+}
+
+} // namespace ortops
