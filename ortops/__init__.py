@@ -24,6 +24,7 @@ _LAZY = {
     "InferenceSession": ("ortops.ort.session", "InferenceSession"),
     "convert": ("ortops.ort.session", "convert"),
     "register": ("ortops.ort.session", "register"),
+    "library_path": ("ortops.ort.session", "library_path"),
     "DeviceLostError": ("ortops._vk", "DeviceLostError"),
     "NodeRunError": ("ortops.ort.customop", "NodeRunError"),
     "ModelError": ("ortops.ort.rewrite", "ModelError"),

@@ -1,14 +1,15 @@
-"""The ``config`` attribute of an ortops custom node, typed, encoded and decoded here only.
+"""The ``config`` attribute of an ortops custom node: typed and encoded here, decoded by the
+native core's strict decoder (``src/core/nodeconfig.cpp``, the one decoder both doors use).
 
 ``ortops.ort.rewrite`` makes a :class:`NodeConfig` per custom node and writes it with
-:meth:`NodeConfig.to_json`; ``ortops.ort.customop`` reads it back with
-:meth:`NodeConfig.from_json` (cached: ORT hands the same string on every run). The JSON
-format (``customop``'s module docstring, "Contract of a custom node"): one object with the
-keys ``v`` (:data:`CONFIG_VERSION`), ``key``, ``node``, ``op``, ``dtype``, ``attrs``,
-``weights``, ``absent``, ``outputs``, ``gate``, ``mode`` (ortops.modes) and the optional
-``device``; written with
-sorted keys, no spaces, floats by ``repr`` (the float64 value of the float32 attribute, so
-it round-trips exactly).
+:meth:`NodeConfig.to_json`; the custom-op library (``src/ort/``) decodes it when ONNX Runtime
+creates the node's kernel, and :meth:`NodeConfig.from_json` reads it back through the same
+decoder. The format (version 4, ``src/core/nodeconfig.hpp`` has the contract): one JSON object
+with exactly the keys ``v``, ``node``, ``op``, ``dtype``, ``attrs`` (exactly the nine attribute
+keys, ``null`` where absent), ``absent``, ``outputs``, ``device`` (a Vulkan device UUID or
+``null``) and ``mode``; written with sorted keys, no spaces, floats by ``repr`` (the float64
+value of the float32 attribute, so it round-trips exactly). A model is untrusted input: the
+decoder refuses anything else (docs/security.md).
 """
 
 from __future__ import annotations
@@ -21,19 +22,14 @@ from typing import Mapping
 
 import numpy as np
 
-from ortops.cells import CELLS
 from ortops import modes
-from ortops.modes import check_mode
 
-CONFIG_VERSION = 3   # 2: the run-token input, the Squeeze check, no status output; 3: mode
+CONFIG_VERSION = 4   # 2: run token and Squeeze check; 3: mode; 4: the native library's node
 
-#: Config dtype -> (custom op type suffix, numpy dtype of the op's float inputs, numpy dtype
-#: of its outputs). float16 inputs arrive widened to float32: onnxruntime-extensions aborts
-#: the process on a float16 input of a Python op (customop's docstring).
+#: Config dtype -> (custom op type suffix, numpy dtype of the op's tensors).
 DTYPES = {
-    "float32": ("", np.float32, np.float32),
-    "float16": ("_f16", np.float32, np.float16),
-    "float64": ("_f64", np.float64, np.float64),
+    "float32": ("", np.float32),
+    "float16": ("_f16", np.float16),
 }
 DTYPE_NAMES = tuple(DTYPES)
 
@@ -66,15 +62,9 @@ class NodeAttrs:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "NodeAttrs":
-        """Lenient like the decoder always was: missing keys take their defaults, keys that
-        are no attribute are ignored."""
-        if not isinstance(d, Mapping):
-            raise ValueError(f"ortops custom node: config attrs is not an object ({d!r})")
-        kw = {}
-        for f in dataclasses.fields(cls):
-            if f.name in d:
-                v = d[f.name]
-                kw[f.name] = _tuple(v) if f.name.startswith("activation") else v
+        """From the decoder's dict (every key present, already checked)."""
+        kw = {f.name: (_tuple(d[f.name]) if f.name.startswith("activation") else d[f.name])
+              for f in dataclasses.fields(cls) if f.name in d}
         return cls(**kw)
 
 
@@ -82,56 +72,42 @@ class NodeAttrs:
 class NodeConfig:
     """One custom node's configuration (the ``config`` attribute)."""
 
-    key: str            # the layer's key: REGISTRY entries, the inline cache
     node: str           # the node's name (in error messages)
     op: str             # LSTM, GRU or RNN
     dtype: str          # one of DTYPE_NAMES
     attrs: NodeAttrs
-    weights: str        # "registry" (prebuilt layer, weight inputs empty) or "inputs"
-    absent: tuple       # optional inputs fed the empty initializer
-    outputs: tuple      # outputs computed (the others come back empty)
-    gate: str           # the output fed through the check Squeeze
-    device: str | None = None   # inputs mode: the device name for the layer
-    mode: str = modes.DEFAULT  # the layer's numerical mode (ortops.modes)
+    absent: tuple       # optional inputs the node is not fed
+    outputs: tuple      # outputs computed (the node names only these)
+    device: str | None = None   # the Vulkan device's UUID (None: ORTOPS_DEVICE or the default)
+    mode: str = modes.DEFAULT   # the layer's numerical mode (ortops.modes)
     version: int = CONFIG_VERSION
 
     def to_dict(self) -> dict:
-        return {"v": self.version, "key": self.key, "node": self.node, "op": self.op, "dtype": self.dtype,
-                "attrs": self.attrs.to_dict(), "weights": self.weights, "absent": list(self.absent),
-                "outputs": list(self.outputs), "gate": self.gate, "device": self.device,
-                "mode": self.mode}
+        return {"v": self.version, "node": self.node, "op": self.op, "dtype": self.dtype,
+                "attrs": self.attrs.to_dict(), "absent": list(self.absent),
+                "outputs": list(self.outputs), "device": self.device, "mode": self.mode}
 
     def to_json(self) -> str:
         return encode(self.to_dict())
 
     @classmethod
-    def from_json(cls, text: str) -> "NodeConfig":
-        """Parse (and cache) a ``config`` attribute; raise ValueError if malformed."""
-        cfg = _CACHE.get(text)
+    def from_json(cls, text: str | bytes) -> "NodeConfig":
+        """Decode (and cache) a ``config`` attribute with the native decoder; ValueError naming
+        what is wrong (and the node, where it could be read) otherwise."""
+        key = text if isinstance(text, (str, bytes)) else str(text)
+        cfg = _CACHE.get(key)
         if cfg is not None:
             return cfg
-        try:
-            d = json.loads(text)
-        except ValueError as e:
-            raise ValueError(f"ortops custom node: config attribute is not JSON ({e})") from None
-        if not isinstance(d, dict) or d.get("v") != CONFIG_VERSION:
-            raise ValueError(
-                f"ortops custom node: config version {d.get('v') if isinstance(d, dict) else None!r} "
-                f"is not the supported version {CONFIG_VERSION}"
-            )
-        for name in ("key", "node", "op", "dtype", "attrs", "weights", "absent", "outputs", "gate", "mode"):
-            if name not in d:
-                raise ValueError(f"ortops custom node: config lacks {name!r}")
-        if d["op"] not in CELLS or d["dtype"] not in DTYPE_NAMES:
-            raise ValueError(f"ortops custom node: unsupported op/dtype {d['op']}/{d['dtype']}")
-        cfg = cls(key=d["key"], node=d["node"], op=d["op"], dtype=d["dtype"], attrs=NodeAttrs.from_dict(d["attrs"]),
-                  weights=d["weights"], absent=tuple(d["absent"]), outputs=tuple(d["outputs"]), gate=d["gate"],
-                  device=d.get("device"), mode=check_mode(d["mode"], "ortops custom node"),
-                  version=d["v"])
+        from ortops import _vk
+
+        d = _vk.decode_node_config(text)
+        cfg = cls(node=d["node"], op=d["op"], dtype=d["dtype"], attrs=NodeAttrs.from_dict(d["attrs"]),
+                  absent=tuple(d["absent"]), outputs=tuple(d["outputs"]), device=d["device"],
+                  mode=d["mode"], version=d["v"])
         with _LOCK:
-            if len(_CACHE) > 4096:  # bound the cache; configs are tiny, models few
+            if len(_CACHE) > 1024:  # bound the cache; configs are tiny, models few
                 _CACHE.clear()
-            _CACHE[text] = cfg
+            _CACHE[key] = cfg
         return cfg
 
 
@@ -146,5 +122,5 @@ def encode(config: NodeConfig | Mapping) -> str:
     return json.dumps(config, sort_keys=True, allow_nan=False, separators=(",", ":"))
 
 
-_CACHE: dict[str, NodeConfig] = {}
+_CACHE: dict = {}
 _LOCK = threading.Lock()

@@ -1,36 +1,23 @@
 """Rewrite standard ai.onnx RNN/GRU/LSTM nodes into ortops custom nodes.
 
-:func:`rewrite` walks the main graph, decides per recurrent node whether the
-GPU path takes it (by building its :class:`ortops.RecurrentLayer`, which is
-what uploads the weights and what refuses unsupported dtype/attribute
-combinations), and replaces the nodes it takes by ``ortops::<OP>`` nodes (see
-``customop.py`` for their contract). A node it cannot take stays a standard
-node that ORT's own CPU kernel runs; :class:`NodePlacement` records where
-each node runs and why.
+:func:`rewrite` walks the main graph and every If/Loop/Scan body (``ortops.ort.subgraphs``),
+decides per recurrent node whether the GPU path takes it (by building its
+:class:`ortops.RecurrentLayer`, which refuses unsupported dtype/attribute combinations and
+shapes the device cannot run), and replaces the nodes it takes by ``ortops::<OP>`` nodes,
+which the native custom-op library runs (``customop.py`` has their contract). A node it
+cannot take stays a standard node that ORT's own CPU kernel runs; :class:`NodePlacement`
+records where each node runs and why.
 
-Two weight modes:
+Weights: where a node's weights are constant (initializers of any enclosing scope, Constant
+nodes, or data-movement chains of them, as exporters write them), the custom node reads them
+from initializers of its own graph holding the folded values in the node's dtype, so that the
+library's kernel gets them as constant inputs and uploads them once; the chains nothing else
+reads go. Weights that are not constant stay inputs fed at run time.
 
-* ``"registry"`` (``ortops.InferenceSession``): constant weights are kept out
-  of the node's inputs. Extensions copies every input on every call, so
-  feeding a 4 MB weight would cost a copy per run; instead the layer built
-  here (weights on the device) goes into ``customop.REGISTRY`` under the
-  node's key, and the node's weight inputs are empty.
-* ``"inline"`` (``ortops.convert``): the weights stay initializers feeding the
-  node, so the model is standalone. They are copied on every run by
-  extensions and compared to the cached copy; the layer is only rebuilt (and
-  re-uploaded) when they changed.
-
-Recurrent nodes inside subgraphs (If/Loop/Scan bodies, nested to any depth)
-are rewritten like main-graph ones (``ortops.ort.subgraphs``): their custom node
-reads the run token as an outer-scope value, its casts and check Squeeze go
-into the subgraph, and constant weights (initializers of any enclosing scope,
-Constant nodes, data-movement chains of them) are uploaded once per session.
-
-Structure: per recurrent node, :func:`place` decides (a :class:`Decision`:
-taken with its layer, or left to ORT with the reason), :func:`node_config`
-makes its :class:`ortops.ort.nodeconfig.NodeConfig` and :func:`emit` its nodes
-(float16 casts, the custom node, the check Squeeze); ``_Builder`` holds what
-is graph-wide (unique names, the shared initializers, the run-token input).
+Structure: per recurrent node, :func:`place` decides (a :class:`Decision`: taken, or left to
+ORT with the reason), :func:`node_config` makes its
+:class:`ortops.ort.nodeconfig.NodeConfig` and :func:`emit` its node; ``_Builder`` holds what
+is graph-wide (unique names, the graph being written).
 """
 
 from __future__ import annotations
@@ -62,6 +49,7 @@ RECURRENT = tuple(CELLS)
 SUPPORTED_VERSIONS = (7, 14, 22)
 _DTYPES = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16", TensorProto.DOUBLE: "float64"}
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64}
+_ONNX = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
 
 
 @dataclass(frozen=True)
@@ -97,15 +85,10 @@ class NodePlacement:
 
 @dataclass
 class Rewritten:
-    """Result of :func:`rewrite`: the new model, the placement of every
-    recurrent node, and (registry mode) the prebuilt layers by key."""
+    """Result of :func:`rewrite`: the new model and the placement of every recurrent node."""
 
     model: onnx.ModelProto
     placement: list[NodePlacement]
-    layers: dict[str, Any] = field(default_factory=dict)
-    keys: list[str] = field(default_factory=list)
-    devices: dict[str, Any] = field(default_factory=dict)  # registry keys whose weights are inputs
-    run_input: str | None = None  # registry mode: the graph input a session feeds its run token to
 
 
 class ModelError(ValueError):
@@ -206,7 +189,7 @@ def _config_attrs(op: str, raw: dict) -> NodeAttrs:
         activations=tuple(raw["activations"]) if "activations" in raw else None,
         activation_alpha=tuple(f32(x) for x in raw["activation_alpha"]) if "activation_alpha" in raw else None,
         activation_beta=tuple(f32(x) for x in raw["activation_beta"]) if "activation_beta" in raw else None,
-        clip=f32(raw["clip"]) if "clip" in raw else None,
+        clip=f32(raw["clip"]) if "clip" in raw and f32(raw["clip"]) != float("inf") else None,
         input_forget=int(raw.get("input_forget", 0)),
         linear_before_reset=int(raw.get("linear_before_reset", 0)),
     )
@@ -448,167 +431,122 @@ def place(std: _Standard, info: "_Graph", opset: int, device, mode=None) -> Deci
 
 
 class _Builder:
-    """The graph-wide parts of a rewrite: unique names, the shared initializers (empty
-    inputs, the check axes, a converted model's run token) and the float16 casts (one per
-    source value)."""
+    """The graph-wide parts of a rewrite: unique names and the graph whose nodes are being
+    written (where a node's weight initializers go)."""
 
-    def __init__(self, info: "_Graph", opset: int):
+    def __init__(self, info: "_Graph", opset: int, graph: onnx.GraphProto):
         self.info = info
         self.opset = opset
-        self.initializers: list[TensorProto] = []
-        self._absent: dict[str, str] = {}
-        self._casts: dict[tuple, str] = {}   # (scope, source) -> its float32 cast in that scope
-        self.scope = subgraphs.Scope()      # the graph whose nodes are being emitted
-        self._check_axes: str | None = None
-        # The run token every custom node takes last (customop, "Errors"): a graph input that
-        # ortops.InferenceSession feeds per run; in a converted model a constant 0.
-        self.run_name = info.unique(customop.RUN_INPUT)
+        self.graph = graph                  # the graph whose nodes are being emitted
+        self.scope = subgraphs.Scope()      # and its scope
 
     def unique(self, base: str) -> str:
         return self.info.unique(base)
 
-    def _constant(self, base: str, value: np.ndarray) -> str:
-        name = self.unique(base)
-        self.initializers.append(numpy_helper.from_array(value, name))
-        return name
+    def weight(self, src: str, value: np.ndarray, dtype: str) -> tuple[str, bool]:
+        """(the name the node reads weight ``src`` from, whether it is a new initializer): an
+        initializer of this graph in the node's dtype is read as it is; anything else (a
+        chain, a Constant, an outer scope's, another dtype) becomes an initializer of this
+        graph holding ``value``."""
+        for t in self.graph.initializer:
+            if t.name == src and t.data_type == _ONNX[dtype] and src not in self.info.graph_inputs:
+                return src, False
+        name = self.unique(f"{src}__ortops")
+        self.graph.initializer.append(numpy_helper.from_array(value, name))
+        return name, True
 
-    def absent(self, kind: str) -> str:
-        """The shared empty initializer of ``kind`` (int32, float32 or float64)."""
-        if kind not in self._absent:
-            np_dt = {"int32": np.int32, "float32": np.float32, "float64": np.float64}[kind]
-            self._absent[kind] = self._constant(f"ortops_absent_{kind}", np.zeros((0,), np_dt))
-        return self._absent[kind]
-
-    def widened(self, src: str, nodes: list) -> str:
-        """``src`` cast to float32 (float16 inputs of a Python op abort: customop's docstring);
-        the Cast, made on first use, is appended to ``nodes``."""
-        key = (self.scope, src)  # a cast made in one subgraph is not visible in another
-        if key not in self._casts:
-            self._casts[key] = self.unique(f"{src}__ortops_f32")
-            nodes.append(helper.make_node("Cast", [src], [self._casts[key]], to=TensorProto.FLOAT,
-                                          name=self.unique(f"{src}/ortops_widen")))
-        return self._casts[key]
-
-    def check(self, raw: str, out: str, node_name: str) -> onnx.NodeProto:
-        """The check node ``Squeeze(raw, axes=[0])`` (customop's docstring). From opset 13 the
-        axes are an input: one shared initializer (an initializer has no producer node, so no
-        optimiser moves an edge of it)."""
-        if self.opset < 13:
-            return helper.make_node("Squeeze", [raw], [out], name=node_name, axes=[0])
-        if self._check_axes is None:
-            self._check_axes = self._constant("ortops_check_axes", np.zeros((1,), np.int64))
-        return helper.make_node("Squeeze", [raw, self._check_axes], [out], name=node_name)
-
-    def finish(self, proto: onnx.ModelProto, nodes: list, taken: bool, registry: bool) -> str | None:
-        """Install ``nodes``, the shared initializers and, when a node was ``taken``, the run
-        token (an input in registry mode, returned; else a constant 0) and the ortops opset
+    def finish(self, proto: onnx.ModelProto, nodes: list, taken: bool) -> None:
+        """Install the main graph's ``nodes`` and, when a node was ``taken``, the ortops opset
         import. Constants nothing reads any more go (:func:`_tidy`)."""
         g = proto.graph
-        run_input = None
-        if taken and registry:
-            g.input.append(helper.make_tensor_value_info(self.run_name, TensorProto.INT64, [1]))
-            run_input = self.run_name
-        elif taken:
-            self.initializers.append(numpy_helper.from_array(np.zeros((1,), np.int64), self.run_name))
         del g.node[:]
         g.node.extend(nodes)
-        g.initializer.extend(self.initializers)
         if taken and not any(i.domain == customop.DOMAIN for i in proto.opset_import):
             proto.opset_import.append(helper.make_opsetid(customop.DOMAIN, 1))
-        return run_input
 
 
-def _custom_inputs(std: _Standard, registry: bool, b: _Builder, nodes: list) -> list[str]:
-    """The custom node's inputs: every slot of the op (empty initializers for absent inputs,
-    and for the weights of a registry node; float16 widened), then the run token."""
-    in_kind = "float64" if std.dtype == "float64" else "float32"
+def _custom_inputs(std: _Standard, d: "Decision", b: _Builder, folded: set) -> list[str]:
+    """The custom node's inputs: the op's inputs in order ("" where absent), constant
+    weights from initializers of the node's graph (the chains they replace go to ``folded``)."""
     new_in = []
     for n, src in zip(customop.INPUTS[std.op], std.inputs):
-        if registry and n in customop.WEIGHTS:
-            new_in.append(b.absent(in_kind))
-        elif not src:
-            new_in.append(b.absent("int32" if n == "sequence_lens" else in_kind))
-        elif n == "sequence_lens" or std.dtype != "float16":
-            new_in.append(src)
+        if src and d.arrays is not None and n in customop.WEIGHTS:
+            name, new = b.weight(src, d.arrays[n], std.dtype)
+            if new:
+                folded.update(o for node in b.info.folder.chain(src) or () for o in node.output)
+            new_in.append(name)
         else:
-            new_in.append(b.widened(src, nodes))
-    return new_in + [b.run_name]
+            new_in.append(src)
+    while new_in and not new_in[-1]:
+        new_in.pop()
+    return new_in
 
 
-def emit(std: _Standard, cfg: NodeConfig, b: _Builder) -> list[onnx.NodeProto]:
-    """The nodes replacing ``std``: new float16 casts, the custom node, its check Squeeze."""
-    nodes: list[onnx.NodeProto] = []
-    op, name, gate = std.op, std.name, cfg.gate
-    new_in = _custom_inputs(std, cfg.weights == "registry", b, nodes)
+def emit(std: _Standard, cfg: NodeConfig, d: "Decision", b: _Builder, folded: set) -> onnx.NodeProto:
+    """The custom node replacing ``std``: its outputs are the standard node's computed ones
+    ("" for the rest, which are not computed)."""
+    op, name = std.op, std.name
     new_out = []
     for o, s in zip(OUTPUTS[op], std.outputs):
-        if o == gate:
-            new_out.append(b.unique(f"{s or name + '_' + o}__ortops_raw"))
-        elif o in cfg.outputs:
-            new_out.append(s)
+        if o in cfg.outputs:
+            new_out.append(s or b.unique(f"{name}_{o}"))
         else:
-            new_out.append(b.unique(f"{name}__ortops_unused_{o}"))
-    nodes.append(helper.make_node(customop.op_type(op, std.dtype), new_in, new_out, name=name,
-                                  domain=customop.DOMAIN, config=cfg.to_json()))
-    g = OUTPUTS[op].index(gate)
-    gate_name = std.outputs[g] or b.unique(f"{name}_{gate}")
-    nodes.append(b.check(new_out[g], gate_name,
-                         b.unique(f"{name}/ortops_check (on failure the reason is in the ortops log)")))
-    return nodes
+            new_out.append("")
+    while new_out and not new_out[-1]:
+        new_out.pop()
+    return helper.make_node(customop.op_type(op, std.dtype), _custom_inputs(std, d, b, folded), new_out,
+                            name=name, domain=customop.DOMAIN, config=cfg.to_json())
 
 
-def node_config(std: _Standard, d: Decision, key: str, weights: str, device,
-                mode: str = DEFAULT_MODE) -> NodeConfig:
-    """The config of a taken node (``weights``: the rewrite's mode)."""
+def node_config(std: _Standard, d: Decision, device, mode: str = DEFAULT_MODE) -> NodeConfig:
+    """The config of a taken node."""
     return NodeConfig(
-        key=key, node=std.name, op=std.op, dtype=std.dtype, attrs=d.attrs,
-        weights="registry" if weights == "registry" and d.constant else "inputs",
+        node=std.name, op=std.op, dtype=std.dtype, attrs=d.attrs,
         absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
-        outputs=d.outputs, gate=d.outputs[0], mode=mode,
-        device=None if device is None or weights == "registry" else _device_spec(device))
+        outputs=d.outputs, mode=mode, device=_device_uuid(d, device))
 
 
-def _device_spec(device) -> str:
-    """How a converted model names its device: a Device by UUID (two GPUs of one model share
-    a name, so a name would send every node to the first), anything else as given."""
-    return str(getattr(device, "uuid", "") or getattr(device, "name", device))
+def _device_uuid(d: Decision, device) -> str | None:
+    """How a node names its device: by UUID (two GPUs of one model share a name); None when
+    none was asked for (the library then takes ORTOPS_DEVICE or the default, as here)."""
+    if device is None:
+        return None
+    dev = d.layer.device if d.layer is not None else None
+    if dev is None:
+        from ortops.device import select
+
+        dev = select(device)
+    return dev.uuid or None
 
 
 def _is_recurrent(node) -> bool:
     return node.op_type in RECURRENT and node.domain in ("", "ai.onnx")
 
 
-def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = None,
-            placement: str = "gpu", mode: str | None = None) -> Rewritten:
+def rewrite(model, *, device=None, placement: str = "gpu", mode: str | None = None) -> Rewritten:
     """Rewrite the recurrent nodes of ``model`` that the GPU path takes.
 
-    weights: ``"registry"`` (constant weights kept out of the nodes; layers
-    returned in ``Rewritten.layers`` for the caller to put in
-    ``customop.REGISTRY``) or ``"inline"`` (weights stay node inputs; the
-    layers built here seed the converted-model cache).
-    device: passed to ``RecurrentLayer`` (None: ``ORTOPS_DEVICE`` or default).
-    tag: prefix of the layer keys (default: a fresh UUID).
+    device: the device the nodes run on (written into their configs by UUID; None:
+    ``ORTOPS_DEVICE`` or the default where the model runs).
     placement: ``"gpu"`` or ``"auto"`` (``ortops.ort.policy``).
     mode: the numerical mode of every recurrent node (ortops.modes; None: "deterministic").
     """
     policy.check(placement)
     mode = check_mode(mode, "ortops")
-    if weights not in ("registry", "inline"):
-        raise ValueError(f"weights must be 'registry' or 'inline', not {weights!r}")
     proto = load_model(model)
     opset = default_opset(proto)
-    tag = tag or uuid.uuid4().hex[:12]
     info = _Graph(proto)
-    b = _Builder(info, opset)
+    b = _Builder(info, opset, proto.graph)
     out = Rewritten(proto, [])
-    folded: set[str] = set()  # outputs of weight chains the layers now hold (registry mode)
+    folded: set[str] = set()  # outputs of weight chains now folded into the nodes' initializers
+    taken = []
 
     def rewrite_nodes(graph, scope: subgraphs.Scope) -> list:
         """The new node list of ``graph`` (its bodies rewritten in place, depth first)."""
         nodes = []
         for node in graph.node:
             if quantized.is_quantized(node):
-                std, d = _place_quantized(node, len(out.placement), info, b, opset, device, scope, mode)
+                std, d = _place_quantized(node, len(out.placement), info, opset, device, scope, mode)
             elif _is_recurrent(node):
                 std = _Standard.read(node, len(out.placement), info, scope)
                 d = place(std, info, opset, device, mode)
@@ -622,13 +560,12 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
             if not d.taken:
                 nodes.append(node)
                 continue
-            cfg = node_config(std, d, f"{tag}/{std.index}", weights, device, mode)
-            b.scope = scope
-            nodes.extend(emit(std, cfg, b))
-            _keep(out, cfg, d, weights, device)
-            if cfg.weights == "registry":
-                folded.update(o for w, src in std.present().items() if w in customop.WEIGHTS
-                              for n in info.folder.chain(src) or () for o in n.output)
+            cfg = node_config(std, d, device, mode)
+            outer = (b.graph, b.scope)
+            b.graph, b.scope = graph, scope
+            nodes.append(emit(std, cfg, d, b, folded))
+            b.graph, b.scope = outer
+            taken.append(std.name)
         return nodes
 
     def rewrite_body(graph, scope: subgraphs.Scope) -> None:
@@ -637,7 +574,7 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         graph.node.extend(nodes)
 
     nodes = rewrite_nodes(proto.graph, subgraphs.Scope())
-    out.run_input = b.finish(proto, nodes, taken=bool(out.keys), registry=weights == "registry")
+    b.finish(proto, nodes, taken=bool(taken))
     _tidy(proto, folded, info)
     return out
 
@@ -663,7 +600,7 @@ def _apply_policy(d: Decision, std: _Standard, info: "_Graph", device) -> Decisi
     return Decision(dataclasses.replace(p, where="cpu", reason=why, weights="", outputs=()))
 
 
-def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, device,
+def _place_quantized(node, index: int, info: "_Graph", opset: int, device,
                      scope: subgraphs.Scope = subgraphs.Scope(), mode=None):
     """(std, decision) for a com.microsoft DynamicQuantizeLSTM (ortops.ort.quantized): placed as
     the ai.onnx LSTM with its weights dequantized once (new initializers, used by a converted
@@ -671,11 +608,12 @@ def _place_quantized(node, index: int, info: "_Graph", b: _Builder, opset: int, 
     arrays, note = quantized.dequantized_weights(node, info.array)
     names = dict(zip(("W", "R"), (list(node.input) + ["", ""])[1:3]))
     if arrays is not None:
+        # The dequantized weights as constants of the rewrite (never written into the model:
+        # the custom node gets initializers of its own holding them, Builder.weight).
         for w, a in arrays.items():
-            names[w] = b.unique(f"{names[w]}__ortops_dequantized")
+            names[w] = info.unique(f"{names[w]}__ortops_dequantized")
             t = numpy_helper.from_array(a, names[w])
             info.consts[names[w]], info.types[names[w]] = t, (TensorProto.FLOAT, list(a.shape))
-            b.initializers.append(t)   # dropped by finish() unless a converted model's node reads it
     std = _Standard.read(quantized.as_lstm(node, names), index, info, scope)
     d = place(std, info, opset, device, mode) if arrays is not None else Decision(std.placed("cpu", note))
     p = d.placement
@@ -696,18 +634,6 @@ def _tidy(proto: onnx.ModelProto, folded: set, info: "_Graph") -> None:
         removed += sum(_drop_unused_constants(g, live) for g in graphs)
         if not removed:
             return
-
-
-def _keep(out: Rewritten, cfg: NodeConfig, d: Decision, weights: str, device) -> None:
-    """Record a taken node: its prebuilt layer (registry), its device (registry, weights as
-    inputs) or its layer in the converted-model cache (inline)."""
-    if cfg.weights == "registry":
-        out.layers[cfg.key] = d.layer
-    elif weights == "registry":
-        out.devices[cfg.key] = device
-    elif d.layer is not None:
-        customop.REGISTRY.seed_inline(cfg.key, d.arrays, d.layer)
-    out.keys.append(cfg.key)
 
 
 def _drop_unused_constants(g, used: set | None = None) -> int:

@@ -5,20 +5,15 @@ LSTM nodes run on the Vulkan device. Every other node, and every recurrent
 node the GPU path cannot take, runs on ONNX Runtime as usual; ``placement``
 says which is which.
 
-Weights: with constant weights the session builds each layer once (its
-weights uploaded to the device once) and the custom node gets no weight
-inputs; each run copies only X, the states and sequence_lens. A converted
-model (``convert``) is standalone instead: its weights stay initializers
-feeding the node, so onnxruntime-extensions copies them into fresh numpy
-arrays on every run (about a memcpy of the weight bytes, plus a comparison
-with the cached copy) and the uploaded layer is reused while they are
-unchanged.
+Both run the same model: :func:`convert` rewrites the recurrent nodes into ortops custom
+nodes, and ONNX Runtime runs them through the native custom-op library (:func:`register`,
+:func:`library_path`). Constant weights are constant inputs of the custom nodes, uploaded
+once when ONNX Runtime creates each node's kernel; each run copies X, the states and
+sequence_lens in and the outputs out, once each, with no Python on the way.
 """
 
 from __future__ import annotations
 
-import uuid
-import weakref
 from typing import TYPE_CHECKING, Any, Sequence, TypeAlias
 
 import numpy as np
@@ -39,28 +34,33 @@ if TYPE_CHECKING:
 #: A model: a path, the serialized bytes, or an onnx.ModelProto.
 ModelIn: TypeAlias = "str | os.PathLike[str] | bytes | onnx.ModelProto"
 
-_MARK = "ortops.custom_ops_registered"
+_MARK = "ortops.custom_ops_library"
 
-__all__ = ["InferenceSession", "convert", "register", "placement", "ModelError", "NodePlacement"]
+__all__ = ["InferenceSession", "convert", "register", "library_path", "placement", "ModelError",
+           "NodePlacement"]
+
+
+def library_path() -> str:
+    """The path of the custom-op library ``libortops_ort.so``, for
+    ``register_custom_ops_library`` in any ONNX Runtime (C, C++, C#, Java, Triton's ONNX
+    Runtime backend; docs/onnxruntime.md)."""
+    return customop.library_path()
 
 
 def register(sess_options: ort.SessionOptions | None = None) -> ort.SessionOptions:
-    """Register the ortops custom ops with ``sess_options`` (created if None)
-    and return it. Idempotent: registering the same options again is a no-op.
+    """Register the ortops custom-op library (:func:`library_path`) with ``sess_options``
+    (created if None) and return it. Idempotent: registering the same options again is a
+    no-op.
 
-    A session created with these options can load a model from
-    :func:`convert`.
+    A session created with these options can load a model from :func:`convert`.
     """
-    from onnxruntime_extensions import get_library_path
-
-    customop.register_ops()
     so = sess_options if sess_options is not None else ort.SessionOptions()
     try:
         if so.get_session_config_entry(_MARK) == "1":
             return so
     except RuntimeError:  # ORT raises when the entry does not exist yet
         pass
-    so.register_custom_ops_library(get_library_path())
+    so.register_custom_ops_library(customop.library_path())
     so.add_session_config_entry(_MARK, "1")
     return so
 
@@ -69,35 +69,22 @@ def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu"
             mode: str | None = None) -> onnx.ModelProto:
     """Return a standalone model whose recurrent nodes run on the GPU.
 
-    Any onnxruntime session loads it after :func:`register` of its options.
-    The weights stay inside the model as initializers feeding the custom
-    nodes, so each run copies them once (onnxruntime-extensions copies every
-    input) and compares them with the uploaded copy; the layer is rebuilt
-    only when they changed. ``ortops.InferenceSession`` avoids that copy.
-    Nodes the GPU path cannot take stay standard nodes (see
-    :func:`placement`). ``placement``: ``"gpu"`` or ``"auto"``, as for :class:`InferenceSession`;
-    ``mode`` (ortops.modes) is written into every node's config.
+    Any onnxruntime session loads it after :func:`register` of its options (or, from another
+    language, after registering :func:`library_path`). Constant weights become initializers
+    of the custom nodes, uploaded once per session. Nodes the GPU path cannot take stay
+    standard nodes (see :func:`placement`). ``device``: the device the nodes run on, written
+    by UUID (None: ``ORTOPS_DEVICE`` or the default device where the model runs).
+    ``placement``: ``"gpu"`` or ``"auto"``, as for :class:`InferenceSession`; ``mode``
+    (ortops.modes) is written into every node's config.
     """
-    return rewrite(model, weights="inline", device=device, placement=placement, mode=mode).model
+    return rewrite(model, device=device, placement=placement, mode=mode).model
 
 
 def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu",
               mode: str | None = None) -> list[NodePlacement]:
     """Where each recurrent node of ``model`` would run under the placement ``policy``
     (``"gpu"`` or ``"auto"``; builds and drops the layers)."""
-    return rewrite(model, weights="registry", device=device, tag="placement-" + uuid.uuid4().hex[:8],
-                   placement=policy, mode=mode).placement
-
-
-def _token_array(token: int) -> np.ndarray:
-    """The value fed to the run-token input (customop's docstring, "Errors")."""
-    return np.array([token], dtype=np.int64)
-
-
-def _node_error(token: int):
-    """The first node error recorded under ``token`` (all are taken), or None."""
-    errors = customop.REGISTRY.take_errors(token)
-    return errors[0] if errors else None
+    return rewrite(model, device=device, placement=policy, mode=mode).placement
 
 
 class InferenceSession:
@@ -124,26 +111,23 @@ class InferenceSession:
                  require_gpu: bool = False, placement: str = "gpu", mode: str | None = None,
                  **kwargs: Any) -> None:
         proto = load_model(model)
-        rw = rewrite(proto, weights="registry", device=device, placement=placement, mode=mode)
-        self._keys = list(rw.keys)
-        self._run_input = rw.run_input
+        rw = rewrite(proto, device=device, placement=placement, mode=mode)
         self.placement: list[NodePlacement] = rw.placement
         if require_gpu:
             cpu = [p for p in rw.placement if p.where != "gpu"]
             if cpu:
                 raise ValueError("recurrent node(s) not taken by the GPU path: "
                                  + "; ".join(p.describe() for p in cpu))
-        customop.REGISTRY.add_session(rw.layers, rw.devices)
-        # Layers go with the session: freed when it is closed or collected.
-        self._finalizer = weakref.finalize(self, customop.REGISTRY.forget, list(self._keys))
         so = register(sess_options)
         try:
             self._sess = ort.InferenceSession(rw.model.SerializeToString(), so, providers=providers, **kwargs)
             # What a feed may name, fixed for the session's life (not asked of ORT every run).
-            inputs = frozenset(i.name for i in self.get_inputs())
+            inputs = frozenset(i.name for i in self._sess.get_inputs())
             self._feed_names = (inputs, inputs | {i.name for i in self._sess.get_overridable_initializers()})
         except Exception as e:
-            self._finalizer()
+            err = customop.node_error(e)
+            if err is not None:   # a node's kernel refused (its config, weights or device)
+                raise err from e
             left = [p.describe() for p in rw.placement if p.where != "gpu"]
             if left and hasattr(e, "add_note"):
                 # ORT's own message says only that it has no kernel; say why
@@ -154,10 +138,10 @@ class InferenceSession:
     # -- running -------------------------------------------------------------
     #
     # Concurrency (docs/onnxruntime.md, "Threads"): run() may be called from many threads at
-    # once, as with onnxruntime. Each run gets its own token, fed to every ortops node, under
-    # which a failing node records its error; the run raises that error and only that one.
-    # The layers give each concurrent run its own plan (ortops.layer), and the native module
-    # locks each device queue around a submission.
+    # once, as with onnxruntime. A failing node returns its own status to its own run (the
+    # library's kernel, src/ort/kernel.cpp), so a run raises its own error and only its own.
+    # The native layers give each concurrent run its own plan, and the core locks each
+    # device queue around a submission.
 
     def _session(self) -> ort.InferenceSession:
         """The underlying session; a clear error once :meth:`close` was called."""
@@ -166,21 +150,17 @@ class InferenceSession:
             raise RuntimeError("ortops.InferenceSession is closed (close() was called); create a new session")
         return sess
 
-    def _guarded(self, call):
-        """Run ``call(token)`` with a fresh run token; a recurrent node's own error (a
-        ``customop.NodeRunError``) replaces ORT's report of the failed check."""
-        token = customop.REGISTRY.new_token()
+    @staticmethod
+    def _guarded(call):
+        """Run ``call()``; a recurrent node's status (the library's) is raised as a
+        ``customop.NodeRunError`` naming the node, caused by ORT's exception."""
         try:
-            return call(token)
-        except Exception:
-            err = _node_error(token)
+            return call()
+        except Exception as e:
+            err = customop.node_error(e)
             if err is not None:
-                # The node's error, caused by what failed inside it (ORT's report of the
-                # failed check only repeats that the node failed).
-                raise err from err.__cause__
+                raise err from e
             raise
-        finally:
-            customop.REGISTRY.take_errors(token)
 
     def _checked_feed(self, input_feed) -> dict:
         """``input_feed`` with its names checked and its numpy arrays in native byte order.
@@ -199,11 +179,6 @@ class InferenceSession:
         return {k: v.astype(v.dtype.newbyteorder("=")) if isinstance(v, np.ndarray) and not v.dtype.isnative else v
                 for k, v in input_feed.items()}
 
-    def _with_token(self, feed: dict, token: int, wrap=lambda a: a) -> dict:
-        if self._run_input is None:
-            return feed
-        return {**feed, self._run_input: wrap(_token_array(token))}
-
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any],
             run_options: ort.RunOptions | None = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``, and like it safe to call from many
@@ -211,50 +186,34 @@ class InferenceSession:
         ``customop.NodeRunError`` (a ValueError) naming the node."""
         sess = self._session()
         feed = self._checked_feed(input_feed)
-        return self._guarded(lambda token: sess.run(output_names, self._with_token(feed, token), run_options))
+        return self._guarded(lambda: sess.run(output_names, feed, run_options))
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """Like ``onnxruntime.InferenceSession.run_with_ort_values``."""
         sess = self._session()   # OrtValues keep their byte order: no _checked_feed
-        return self._guarded(lambda token: sess.run_with_ort_values(
-            output_names, self._with_token(input_dict_ort_values, token, ort.OrtValue.ortvalue_from_numpy),
-            run_options))
+        return self._guarded(lambda: sess.run_with_ort_values(output_names, input_dict_ort_values, run_options))
 
     def run_with_iobinding(self, iobinding, run_options=None):
-        """Like ``onnxruntime.InferenceSession.run_with_iobinding`` (binds the run token into
-        ``iobinding`` too)."""
+        """Like ``onnxruntime.InferenceSession.run_with_iobinding``."""
         sess = self._session()
-
-        def call(token):
-            if self._run_input is not None:
-                iobinding.bind_cpu_input(self._run_input, _token_array(token))
-            return sess.run_with_iobinding(iobinding, run_options)
-
-        return self._guarded(call)
+        return self._guarded(lambda: sess.run_with_iobinding(iobinding, run_options))
 
     def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
-        """Like ``onnxruntime.InferenceSession.run_async``. A failing recurrent node's message
-        is given to ``callback`` as the error text."""
+        """Like ``onnxruntime.InferenceSession.run_async``; a failing recurrent node's message
+        (naming the node) is given to ``callback`` as the error text."""
         sess = self._session()
         feed = self._checked_feed(input_feed)
-        token = customop.REGISTRY.new_token()
-
-        def done(results, data, err):
-            node_err = _node_error(token)
-            callback(results, data, str(node_err) if node_err is not None and err else err)
-
-        return sess.run_async(output_names, self._with_token(feed, token), done, user_data, run_options)
+        return sess.run_async(output_names, feed, callback, user_data, run_options)
 
     # -- what differs from the underlying session -------------------------------
 
     def get_inputs(self):
-        """Graph inputs (the original model's; the run token is fed by ``run`` itself)."""
-        return [i for i in self._session().get_inputs() if i.name != self._run_input]
+        """Graph inputs (the original model's)."""
+        return self._session().get_inputs()
 
     @property
     def ort_session(self) -> ort.InferenceSession:
-        """The underlying ``onnxruntime.InferenceSession`` (rewritten model; its extra input
-        ``ortops_run`` takes the run token, see docs/onnxruntime.md, "Errors")."""
+        """The underlying ``onnxruntime.InferenceSession`` (of the rewritten model)."""
         return self._session()
 
     @property
@@ -272,8 +231,8 @@ class InferenceSession:
         return getattr(self._session(), name)
 
     def close(self) -> None:
-        """Release the device layers now (the session is unusable after)."""
-        self._finalizer()
+        """Release the session now (its kernels free their device memory; the session is
+        unusable after)."""
         self._sess = None
 
     def __enter__(self):
