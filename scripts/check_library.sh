@@ -3,7 +3,8 @@
 #   - no libpython among its DT_NEEDED entries,
 #   - no undefined dynamic symbol from Python's C API (Py*, _Py*),
 #   - RegisterCustomOps exported (a defined dynamic function symbol), the entry point every
-#     onnxruntime binding looks up.
+#     onnxruntime binding looks up,
+#   - linked -z nodelete (DF_1_NODELETE), so a dlclose by ONNX Runtime or a binding leaves it loaded.
 # Usage: scripts/check_library.sh path/to/libortops_ort.so      (CI runs it after the build)
 # Needs readelf and nm (binutils). Exit status 0 when every check passes, 1 otherwise.
 set -euo pipefail
@@ -27,6 +28,15 @@ if [ -n "$undef" ]; then
     echo "FAIL: $lib leaves $(echo "$undef" | wc -l) Python symbol(s) undefined: $(echo "$undef" | head -5 | tr '\n' ' ')"; fail=1
 else
     echo "ok: no undefined Py*/_Py* symbol"
+fi
+
+# NODELETE: ONNX Runtime dlcloses the library after the last session (RegisterCustomOpsLibrary_V2)
+# and Java's SessionOptions.close() even while sessions run; the ops' tables, the domains
+# (kept for the process, src/ort/library.cpp) and the core's Vulkan state must stay mapped.
+if readelf -d --wide "$lib" | grep -q 'FLAGS_1.*NODELETE'; then
+    echo "ok: linked -z nodelete"
+else
+    echo "FAIL: $lib is not linked with -Wl,-z,nodelete"; fail=1
 fi
 
 # nm -D --defined-only: "ADDRESS T RegisterCustomOps" (T: text, i.e. a function)
