@@ -17,7 +17,13 @@
 // (src/core/errors.hpp, included by context.hpp), it is caught by type; until then by its
 // type's name (the Itanium ABI's mangled name; the class has no subclasses).
 #if __has_include("core/errors.hpp")
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #include "core/errors.hpp"
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 #define ORTOPS_HAVE_DEVICE_LOST_TYPE 1
 #endif
 

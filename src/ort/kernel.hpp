@@ -31,7 +31,17 @@
 #include <string>
 #include <vector>
 
+// The core's classes keep default visibility even though this glue is compiled with
+// -fvisibility=hidden: the Python module links against the core in this library, and a
+// typeinfo or vtable emitted in a hidden translation unit would otherwise be merged hidden
+// (the linker keeps the most restrictive visibility), e.g. InputError's typeinfo.
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #include "core/layer.hpp"
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 namespace ortops::ort {
 
