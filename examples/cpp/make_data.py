@@ -1,0 +1,97 @@
+"""Data for the C++ example (examples/cpp/run.sh): a small seeded bidirectional LSTM, converted
+for the ortops custom-op library, its input and ONNX Runtime CPU's output of the original model.
+
+    python examples/cpp/make_data.py OUT_DIR
+
+Writes OUT_DIR/model.onnx, OUT_DIR/inputs/NAME.{bin,shape} and OUT_DIR/expected/NAME.{bin,shape}
+(NAME.bin: raw little-endian values; NAME.shape: "float32 d0 d1 ..."), what main.cpp reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+SEED = 20261201
+SEQ, BATCH, INPUT, HIDDEN = 12, 3, 16, 20
+
+
+def model() -> onnx.ModelProto:
+    rng = np.random.default_rng(SEED)
+    bound = 1.0 / np.sqrt(HIDDEN)
+    w = lambda *s: rng.uniform(-bound, bound, size=s).astype(np.float32)  # noqa: E731
+    inits = [numpy_helper.from_array(w(2, 4 * HIDDEN, INPUT), "W"),
+             numpy_helper.from_array(w(2, 4 * HIDDEN, HIDDEN), "R"),
+             numpy_helper.from_array(w(2, 8 * HIDDEN), "B")]
+    node = helper.make_node("LSTM", ["X", "W", "R", "B"], ["Y", "Y_h", "Y_c"], name="bilstm",
+                            direction="bidirectional", hidden_size=HIDDEN)
+    out = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)  # noqa: E731
+    graph = helper.make_graph([node], "bilstm", [out("X", [SEQ, BATCH, INPUT])],
+                              [out("Y", [SEQ, 2, BATCH, HIDDEN]), out("Y_h", [2, BATCH, HIDDEN]),
+                               out("Y_c", [2, BATCH, HIDDEN])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                          producer_name="ortops/examples/cpp/make_data.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def stub_convert(m: onnx.ModelProto) -> onnx.ModelProto:
+    """The node ortops.convert writes for the native library (config v4, src/core/nodeconfig.hpp),
+    for trees where ortops.convert still writes the onnxruntime-extensions node."""
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    (n,) = m.graph.node
+    attrs = {"activation_alpha": None, "activation_beta": None, "activations": None, "clip": None,
+             "direction": "bidirectional", "hidden_size": HIDDEN, "input_forget": 0, "layout": 0,
+             "linear_before_reset": 0}
+    config = {"v": 4, "node": n.name, "op": "LSTM", "dtype": "float32", "attrs": attrs,
+              "absent": ["sequence_lens", "initial_h", "initial_c", "P"],
+              "outputs": ["Y", "Y_h", "Y_c"], "device": None, "mode": "deterministic"}
+    custom = helper.make_node("LSTM", list(n.input), list(n.output), name=n.name, domain="ortops",
+                              config=json.dumps(config, sort_keys=True, separators=(",", ":")))
+    del m.graph.node[:]
+    m.graph.node.append(custom)
+    m.opset_import.append(helper.make_opsetid("ortops", 1))
+    return m
+
+
+def convert(m: onnx.ModelProto) -> onnx.ModelProto:
+    import ortops
+
+    # ortops.library_path marks the tree whose convert writes the native library's node.
+    if hasattr(ortops, "library_path"):
+        return ortops.convert(m)
+    print("make_data: this ortops has no native library yet; writing the v4 node directly", file=sys.stderr)
+    return stub_convert(m)
+
+
+def save(folder: str, name: str, a: np.ndarray) -> None:
+    os.makedirs(folder, exist_ok=True)
+    dtype = {np.dtype(np.float32): "float32", np.dtype(np.int32): "int32"}[a.dtype]
+    np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tofile(os.path.join(folder, name + ".bin"))
+    with open(os.path.join(folder, name + ".shape"), "w") as f:
+        f.write(" ".join([dtype] + [str(d) for d in a.shape]) + "\n")
+
+
+def main(out: str) -> None:
+    m = model()
+    x = np.random.default_rng(SEED + 1).standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = ref.run(None, {"X": x})
+    os.makedirs(out, exist_ok=True)
+    onnx.save(convert(m), os.path.join(out, "model.onnx"))
+    save(os.path.join(out, "inputs"), "X", x)
+    for o, v in zip(ref.get_outputs(), expected):
+        save(os.path.join(out, "expected"), o.name, v)
+    print(f"make_data: {out}: model.onnx, X {x.shape}, expected " +
+          ", ".join(f"{o.name} {v.shape}" for o, v in zip(ref.get_outputs(), expected)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
