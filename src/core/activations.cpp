@@ -1,41 +1,142 @@
-// The activation table's lookups and the resolution of a node's activation attributes (see
-// activations.hpp; the same rules and messages as ortops/activations.py).
-
+// activationCode and resolveActivations (activations.hpp): the rules and the messages of
+// ortops/activations.py's resolve_activations, which tests/test_node_config_decoder.py
+// compares them with. Two differences, both on input no converter writes: names match
+// case-insensitively in ASCII only (Python's str.lower() also folds U+212A KELVIN SIGN to
+// 'k', so it takes "Lea\u212Ayrelu"), and a name in a message is shown as Python's ascii()
+// would show it (every non-ASCII character escaped), cut after 64 characters.
 #include "activations.hpp"
 
-#include <cctype>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace ortops {
 
 namespace {
 
-std::string
-lower(std::string_view s)
+char
+lower(char c)
 {
-    std::string out(s);
-    for (char& c : out) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool
+equalsIgnoringAsciiCase(std::string_view a, std::string_view b)
+{
+    if (a.size() != b.size()) {
+        return false;
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (lower(a[i]) != lower(b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// float(np.float32(x)): round to nearest float32; magnitudes from 2^128 * (1 - 2^-25) on
+// become infinite (without the undefined behaviour of converting an out-of-range double).
+float
+toFloat32(double x)
+{
+    if (std::isfinite(x) && std::fabs(x) >= 0x1.ffffffp127) {
+        return std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(x > 0 ? 1 : -1));
+    }
+    return static_cast<float>(x);
+}
+
+// Python's repr of a str, in the style of ascii(): quotes as Python picks them, escapes for
+// the backslash, the quote, \t \n \r, \xNN below 0x20 and from 0x7f to 0xff, \uNNNN and
+// \UNNNNNNNN above; bytes that are not UTF-8 as \xNN too (cannot happen after the decoder).
+std::string
+pyRepr(std::string_view s)
+{
+    static const char* hex = "0123456789abcdef";
+    bool hasSingle = s.find('\'') != std::string_view::npos;
+    bool hasDouble = s.find('"') != std::string_view::npos;
+    char quote = (hasSingle && !hasDouble) ? '"' : '\'';
+    std::string out(1, quote);
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    size_t n = s.size();
+    size_t shown = 0;
+    for (size_t i = 0; i < n;) {
+        if (shown++ == 64) {
+            out += "...";
+            break;
+        }
+        uint32_t cp = p[i];
+        size_t len = 1;
+        bool valid = true;
+        if (cp >= 0x80) {
+            size_t need = cp >= 0xF0 ? 4 : cp >= 0xE0 ? 3 : cp >= 0xC0 ? 2 : 0;
+            if (need == 0 || i + need > n) {
+                valid = false;
+            } else {
+                cp &= need == 2 ? 0x1F : need == 3 ? 0x0F : 0x07;
+                for (size_t k = 1; k < need; ++k) {
+                    if ((p[i + k] & 0xC0) != 0x80) {
+                        valid = false;
+                        break;
+                    }
+                    cp = (cp << 6) | (p[i + k] & 0x3F);
+                }
+                len = need;
+            }
+            if (!valid) {
+                cp = p[i];
+                len = 1;
+            }
+        }
+        i += len;
+        if (cp == '\\' || static_cast<char>(cp) == quote) {
+            out.push_back('\\');
+            out.push_back(static_cast<char>(cp));
+        } else if (cp == '\t') {
+            out += "\\t";
+        } else if (cp == '\n') {
+            out += "\\n";
+        } else if (cp == '\r') {
+            out += "\\r";
+        } else if (cp >= 0x20 && cp < 0x7F) {
+            out.push_back(static_cast<char>(cp));
+        } else if (cp < 0x100) {
+            out += "\\x";
+            out.push_back(hex[cp >> 4]);
+            out.push_back(hex[cp & 15]);
+        } else {
+            int digits = cp < 0x10000 ? 4 : 8;
+            out += digits == 4 ? "\\u" : "\\U";
+            for (int k = digits - 1; k >= 0; --k) {
+                out.push_back(hex[(cp >> (4 * k)) & 15]);
+            }
+        }
+    }
+    out.push_back(quote);
+    return out;
+}
+
+std::string
+activationList()
+{
+    std::string out;
+    for (size_t i = 0; i < ACTIVATIONS.size(); ++i) {
+        if (i) {
+            out += ", ";
+        }
+        out += ACTIVATIONS[i].name;
     }
     return out;
 }
 
 std::string
-nameList()
+slotNames(const Cell& cell)
 {
     std::string out;
-    for (const auto& a : ACTIVATIONS) {
-        out += (out.empty() ? "" : ", ") + std::string(a.name);
-    }
-    return out;
-}
-
-std::string
-slotNames(const Cell& c)
-{
-    std::string out;
-    for (uint32_t i = 0; i < c.slotCount; i++) {
-        out += (i ? ", " : "") + std::string(c.slots[i]);
+    for (uint32_t i = 0; i < cell.slotCount; ++i) {
+        if (i) {
+            out += ", ";
+        }
+        out += cell.slots[i];
     }
     return out;
 }
@@ -45,10 +146,9 @@ slotNames(const Cell& c)
 std::optional<uint32_t>
 activationCode(std::string_view name)
 {
-    std::string l = lower(name);
-    for (uint32_t i = 0; i < ACTIVATIONS.size(); i++) {
-        if (lower(ACTIVATIONS[i].name) == l) {
-            return i;
+    for (size_t i = 0; i < ACTIVATIONS.size(); ++i) {
+        if (equalsIgnoringAsciiCase(name, ACTIVATIONS[i].name)) {
+            return static_cast<uint32_t>(i);
         }
     }
     return std::nullopt;
@@ -57,60 +157,80 @@ activationCode(std::string_view name)
 std::vector<std::vector<Activation>>
 resolveActivations(const Cell& cell,
                    uint32_t directions,
-                   const std::optional<std::vector<std::string>>& given,
-                   const std::optional<std::vector<double>>& alphaIn,
-                   const std::optional<std::vector<double>>& betaIn)
+                   const std::optional<std::vector<std::string>>& names,
+                   const std::optional<std::vector<double>>& alpha,
+                   const std::optional<std::vector<double>>& beta)
 {
-    std::string op(cell.name);
+    const std::string op(cell.name);
     if (directions != 1 && directions != 2) {
         throw std::invalid_argument(op + ": num_directions must be 1 or 2, got " + std::to_string(directions));
     }
     const uint32_t slots = cell.slotCount;
-    std::vector<std::string> names;
-    if (given && !given->empty()) {
-        names = *given;
-    } else {
-        for (uint32_t i = 0; i < slots; i++) {
-            names.emplace_back(cell.defaultActivations[i]);
+
+    std::vector<float> alphas, betas;
+    if (alpha) {
+        for (double a : *alpha) {
+            alphas.push_back(toFloat32(a));
         }
     }
+    if (beta) {
+        for (double b : *beta) {
+            betas.push_back(toFloat32(b));
+        }
+    }
+
     std::vector<uint32_t> codes;
-    for (size_t i = 0; i < names.size(); i++) {
-        auto code = activationCode(names[i]);
-        if (!code) {
-            throw std::invalid_argument(op + ": activations[" + std::to_string(i) + "] must be one of " + nameList() +
-                                        " (case-insensitive), got '" + names[i] + "'");
+    if (names && !names->empty()) {
+        for (size_t i = 0; i < names->size(); ++i) {
+            std::optional<uint32_t> code = activationCode((*names)[i]);
+            if (!code) {
+                throw std::invalid_argument(op + ": activations[" + std::to_string(i) + "] must be one of " +
+                                            activationList() + " (case-insensitive), got " + pyRepr((*names)[i]));
+            }
+            codes.push_back(*code);
         }
-        codes.push_back(*code);
+    } else {
+        for (uint32_t i = 0; i < slots; ++i) {
+            codes.push_back(*activationCode(cell.defaultActivations[i]));
+        }
     }
-    size_t n = codes.size();
-    bool ok = n == slots || n == static_cast<size_t>(slots) * directions ||
-              (op == "RNN" && directions == 1 && n == 2);
-    if (!ok) {
+
+    size_t count = codes.size();
+    bool allowed = count == slots || count == size_t(slots) * directions ||
+                   (cell.name == "RNN" && directions == 1 && count == 2);
+    if (!allowed) {
         std::string expected;
         if (directions == 2) {
             expected = std::to_string(slots) + " names (" + slotNames(cell) + "; used for both directions) or " +
                        std::to_string(2 * slots) + " (forward then reverse) for a bidirectional layer";
-        } else if (op == "RNN") {
+        } else if (cell.name == "RNN") {
             expected = "1 name (f; 2 are accepted and the first used, as ORT does) for one direction";
         } else {
             expected = std::to_string(slots) + " names (" + slotNames(cell) + ") for one direction";
         }
-        throw std::invalid_argument(op + ": activations must list " + expected + ", got " + std::to_string(n));
+        std::string list = "[";
+        for (size_t i = 0; i < count; ++i) {
+            if (i) {
+                list += ", ";
+            }
+            list += "'" + std::string(ACTIVATIONS[codes[i]].name) + "'";
+        }
+        list += "]";
+        throw std::invalid_argument(op + ": activations must list " + expected + ", got " + std::to_string(count) +
+                                    ": " + list);
     }
-    std::vector<double> alphas = alphaIn.value_or(std::vector<double>{});
-    std::vector<double> betas = betaIn.value_or(std::vector<double>{});
-    size_t ai = 0, bi = 0;
+
+    size_t alphaCursor = 0, betaCursor = 0;
     std::vector<Activation> resolved;
     for (uint32_t code : codes) {
         const ActivationInfo& info = ACTIVATIONS[code];
         Activation a;
         a.code = code;
         if (info.takesAlpha) {
-            a.alpha = ai < alphas.size() ? static_cast<float>(alphas[ai++]) : info.defaultAlpha;
+            a.alpha = alphaCursor < alphas.size() ? alphas[alphaCursor++] : info.defaultAlpha;
         }
         if (info.takesBeta) {
-            a.beta = bi < betas.size() ? static_cast<float>(betas[bi++]) : info.defaultBeta;
+            a.beta = betaCursor < betas.size() ? betas[betaCursor++] : info.defaultBeta;
         }
         resolved.push_back(a);
     }
@@ -118,7 +238,7 @@ resolveActivations(const Cell& cell,
         resolved.resize(1);
     }
     std::vector<std::vector<Activation>> out;
-    for (uint32_t d = 0; d < directions; d++) {
+    for (uint32_t d = 0; d < directions; ++d) {
         if (resolved.size() == slots) {
             out.push_back(resolved);
         } else {
