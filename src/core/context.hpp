@@ -11,6 +11,8 @@
 
 #include <kompute/Kompute.hpp>
 
+#include "errors.hpp"
+
 #include <array>
 #include <atomic>
 #include <memory>
@@ -21,14 +23,6 @@
 #include <vector>
 
 namespace ortops {
-
-// The device was lost (or a submission failed in a way that leaves it unusable). Raised as
-// ortops._vk.DeviceLostError; every later submission on the same context raises it too, and a
-// new context (a new session or layer, see ortops.device.context) starts afresh.
-struct DeviceLostError : std::runtime_error
-{
-    using std::runtime_error::runtime_error;
-};
 
 // One VkQueue and the lock that makes its use externally synchronised, as Vulkan requires
 // (vkQueueSubmit from two threads on one queue is undefined; on the H200 it lost the device).

@@ -12,19 +12,12 @@
 #include <typeinfo>
 #include <utility>
 
-// DeviceLostError is declared in src/context.hpp, which includes pybind11 and Kompute: the
-// library must not see Python. Once the core declares it in a header of its own
-// (src/core/errors.hpp, included by context.hpp), it is caught by type; until then by its
-// type's name (the Itanium ABI's mangled name; the class has no subclasses).
-#if __has_include("core/errors.hpp")
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
 #include "core/errors.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop
-#endif
-#define ORTOPS_HAVE_DEVICE_LOST_TYPE 1
 #endif
 
 namespace ortops::ort {
@@ -64,11 +57,7 @@ check(const OrtApi* api, OrtStatus* status, const char* what)
 bool
 isDeviceLost(const std::exception& e)
 {
-#ifdef ORTOPS_HAVE_DEVICE_LOST_TYPE
     return dynamic_cast<const DeviceLostError*>(&e) != nullptr;
-#else
-    return std::strcmp(typeid(e).name(), "N6ortops15DeviceLostErrorE") == 0;
-#endif
 }
 
 ONNXTensorElementDataType

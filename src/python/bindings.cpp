@@ -14,8 +14,9 @@
 #include "sequence.hpp"
 
 namespace ortops {
-void bindLayer(pybind11::module_& m);
+void bindLayer(pybind11::module_& m);      // bind_layer.cpp
 }
+void bindNodeConfig(pybind11::module_& m);  // bind_nodeconfig.cpp
 
 namespace py = pybind11;
 using namespace ortops;
@@ -177,6 +178,7 @@ PYBIND11_MODULE(_vk, m)
     py::register_exception<InputError>(m, "InputError", PyExc_ValueError);
     py::register_exception<UnsupportedLayerError>(m, "UnsupportedLayerError", PyExc_ValueError);
     bindLayer(m);
+    bindNodeConfig(m);
     m.def("enabled_instance_extensions", &enabledInstanceExtensions,
           "The instance extensions the last Vulkan instance was created with.");
     m.def("available_instance_extensions", &availableInstanceExtensions,

@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/activations.hpp"
-#include "core/json.hpp"
-#include "core/nodeconfig.hpp"
+#include "activations.hpp"
+#include "json.hpp"
+#include "nodeconfig.hpp"
 
 namespace py = pybind11;
 

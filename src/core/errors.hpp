@@ -1,0 +1,17 @@
+// The native core's errors, in one header both doors include (neither Vulkan nor Kompute
+// needed to catch them): the custom-op library turns each into an ONNX Runtime status, the
+// Python module into an exception (ortops._vk.DeviceLostError, ValueError).
+#pragma once
+
+#include <stdexcept>
+
+namespace ortops {
+
+// The device was lost (or a submission failed in a way that leaves it unusable). Every later
+// submission on the same context raises it too; a new context starts afresh.
+struct DeviceLostError : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+} // namespace ortops
