@@ -33,10 +33,10 @@ if [ -z "$deb" ]; then
     printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: %s\n' "$uri" "$keyring" > "$t/parts/trixie.sources"
     o=(-oAPT::Architecture=amd64 -oDir::Etc::SourceList=/dev/null -oDir::Etc::SourceParts="$t/parts"
        -oDir::State::Lists="$t/lists" -oDir::Cache::Archives="$t/archives" -oDebug::NoLocking=1 -oAPT::Sandbox::User=root)
-    apt-get "${o[@]}" update -qq
+    apt-get "${o[@]}" update -qq >&2
     # apt-get download writes into the current directory; as root it warns that it cannot
     # drop privileges to _apt for a folder _apt cannot write: harmless.
-    (cd "$t" && apt-get "${o[@]}" download libonnxruntime-dev 2>&1 | grep -v -i unsandboxed || true)
+    (cd "$t" && apt-get "${o[@]}" download libonnxruntime-dev 2>&1 | grep -v -i unsandboxed >&2 || true)
     deb=$(ls "$t"/libonnxruntime-dev_*.deb 2>/dev/null | head -1 || true)
     [ -n "$deb" ] || { echo "ort_headers.sh: apt-get download libonnxruntime-dev (trixie) failed" >&2; exit 1; }
     mv "$deb" "$deps/"
