@@ -17,7 +17,7 @@ mkdir -p "$out"
 
 # (b) first the build, which needs no device: headers, the wheel's runtime, cmake.
 inc=$(bash "$top/scripts/ort_headers.sh" "$top/build/deps")
-ortlib=$("$py" -c 'import glob, os, onnxruntime
+ortlib=$(cd "$out" && "$py" -c 'import glob, os, onnxruntime
 d = os.path.join(os.path.dirname(onnxruntime.__file__), "capi")
 libs = sorted(glob.glob(os.path.join(d, "libonnxruntime.so.1*")))
 print(libs[-1] if libs else "")')
@@ -28,6 +28,7 @@ cmake --build "$out/build" -j2
 [ "${BUILD_ONLY:-0}" = 1 ] && { echo "run.sh: built $out/build/ortops_example (BUILD_ONLY)"; exit 0; }
 
 # (a) data, (c) run.
-lib=${1:-$("$py" -c 'import ortops; print(ortops.library_path())')}
+# (from $out, so that the installed ortops is imported, not the source tree's)
+lib=${1:-$(cd "$out" && "$py" -c 'import ortops; print(ortops.library_path())')}
 "$py" "$here/make_data.py" "$out/data"
 "$out/build/ortops_example" "$out/data" "$lib"

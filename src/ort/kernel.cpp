@@ -54,10 +54,14 @@ check(const OrtApi* api, OrtStatus* status, const char* what)
     throw OrtCallError(code, message);
 }
 
+// ortops::DeviceLostError, or Vulkan-Hpp's vk::DeviceLostError should one escape the core
+// unwrapped (by name: the glue does not include vulkan.hpp).
 bool
 isDeviceLost(const std::exception& e)
 {
-    return dynamic_cast<const DeviceLostError*>(&e) != nullptr;
+    // An unwrapped vk::DeviceLostError (a Vulkan call outside the core's checks) too.
+    return dynamic_cast<const DeviceLostError*>(&e) != nullptr ||
+           std::strcmp(typeid(e).name(), "N2vk15DeviceLostErrorE") == 0;
 }
 
 ONNXTensorElementDataType

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
