@@ -1,45 +1,41 @@
 """RecurrentLayer: one ONNX RNN, GRU or LSTM layer on a Vulkan device, planned once per shape.
 
-A layer uploads its weights once. For each input shape (and set of optional inputs and
-requested outputs: a :class:`~ortops.plan.PlanKey`) it builds a plan: buffers, pipelines and
-one Kompute sequence recorded with every pass and barrier of a run (ortops.plan, which also
-lists the passes). A call then only writes the inputs into mapped memory, submits that
-sequence once and copies the outputs out.
+The Python door to the native core's layer (``src/core/layer.hpp``, the same code the
+custom-op library runs): the arguments are checked here, with ortops.validation's messages,
+then the native layer uploads the weights once, records a plan per input shape (and set of
+optional inputs, requested outputs, steps and scratch regions) — buffers, pipelines and one
+sequence with every pass and barrier of a run — and each call only writes the inputs, submits
+that sequence once and copies the outputs out, with the GIL released.
 
-The pieces live by concern: argument checks here and in ortops.validation; plans, their
-recording and their pool in ortops.plan; kernel variants and their heuristics in
-ortops.variants; each shader's named specialization constants in ortops.specialization;
-device limits in ortops.limits.
+The tunables the native plans read (``ortops.variants``' batched-kernel settings, the
+projection tile threshold, the dispatch cap, the plan cache, the storage-binding limit) are
+taken from this module and ``ortops.variants`` at each call, so that tests and benchmarks may
+change them.
 """
 
 from __future__ import annotations
 
-import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Collection, Mapping
 
 import numpy as np
 
-from ortops import plan as _plan
-from ortops import validation, variants
+from ortops import fast, validation, variants
 from ortops._typing import Array, ArrayIn, DeviceSpec, Floats, Names
 from ortops.cells import CELLS, NAMES
-from ortops.device import context, require_mode
+from ortops.device import _native, context, require_mode
 from ortops.modes import check_mode
-from ortops.limits import Limits, UnsupportedLayerError
-from ortops.plan import PlanKey, region_key
+from ortops.limits import UnsupportedLayerError
 
 __all__ = ["RecurrentLayer", "ScratchSizes", "UnsupportedLayerError"]
 
 # Tunables read each time a layer is made or a plan built, so tests may lower them here.
 _MAX_GROUPS = variants.MAX_GROUPS              # cap on every dispatch dimension
 _LARGE_PROJECTION = variants.LARGE_PROJECTION  # projection outputs from which the 128 x 128 tile is used
-_PLAN_CACHE = _plan.PLAN_CACHE  # shapes whose plans a layer keeps (least recently used dropped)
+_PLAN_CACHE = 8      # shapes whose plans a layer keeps (least recently used dropped)
 _MAX_CONCURRENT = 8  # default bound on runs of one shape in flight at once (one plan each)
-
-# Older names, kept for callers of the module's internals.
-_Plan = _plan.Plan
-_PlanPool = _plan._PlanPool
 
 
 @dataclass(frozen=True)
@@ -108,23 +104,20 @@ class RecurrentLayer:
         if int(max_concurrent) != max_concurrent or max_concurrent < 1:
             raise ValueError(f"{op}: max_concurrent must be a positive integer, got {max_concurrent!r}")
         self.max_concurrent = int(max_concurrent)
-        self._cache = _plan.PlanCache(_PLAN_CACHE)
-        self._scratch_lock = threading.Lock()
         self._limit = self.device.max_storage_buffer_range
         tensors = {"W": W, "R": R}
         if B is not None:
             tensors["B"] = B
         if P is not None:
             tensors["P"] = P
-        self._weights = _plan.upload_weights(
-            self._ctx, {k: np.ascontiguousarray(v) for k, v in tensors.items()}, self._limits())
-        self.weight_bytes = sum(np.asarray(v).nbytes for v in tensors.values())
-        # R in the batched step kernel's layout, uploaded when a plan first needs it (a layer
-        # run only at small batches never holds the second copy).
-        self._host_r: np.ndarray | None = np.ascontiguousarray(R)
-        self._batched_lock = threading.Lock()
-        # Absent optional inputs bind a one-word buffer the shader never reads.
-        self._dummy = self._ctx.buffer(4, "storage")
+        arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+        self.weight_bytes = sum(a.nbytes for a in arrays.values())
+        self._sent = self._settings()
+        try:
+            self._native = _native().Layer(self._config(), arrays["W"], arrays["R"], arrays.get("B"),
+                                           arrays.get("P"), self._settings_dict(self._sent))
+        except _native().UnsupportedLayerError as e:
+            raise UnsupportedLayerError(str(e)) from None
 
     # ------------------------------------------------------------------ public helpers
 
@@ -133,16 +126,10 @@ class RecurrentLayer:
         return self.spec.op
 
     def scratch_sizes(self, seq: int, batch: int) -> ScratchSizes:
-        """The two scratch regions a run of this shape needs, in bytes."""
-        s = self.spec
-        plane = s.num_directions * batch * s.hidden_size
-        extra = CELLS[s.op].extra_state_planes(s.linear_before_reset) * plane
-        transposed = variants.transposed_floats(s.op, s.linear_before_reset, s.num_directions,
-                                                s.hidden_size, batch)
-        return ScratchSizes(
-            xw=4 * s.num_directions * seq * batch * s.gates * s.hidden_size,
-            state=4 * ((seq + 1) * plane + extra + transposed),
-        )
+        """The two scratch regions a run of this shape needs, in bytes (the native core's
+        sizes, under the tunables in force now)."""
+        self._sync_settings()
+        return ScratchSizes(*self._native.scratch_sizes(int(seq), int(batch)))
 
     def allocate(self, nbytes: int):
         """A device-only buffer on this layer's device, e.g. an arena for both scratch regions."""
@@ -195,62 +182,44 @@ class RecurrentLayer:
         if seq == 0 or batch == 0:
             return _into(self._empty(shapes, names, wanted, initial_h, initial_c), names, out)
 
-        key = PlanKey(seq, batch, steps, has_lens=lens is not None,
-                      has_h0=initial_h is not None, has_c0=initial_c is not None,
-                      outputs=tuple(n for n in names if n in wanted),
-                      xw_region=region_key(xw_scratch), state_region=region_key(state_scratch),
-                      mode=self.mode)
-        caller_scratch = xw_scratch is not None or state_scratch is not None
-        pool, plan = self._cache.acquire(key, 1 if caller_scratch else self.max_concurrent)
+        xw_region = self._region("the input projection scratch", xw_scratch)
+        state_region = self._region("the state scratch", state_scratch)
+        self._sync_settings()
+        native = _native()
         try:
-            if plan is None:
-                plan = self._build(key, xw_scratch, state_scratch)
-            if not caller_scratch:
-                return self._run(plan, shapes, names, X, lens, initial_h, initial_c, out)
-            # Caller regions may be one arena shared by this layer's shapes: one such run at a
-            # time (sharing an arena between layers is the caller's to serialise).
-            with self._scratch_lock:
-                return self._run(plan, shapes, names, X, lens, initial_h, initial_c, out)
-        finally:
-            self._cache.release(key, pool, plan)   # plan None: building it failed
+            result = self._native(
+                np.ascontiguousarray(X), lens,
+                None if initial_h is None else np.ascontiguousarray(initial_h),
+                None if initial_c is None else np.ascontiguousarray(initial_c),
+                steps=steps, outputs=[n in wanted for n in names], xw_scratch=xw_region,
+                state_scratch=state_region,
+                out=None if out is None else [out.get(n) for n in names])
+        except native.UnsupportedLayerError as e:
+            raise UnsupportedLayerError(str(e)) from None
+        if self.timestamps:
+            p = self._native.last_profile
+            if p is not None:
+                self.last_gpu_time_ms = p["total_ms"]
+                self.last_gpu_profile = {k: p[k] for k in ("projection_ms", "steps_ms", "outputs_ms")}
+        return tuple(result[:len(names)])
 
     @property
     def _plans(self):
-        """The plan pools by key (least recently used first): each has ``count`` and ``free``."""
-        return self._cache.pools
+        """The plans held per shape (least recently used first), as the native core reports
+        them: key -> an object with ``count`` (plans built) and ``free`` (idle plans, each
+        with the ``projection`` shader it recorded)."""
+        pools = OrderedDict()
+        for p in self._native.plan_pools():
+            key = (p["seq"], p["batch"], p["steps"], p["has_lens"], p["has_h0"], p["has_c0"], p["outputs"])
+            pools[key] = SimpleNamespace(count=p["count"],
+                                         free=[SimpleNamespace(projection=f) for f in p["free"]])
+        return pools
 
-    def _run(self, plan, shapes, names, X, lens, initial_h, initial_c, out=None):
-        """The hot path: write the inputs, submit once, read the outputs (the plan is ours).
-
-        X is written as given when C-contiguous (ascontiguousarray is then the array itself;
-        its dtype was checked): one copy in, and one copy out of each output, both on the
-        native side's copy threads (src/hostcopy.hpp)."""
-        s = self.spec
-        plan.x.write(np.ascontiguousarray(X))
-        if lens is not None:
-            plan.lens.write(lens)
-        if initial_h is not None:
-            plan.h0.write(np.ascontiguousarray(initial_h))
-        if initial_c is not None:
-            plan.c0.write(np.ascontiguousarray(initial_c))
-        plan.sequence.eval()
-        if plan.timestamps:
-            t = plan.sequence.timestamps()
-            self.last_gpu_time_ms = (t[3] - t[0]) * 1e-6
-            self.last_gpu_profile = {"projection_ms": (t[1] - t[0]) * 1e-6,
-                                     "steps_ms": (t[2] - t[1]) * 1e-6,
-                                     "outputs_ms": (t[3] - t[2]) * 1e-6}
-        result = []
-        for name in names:
-            if name in plan.outputs:
-                target = out.get(name) if out is not None else None
-                if target is None:
-                    target = np.empty(shapes[name], dtype=s.dtype)
-                plan.outputs[name].read(target)
-                result.append(target)
-            else:
-                result.append(None)
-        return tuple(result)
+    @property
+    def _weights(self) -> frozenset:
+        """The names of the weights on the device (W, R, B, P; RB once the batched step
+        kernel's layout of R is uploaded)."""
+        return frozenset(self._native.weight_names())
 
     # ------------------------------------------------------------------ internals
 
@@ -283,30 +252,53 @@ class RecurrentLayer:
                 result.append(np.array(initial[name], dtype=s.dtype, copy=True))
         return tuple(result)
 
-    def _upload_batched_r(self) -> None:
-        with self._batched_lock:
-            if "RB" not in self._weights:
-                assert self._host_r is not None   # dropped only once RB is uploaded
-                rb = _plan.batched_r(self._host_r)
-                self._weights.update(_plan.upload_weights(self._ctx, {"RB": rb}, self._limits()))
-                self.weight_bytes += rb.nbytes
-                self._host_r = None
+    def _config(self) -> dict:
+        """The layer's node config (dict form, ortops.ort.nodeconfig): its attributes with the
+        activations as resolved here (every slot of every direction, each parameter it takes),
+        which the native core resolves to the same functions and parameters."""
+        s = self.spec
+        flat = [a for direction in s.activations for a in direction]
+        return {
+            "node": "", "op": s.op, "dtype": s.dtype.name, "mode": self.mode,
+            "device": self.device.uuid or None, "absent": [],
+            "outputs": list(validation.OUTPUTS[s.op]),
+            "attrs": {"hidden_size": s.hidden_size, "direction": s.direction, "layout": s.layout,
+                      "activations": [a.name for a in flat],
+                      "activation_alpha": [a.alpha for a in flat if a.takes_alpha],
+                      "activation_beta": [a.beta for a in flat if a.takes_beta],
+                      "clip": s.clip, "input_forget": int(s.input_forget),
+                      "linear_before_reset": int(s.linear_before_reset)},
+        }
 
-    def _limits(self) -> Limits:
-        """The device limits plans are checked against (``_limit`` and ``_MAX_GROUPS`` read now,
-        so that tests may lower them)."""
-        return Limits(self.spec.op, self.device.name, self._limit,
-                      tuple(self.device.max_workgroup_count), _MAX_GROUPS)
+    def _settings(self) -> tuple:
+        """The tunables in force now (module values, read each call so that tests may set them)."""
+        v = variants.settings()
+        return (*v.values(), _LARGE_PROJECTION, _MAX_GROUPS, _PLAN_CACHE, self._limit, self.max_concurrent,
+                self.timestamps, fast.ENABLED)
 
-    def _build(self, key: PlanKey, xw_region, state_region):
-        """Record the plan of ``key`` (see ortops.plan)."""
-        if variants.step_kernel(key.batch) == "step_batched":
-            self._upload_batched_r()
-        recorder = _plan.Recorder(self._ctx, self.spec, self._weights, self._dummy,
-                                  self._limits(), _LARGE_PROJECTION, self.timestamps,
-                                  self.device)
-        return _plan.record(recorder, key, self.scratch_sizes(key.seq, key.batch),
-                            xw_region, state_region)
+    @staticmethod
+    def _settings_dict(t: tuple) -> dict:
+        keys = ("batched_from", "batched_upt_float32", "batched_upt_float16", "batched_by", "batched_prefetch",
+                "batched_ksplit", "large_projection", "max_groups", "plan_cache", "storage_range",
+                "max_concurrent", "timestamps", "coopmat")
+        return dict(zip(keys, t))
+
+    def _sync_settings(self) -> None:
+        now = self._settings()
+        if now != self._sent:
+            self._native.settings = self._settings_dict(now)
+            self._sent = now
+
+    def _region(self, what: str, region):
+        """A caller scratch region ``(buffer, byte_offset)`` as the native core takes it (its
+        offset checked here: a negative one cannot cross into native code)."""
+        if region is None:
+            return None
+        buf, offset = region
+        if isinstance(offset, bool) or int(offset) != offset or int(offset) < 0 or int(offset) % 4:
+            raise ValueError(f"{self.spec.op}: {what} offset must be a non-negative multiple of "
+                             f"4 bytes, got {offset}")
+        return (buf, int(offset))
 
 
 def _into(result, names, out):

@@ -11,11 +11,9 @@ For each shape and precision, in one process (so every figure meets the same mac
                 and on a thread per call (src/hostcopy.hpp), and on the pool reading into the
                 same output arrays every run (``out=``: no page faults of fresh outputs);
   host bound    0.05 ms + 1.2 x (bytes in + bytes out) / warm memcpy bandwidth (issue 12);
-  session       ortops.InferenceSession of a one-node model (numpy in, numpy out); its extra over
-                the layer call, against 0.05 ms + one copy of the inputs and outputs (the copies
-                onnxruntime-extensions' Python-op bridge makes, docs/onnxruntime.md, "Copies");
-  hook          the time inside ortops' custom-op hook (customop.run_node) less the layer call:
-                the hook's own Python work.
+  session       ortops.InferenceSession of a one-node model (numpy in, numpy out; ONNX Runtime
+                runs the node through the native custom-op library); its extra over the layer
+                call's median, against 0.05 ms + one copy of the inputs and outputs.
 
 Medians of ``--runs`` runs after ``--warmup`` seconds of untimed runs of each shape (the H200
 idles at low clocks, docs/perf.md "GPU clocks"). Writes host_path.json and host_path.md into
@@ -82,52 +80,28 @@ def host_by_copy_mode(layer, X, runs: int) -> dict:
     finally:
         _vk.copy_settings(**defaults)
     # The pool, reading into the same arrays every run (RecurrentLayer(..., out=)): no page
-    # faults of fresh outputs, as in the custom-op hook (ortops.ort.outarrays).
+    # faults of fresh outputs.
     reused = {name: np.empty_like(a) for name, a in zip(("Y", "Y_h", "Y_c"), layer(X)) if a is not None}
     out["pool, out= reused"] = layer_times(layer, X, runs, reused)
     return out
 
 
 def session_times(shape, dtype, X, runs: int, warmup: float, device) -> dict:
-    """ortops.InferenceSession runs of the one-node model, each with the time inside the hook
-    (customop.run_node) and inside the layer call it makes: medians of the run, and of the
-    run and the hook less the layer call of the same run (so the GPU's spread cancels)."""
+    """ortops.InferenceSession runs of the one-node model (ONNX Runtime through the native
+    custom-op library, no Python on the node's path): the median of the run."""
     import ortops
-    from ortops.layer import RecurrentLayer
-    from ortops.ort import customop
     from ortops.timing import warm
     from ortops.tools.bench import one_node_model
 
     model = one_node_model(*shape, dtype).SerializeToString()
     sess = ortops.InferenceSession(model, device=device)
-    hook, call = [], []
-
-    def timer(fn, into):
-        def timed(*a, **k):
-            t0 = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                into.append(1e3 * (time.perf_counter() - t0))
-        return timed
-
-    run_node, layer_call = customop.run_node, RecurrentLayer.__call__
-    # _hook looks run_node up at call time; the layer's call goes through its class.
-    customop.run_node = timer(run_node, hook)
-    RecurrentLayer.__call__ = timer(layer_call, call)
-    try:
-        warm(lambda: sess.run(None, {"X": X}), warmup)
-        runs_ms = []
-        for _ in range(runs):
-            hook.clear(), call.clear()
-            t0 = time.perf_counter()
-            sess.run(None, {"X": X})
-            runs_ms.append((1e3 * (time.perf_counter() - t0), hook[0], call[0]))
-    finally:
-        customop.run_node, RecurrentLayer.__call__ = run_node, layer_call
-    return {"session_ms": statistics.median(r[0] for r in runs_ms),
-            "session_extra_ms": statistics.median(r[0] - r[2] for r in runs_ms),
-            "hook_extra_ms": statistics.median(r[1] - r[2] for r in runs_ms)}
+    warm(lambda: sess.run(None, {"X": X}), warmup)
+    runs_ms = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, {"X": X})
+        runs_ms.append(1e3 * (time.perf_counter() - t0))
+    return {"session_ms": statistics.median(runs_ms)}
 
 
 def measure(shape, dtype, runs: int, warmup: float, device=None) -> dict:
@@ -151,7 +125,8 @@ def measure(shape, dtype, runs: int, warmup: float, device=None) -> dict:
          "bytes_out": bytes_out, "memcpy_gbs": bw, "copy_modes": modes,
          "host_ms": modes["pool"]["host_ms"],
          "host_bound_ms": host_bound_ms(bytes_in, bytes_out, bw["warm"] * 1e9),
-         **sess, "session_bound_ms": FIXED_MS + one_copy_ms}
+         **sess, "session_extra_ms": sess["session_ms"] - modes["pool"]["call_ms"],
+         "session_bound_ms": FIXED_MS + one_copy_ms}
     r["host_ok"] = r["host_ms"] <= r["host_bound_ms"]
     r["session_ok"] = r["session_extra_ms"] <= r["session_bound_ms"]
     return r
@@ -165,7 +140,7 @@ def _shape_text(shape) -> str:
 def table(results: list[dict]) -> str:
     head = ("| shape | dtype | MB in+out | memcpy GB/s warm / fresh | call ms | GPU ms "
             "| host ms: 1 thread / pool / thread per call / pool, out= reused | host bound ms | "
-            "session ms | session - call ms | hook - call ms | session bound ms |")
+            "session ms | session - call ms | session bound ms |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         m = r["copy_modes"]
@@ -176,7 +151,7 @@ def table(results: list[dict]) -> str:
             f"| {m['1 thread']['host_ms']:.3f} / {m['pool']['host_ms']:.3f} / {m['thread per call']['host_ms']:.3f} "
             f"/ {m['pool, out= reused']['host_ms']:.3f} "
             f"| {r['host_bound_ms']:.3f} {'ok' if r['host_ok'] else 'OVER'} "
-            f"| {r['session_ms']:.3f} | {r['session_extra_ms']:.3f} | {r['hook_extra_ms']:.3f} "
+            f"| {r['session_ms']:.3f} | {r['session_extra_ms']:.3f} "
             f"| {r['session_bound_ms']:.3f} {'ok' if r['session_ok'] else 'OVER'} |")
     return "\n".join(lines)
 

@@ -158,7 +158,7 @@ def _child(model_path, rank, kind, uuid, feeds, expected, threads, seconds, warm
 def _chosen_uuid(sess) -> str:
     from ortops.ort import customop
 
-    return customop.REGISTRY.prebuilt(sess._keys[0]).device.uuid
+    return sess.node_configs[0].device
 
 
 def _processes_row(model_path, devices, kind, feeds, expected, threads, args) -> dict:

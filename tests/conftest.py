@@ -58,7 +58,8 @@ NO_DEVICE = {
     "test_cells": None,
     "test_specialization": None,
     "test_plan_pool": None,
-    "test_nodeconfig_registry": None,
+    "test_nodeconfig": None,
+    "test_node_config_decoder": None,
     "test_packaging": None,
     "test_concurrency": {"test_queue_count_setting"},
     "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",
@@ -92,8 +93,7 @@ NO_DEVICE = {
                        "test_host_copy_float16_at_the_default_threshold",
                        "test_host_copy_refuses_mismatch_and_strides", "test_narrow_to_half_equals_numpy",
                        "test_forked_child_copies_with_a_pool_of_its_own",
-                       "test_narrow_to_half_refuses_wrong_types_and_sizes",
-                       "test_output_arrays_reused_per_output_and_evicted_oldest_first"},
+                       "test_narrow_to_half_refuses_wrong_types_and_sizes"},
     "test_control_flow": {"test_folder_folds_data_movement_exactly_and_nothing_else",
                           "test_scope_describes_the_path_outermost_first"},
     "test_fast_mode": {"test_fast_is_a_mode_running_the_deterministic_binaries",
@@ -277,3 +277,30 @@ def _fail_on_validation_messages():
     if messages:
         shown = "\n".join(m[:600] for m in messages[:5])
         pytest.fail(f"{len(messages)} Vulkan validation message(s):\n{shown}", pytrace=False)
+
+
+@pytest.fixture
+def inject_fault():
+    """``inject_fault(kind, value)``: every run of the native core fails ("fail") or has its
+    float outputs scaled ("scale") or shifted ("add") until the test ends (both doors: the
+    custom-op library and ortops._vk share the core)."""
+    from ortops import _vk
+
+    yield lambda kind, value=0.0: _vk.inject_fault(kind, value)
+    _vk.inject_fault("")
+
+
+@pytest.fixture
+def build_counter():
+    """The native core's layer constructions (each one a weight upload: ``builds``) and runs
+    (``calls``) since the test began, counted by the core for both doors (_vk.core_counters)."""
+    from ortops import _vk
+
+    start = _vk.core_counters()
+    names = {"builds": "layers_created", "calls": "runs"}
+
+    class Counts:
+        def __getitem__(self, key):
+            return _vk.core_counters()[names[key]] - start[names[key]]
+
+    return Counts()

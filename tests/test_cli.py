@@ -85,14 +85,8 @@ def test_run_compare_passes(models, name, capsys):
     assert "ortops [" in captured.err and "3/3" in captured.err  # the progress bar
 
 
-def test_run_compare_fails_above_tolerance(models, capsys, monkeypatch):
-    real = customop.run_node
-
-    def skewed(cfg, feed):
-        outs = real(cfg, feed)
-        return tuple(o + o.dtype.type(0.01) if o.dtype.kind == "f" else o for o in outs)
-
-    monkeypatch.setattr(customop, "run_node", skewed)
+def test_run_compare_fails_above_tolerance(models, capsys, inject_fault):
+    inject_fault("add", 0.01)
     assert cli.main(["run", models["gru"], "--compare"]) == 1
     assert "ABOVE TOLERANCE" in capsys.readouterr().out
 
@@ -302,14 +296,8 @@ def test_run_compare_quantized_recognizer(quantized_recognizer, capsys):
     assert re.search(r"  logits: .*\(after quantized nodes: not judged\).* OK", out)
 
 
-def test_run_compare_quantized_fails_when_the_device_is_off(quantized_recognizer, capsys, monkeypatch):
-    real = customop.run_node
-
-    def skewed(cfg, feed):
-        outs = real(cfg, feed)
-        return tuple(o * o.dtype.type(1.001) if o.dtype.kind == "f" else o for o in outs)
-
-    monkeypatch.setattr(customop, "run_node", skewed)
+def test_run_compare_quantized_fails_when_the_device_is_off(quantized_recognizer, capsys, inject_fault):
+    inject_fault("scale", 1.001)
     assert cli.main(["run", quantized_recognizer, "--compare"]) == 1
     assert re.search(r"lstm1.Y: .* FAILS: scaled error \S+ against the dequantized model, above 1e-05",
                      capsys.readouterr().out)

@@ -14,7 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from test_session import assert_close, build_counter, stock  # noqa: F401 - build_counter is a fixture
+from test_session import assert_close, stock
 
 import ortops
 from ortops.ort import customop
@@ -146,20 +146,18 @@ def test_lstm_and_gru_in_if_branches():
         assert_close(sess.run(None, feeds), stock(model, feeds))
 
 
-def test_rewritten_if_model_is_valid_onnx_and_keeps_no_weights():
+def test_rewritten_if_model_is_valid_onnx_and_keeps_weights_with_their_nodes():
     model = _if_model(np.random.default_rng(2))
-    rw = ortops.ort.rewrite.rewrite(model, weights="registry", tag="cf-valid")
-    try:
-        onnx.checker.check_model(rw.model)  # subgraph outputs still produced, types still valid
-        names = {t.name for t in rw.model.graph.initializer}
-        assert not names & {"mW", "mR", "mB"}, names
-        branch = rw.model.graph.node[-1]
-        else_g = _body(branch, "else_branch")
-        assert not else_g.initializer and all(n.op_type != "Constant" for n in else_g.node)
-        assert [(n.domain, n.op_type) for n in _body(branch, "then_branch").node] == [
-            ("ortops", "LSTM"), ("", "Squeeze")]
-    finally:
-        customop.REGISTRY.forget(rw.keys)
+    rw = ortops.ort.rewrite.rewrite(model)
+    onnx.checker.check_model(rw.model)  # subgraph outputs still produced, types still valid
+    names = {t.name for t in rw.model.graph.initializer}
+    assert not names & {"mW", "mR", "mB"}, names   # moved into the branch that reads them
+    branch = rw.model.graph.node[-1]
+    then_g, else_g = _body(branch, "then_branch"), _body(branch, "else_branch")
+    assert [(n.domain, n.op_type) for n in then_g.node] == [("ortops", "LSTM")]
+    (lstm,) = then_g.node
+    assert set(lstm.input[1:4]) <= {t.name for t in then_g.initializer}   # constant inputs
+    assert all(n.op_type != "Constant" for n in else_g.node)   # the GRU's weight chain folded
 
 
 def test_loop_over_chunks_carries_state_and_uploads_once(build_counter):
@@ -269,11 +267,9 @@ def test_float16_node_in_a_branch_gets_its_casts_inside_the_branch():
     sess = ortops.InferenceSession(branched, providers=["CPUExecutionProvider"])
     (p,) = sess.placement
     assert (p.where, p.dtype, p.path) == ("gpu", "float16", "If 'branch' then_branch"), p.describe()
-    rw = ortops.ort.rewrite.rewrite(branched, weights="registry", tag="cf-half")
-    customop.REGISTRY.forget(rw.keys)
-    body = _body(rw.model.graph.node[0], "then_branch")   # X and h0 widened inside the branch
-    assert [(n.domain, n.op_type) for n in body.node][:2] == [("", "Cast"), ("", "Cast")]
-    assert [n.domain for n in body.node][2:] == ["ortops", ""] and body.node[3].op_type == "Squeeze"
+    rw = ortops.ort.rewrite.rewrite(branched)
+    body = _body(rw.model.graph.node[0], "then_branch")   # float16 taken as it is: no Cast
+    assert [(n.domain, n.op_type) for n in body.node] == [("ortops", "LSTM_f16")]
     feeds = {"X": _uniform(rng, (T, B, I)).astype(np.float16), "h0": _uniform(rng, (1, B, H)).astype(np.float16)}
     (got,) = sess.run(None, dict(feeds, cond=np.array(True)))
     (want,) = ortops.InferenceSession(plain, providers=["CPUExecutionProvider"]).run(None, feeds)

@@ -10,7 +10,6 @@ import ortops
 from ortops import modes
 from _cases import fake_device
 from ortops.device import UnsupportedDeviceError, require_mode
-from ortops.plan import PlanKey
 from ortops.shaders import spirv
 
 
@@ -43,10 +42,6 @@ def test_exact_mode_names_the_device_and_the_missing_control():
     require_mode(dataclasses.replace(weak, nan_preserve_float32=True), "exact")   # accepted
 
 
-def test_the_mode_picks_the_binary_and_keys_the_plan():
+def test_the_mode_picks_the_binary():
     assert spirv("step", np.float32, "exact") != spirv("step", np.float32)
     assert spirv("copy_words", np.float32, "exact") == spirv("copy_words", np.float32)
-    key = dict(seq=2, batch=1, steps=2, has_lens=False, has_h0=False, has_c0=False,
-               outputs=("Y",), xw_region=None, state_region=None)
-    assert PlanKey(**key) != PlanKey(**key, mode="exact")
-    assert PlanKey(**key) == PlanKey(**key, mode="deterministic")

@@ -35,16 +35,13 @@ def _feeds(n, seed):
 def test_sessions_pinned_by_uuid_live_on_their_devices_at_once():
     """A session per device, all alive together, each pinned by ``GPU-<uuid>``: every layer
     is on the device asked for, through that device's own context, and each runs."""
-    from ortops.ort import customop
-
     found = ortops.devices()
     sessions = {d.index: ortops.InferenceSession(_model(), providers=["CPUExecutionProvider"],
                                                  device="GPU-" + d.uuid, require_gpu=True) for d in found}
     for d in found:
         sess = sessions[d.index]
-        layers = [customop.REGISTRY.prebuilt(k) for k in sess._keys]
-        assert len(layers) == 2 and all(layer.device == d for layer in layers)   # the two LSTM nodes
-        assert all(layer._ctx is device_mod._contexts[d.index] for layer in layers)
+        configs = sess.node_configs
+        assert len(configs) == 2 and all(c.device == d.uuid for c in configs)   # the two LSTM nodes
         out = sess.run(None, _feeds(1, seed=d.index)[0])
         assert out[0].shape == (6, 2, 3) and np.isfinite(out[0]).all()
     assert len({id(device_mod._contexts[d.index]) for d in found}) == len(found)

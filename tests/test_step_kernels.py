@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ortops
-from ortops import plan, variants
+from ortops import _vk, variants
 from _cases import GATES, activation_params, max_difference, rotation, same_bits, seed_of
 
 LANES = None      # BATCHED_FROM that keeps every batch on the lanes kernel
@@ -165,7 +165,7 @@ def test_batched_r_layout():
     rng = np.random.default_rng(3)
     d, g, h = 2, 3, 45
     R = rng.standard_normal((d, g * h, h)).astype(np.float32)
-    rb = plan.batched_r(R)
+    rb = _vk.batched_r(R)
     ni = 2
     assert rb.shape == (d, 32 * ni, h, g)
     for t in (0, 1, 2, 3, 16, 31):

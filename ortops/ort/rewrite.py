@@ -89,6 +89,7 @@ class Rewritten:
 
     model: onnx.ModelProto
     placement: list[NodePlacement]
+    configs: list[NodeConfig] = field(default_factory=list)   # of the custom nodes written
 
 
 class ModelError(ValueError):
@@ -561,6 +562,7 @@ def rewrite(model, *, device=None, placement: str = "gpu", mode: str | None = No
                 nodes.append(node)
                 continue
             cfg = node_config(std, d, device, mode)
+            out.configs.append(cfg)
             outer = (b.graph, b.scope)
             b.graph, b.scope = graph, scope
             nodes.append(emit(std, cfg, d, b, folded))

@@ -113,6 +113,9 @@ class InferenceSession:
         proto = load_model(model)
         rw = rewrite(proto, device=device, placement=placement, mode=mode)
         self.placement: list[NodePlacement] = rw.placement
+        #: The configs of the custom nodes the session runs (ortops.ort.nodeconfig): device
+        #: (UUID), mode, outputs computed, per node.
+        self.node_configs = list(rw.configs)
         if require_gpu:
             cpu = [p for p in rw.placement if p.where != "gpu"]
             if cpu:

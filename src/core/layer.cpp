@@ -22,6 +22,7 @@
 #include "variants.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
@@ -270,10 +271,9 @@ constexpr uint32_t COOPMAT_TILE = 64;
 constexpr uint32_t COOPMAT_SHARED_BYTES = 2 * COOPMAT_TILE * 40 * 2 + COOPMAT_TILE * 68 * 4;
 
 bool
-useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx)
+useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool requested)
 {
-    const char* env = std::getenv("ORTOPS_COOPMAT");
-    if (!env || std::string(env) != "1" || s.mode != "fast" || !s.float16) {
+    if (!requested || s.mode != "fast" || !s.float16) {
         return false;
     }
     bool listed = false;
@@ -288,15 +288,26 @@ useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx)
 
 // ---------------------------------------------------------------- plans
 
+// What a plan is recorded for: a run of another key needs another plan. Caller scratch
+// regions enter by their buffer and byte offset.
 struct PlanKey
 {
-    uint32_t seq = 0, batch = 0;
+    uint32_t seq = 0, batch = 0, steps = 0;
     bool hasLens = false, hasH0 = false, hasC0 = false;
-    bool operator<(const PlanKey& o) const
+    std::array<bool, 3> outputs{};
+    const void* xwBuffer = nullptr;
+    uint64_t xwOffset = 0;
+    const void* stateBuffer = nullptr;
+    uint64_t stateOffset = 0;
+
+    auto tie() const
     {
-        return std::tie(seq, batch, hasLens, hasH0, hasC0) < std::tie(o.seq, o.batch, o.hasLens, o.hasH0, o.hasC0);
+        return std::tie(seq, batch, steps, hasLens, hasH0, hasC0, outputs, xwBuffer, xwOffset, stateBuffer,
+                        stateOffset);
     }
-    bool operator==(const PlanKey& o) const { return !(*this < o) && !(o < *this); }
+    bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
+    bool operator==(const PlanKey& o) const { return tie() == o.tie(); }
+    bool callerScratch() const { return xwBuffer || stateBuffer; }
 };
 
 struct Plan
@@ -305,6 +316,8 @@ struct Plan
     std::shared_ptr<Buffer> x, lens, h0, c0;
     std::array<std::shared_ptr<HostBuffer>, 3> readback;
     std::vector<std::shared_ptr<void>> keep;   // buffers and programs the sequence refers to
+    bool timestamps = false;
+    std::string projection;                    // the input projection shader recorded
 };
 
 // The plans of one key: each serves one run at a time; a second concurrent run of the same
@@ -316,10 +329,94 @@ struct PlanPool
     std::vector<std::shared_ptr<Plan>> free;
 };
 
-constexpr uint32_t PLAN_CACHE = 8;       // shapes whose plans a layer keeps
-constexpr uint32_t MAX_CONCURRENT = 8;   // runs of one shape in flight at once
+std::atomic<uint64_t> g_layersCreated{ 0 }, g_layersAlive{ 0 }, g_plansRecorded{ 0 }, g_runs{ 0 };
+
+std::mutex g_faultLock;
+std::string g_faultKind;   // "", "fail", "scale", "add" (injectFault)
+double g_faultValue = 0;
+
+float
+halfToFloat(uint16_t h)
+{
+    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        float f = std::ldexp(static_cast<float>(man), -24);
+        return sign ? -f : f;
+    }
+    bits = exp == 31 ? (sign | 0x7f800000u | (man << 13)) : (sign | ((exp + 112) << 23) | (man << 13));
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t
+floatToHalf(float f)
+{
+    // Round to nearest even through the float32 -> float16 steps of IEEE 754 (test use only).
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    float a = std::fabs(f);
+    if (std::isnan(f)) {
+        return static_cast<uint16_t>(sign | 0x7e00u);
+    }
+    if (a >= 65520.0f) {
+        return static_cast<uint16_t>(sign | 0x7c00u);
+    }
+    if (a < 6.103515625e-05f) {
+        return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f)));
+    }
+    int e;
+    float m = std::frexp(a, &e);   // a = m * 2^e, m in [0.5, 1)
+    uint32_t mant = static_cast<uint32_t>(std::nearbyint((m * 2.0f - 1.0f) * 1024.0f));
+    uint32_t exp = static_cast<uint32_t>(e - 1 + 15);
+    if (mant == 1024) {
+        mant = 0;
+        exp++;
+    }
+    return static_cast<uint16_t>(sign | (exp << 10) | mant);
+}
+
+void
+applyFault(void* out, size_t n, bool float16)
+{
+    std::string kind;
+    double value;
+    {
+        std::lock_guard<std::mutex> lock(g_faultLock);
+        kind = g_faultKind;
+        value = g_faultValue;
+    }
+    if (kind != "scale" && kind != "add") {
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float v = float16 ? halfToFloat(static_cast<uint16_t*>(out)[i]) : static_cast<float*>(out)[i];
+        v = kind == "scale" ? static_cast<float>(v * value) : static_cast<float>(v + value);
+        if (float16) {
+            static_cast<uint16_t*>(out)[i] = floatToHalf(v);
+        } else {
+            static_cast<float*>(out)[i] = v;
+        }
+    }
+}
+
+bool
+faultFails()
+{
+    std::lock_guard<std::mutex> lock(g_faultLock);
+    return g_faultKind == "fail";
+}
+
 
 } // namespace
+
+bool
+coopmatRequested()
+{
+    const char* env = std::getenv("ORTOPS_COOPMAT");
+    return env && std::string(env) == "1";
+}
 
 size_t
 HostTensor::elements() const
@@ -339,7 +436,10 @@ struct LayerImpl
     Spec spec;
     DeviceDescription device;
     std::shared_ptr<Context> ctx;
-    Limits limits;
+    mutable std::mutex settingsLock;
+    LayerSettings settings;
+    std::optional<GpuProfile> profile;
+    std::mutex scratchLock;        // runs with caller scratch regions, one at a time
     std::map<std::string, std::shared_ptr<Buffer>> weights;
     std::vector<uint8_t> hostR;   // R kept until the batched kernel's layout is uploaded
     std::mutex batchedLock;
@@ -354,10 +454,11 @@ struct LayerImpl
 
     std::shared_ptr<Buffer> upload(const std::map<std::string, std::pair<const void*, uint64_t>>& arrays);
     void uploadBatchedR();
-    std::shared_ptr<Plan> record(const PlanKey& key);
+    std::shared_ptr<Plan> record(const PlanKey& key, const RunInputs& in);
     std::pair<std::shared_ptr<PlanPool>, std::shared_ptr<Plan>> acquire(const PlanKey& key);
     void release(const PlanKey& key, const std::shared_ptr<PlanPool>& pool, std::shared_ptr<Plan> plan);
     void evict(const PlanKey& keep);
+    Limits currentLimits() const;
 };
 
 LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w)
@@ -373,8 +474,6 @@ LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w)
           "docs/special_values.md). Choose another device with ORTOPS_DEVICE.");
     }
     ctx = sharedContext(device.index, validationRequested(), requestedQueues());
-    VariantSettings vs = variantSettings();
-    limits = Limits{ spec.op, device.name, device.maxStorageBufferRange, device.maxWorkgroupCount, vs.maxGroups };
     std::map<std::string, std::pair<const void*, uint64_t>> arrays;
     auto add = [&](const char* name, const HostTensor& t) {
         arrays[name] = { t.data, static_cast<uint64_t>(t.elements()) * spec.item };
@@ -393,11 +492,20 @@ LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w)
     dummy = std::make_shared<Buffer>(ctx, 4, "storage");
 }
 
+Limits
+LayerImpl::currentLimits() const
+{
+    std::lock_guard<std::mutex> lock(settingsLock);
+    return Limits{ spec.op, device.name, settings.storageRange.value_or(device.maxStorageBufferRange),
+                   device.maxWorkgroupCount, settings.variants.maxGroups };
+}
+
 // Weights go to device-only memory: staged, then copied by a compute pass (Kompute's
 // device-only tensors are storage buffers, not transfer destinations).
 std::shared_ptr<Buffer>
 LayerImpl::upload(const std::map<std::string, std::pair<const void*, uint64_t>>& arrays)
 {
+    Limits limits = currentLimits();
     auto seq = std::make_shared<Sequence>(ctx, 0);
     std::vector<std::shared_ptr<Buffer>> staging;
     std::vector<std::pair<std::string, std::shared_ptr<Buffer>>> stored;
@@ -433,6 +541,37 @@ LayerImpl::upload(const std::map<std::string, std::pair<const void*, uint64_t>>&
 // RB[dir][position][unit][gate] (glsl/step_batched.comp): position p = t * NI + i holds
 // k = l + 32 i of the class l at tree position t (l = t with its five bits reversed), so a
 // thread reads its sums' terms in order; positions past the hidden size hold 0.
+std::vector<uint8_t>
+batchedR(const void* R, uint32_t dirs, uint32_t gates, uint32_t hidden, uint32_t item)
+{
+    const uint32_t NI = classesLength(hidden);
+    const auto* r = static_cast<const uint8_t*>(R);
+    std::vector<uint8_t> rb(static_cast<size_t>(dirs) * 32 * NI * hidden * gates * item, 0);
+    for (uint32_t d = 0; d < dirs; d++) {
+        for (uint32_t t = 0; t < 32; t++) {
+            uint32_t l = 0;   // t with its five bits reversed
+            for (int b = 0; b < 5; b++) {
+                l |= ((t >> b) & 1u) << (4 - b);
+            }
+            for (uint32_t i = 0; i < NI; i++) {
+                uint32_t k = l + 32 * i;
+                if (k >= hidden) {
+                    continue;   // positions past the hidden size hold 0 (never read)
+                }
+                size_t position = static_cast<size_t>(t) * NI + i;
+                for (uint32_t u = 0; u < hidden; u++) {
+                    for (uint32_t g = 0; g < gates; g++) {
+                        size_t src = ((static_cast<size_t>(d) * gates + g) * hidden + u) * hidden + k;
+                        size_t dst = ((static_cast<size_t>(d) * 32 * NI + position) * hidden + u) * gates + g;
+                        std::memcpy(&rb[dst * item], &r[src * item], item);
+                    }
+                }
+            }
+        }
+    }
+    return rb;
+}
+
 void
 LayerImpl::uploadBatchedR()
 {
@@ -440,30 +579,7 @@ LayerImpl::uploadBatchedR()
     if (weights.count("RB")) {
         return;
     }
-    const uint32_t D = spec.dirs, G = spec.gates, H = spec.hidden, NI = classesLength(H), item = spec.item;
-    std::vector<uint8_t> rb(static_cast<size_t>(D) * 32 * NI * H * G * item, 0);
-    for (uint32_t d = 0; d < D; d++) {
-        for (uint32_t t = 0; t < 32; t++) {
-            uint32_t l = 0;
-            for (int b = 0; b < 5; b++) {
-                l |= ((t >> b) & 1u) << (4 - b);
-            }
-            for (uint32_t i = 0; i < NI; i++) {
-                uint32_t k = l + 32 * i;
-                if (k >= H) {
-                    continue;
-                }
-                size_t position = static_cast<size_t>(t) * NI + i;
-                for (uint32_t u = 0; u < H; u++) {
-                    for (uint32_t g = 0; g < G; g++) {
-                        size_t src = ((static_cast<size_t>(d) * G + g) * H + u) * H + k;
-                        size_t dst = ((static_cast<size_t>(d) * 32 * NI + position) * H + u) * G + g;
-                        std::memcpy(&rb[dst * item], &hostR[src * item], item);
-                    }
-                }
-            }
-        }
-    }
+    std::vector<uint8_t> rb = batchedR(hostR.data(), spec.dirs, spec.gates, spec.hidden, spec.item);
     std::map<std::string, std::pair<const void*, uint64_t>> arrays{ { "RB", { rb.data(), rb.size() } } };
     upload(arrays);
     hostR.clear();
@@ -474,39 +590,100 @@ LayerImpl::uploadBatchedR()
 
 namespace {
 
+struct ScratchSizes
+{
+    uint64_t xw, state;
+};
+
+// The two scratch regions a run needs (docs/design.md, "Scratch"): the input projection of
+// every step and direction, float32 [dirs, seq, batch, gates * hidden]; every step's hidden
+// state [seq + 1, dirs, batch, hidden], then the cell's extra planes, then (batched step
+// kernel) the transposed planes.
+ScratchSizes
+scratchSizes(const Spec& s, uint32_t seq, uint32_t batch, const VariantSettings& vs)
+{
+    uint64_t plane = static_cast<uint64_t>(s.dirs) * batch * s.hidden;
+    uint64_t extra = s.cell->extraStatePlanes(s.lbr) * plane;
+    uint64_t transposed = stepKernel(batch, vs) == "step_batched"
+                            ? static_cast<uint64_t>(transposedPlanes(s.gruTwoPass())) * s.dirs * 32 *
+                                classesLength(s.hidden) * paddedBatch(batch)
+                            : 0;
+    return { 4ull * s.dirs * seq * batch * s.gates * s.hidden, 4 * ((seq + 1) * plane + extra + transposed) };
+}
+
 struct Recording
 {
     LayerImpl& L;
     const Spec& s;
     PlanKey key;
-    VariantSettings vs;
+    const RunInputs& in;
+    LayerSettings settings;
+    Limits limits;
     std::shared_ptr<Plan> plan = std::make_shared<Plan>();
     std::shared_ptr<Buffer> xw, st;
+    uint32_t xwOff = 0, stOff = 0;   // in floats
     std::array<std::shared_ptr<Buffer>, 3> outs;
     bool batched;
     bool coopmat;
 
-    Recording(LayerImpl& layer, const PlanKey& k)
+    Recording(LayerImpl& layer, const PlanKey& k, const RunInputs& inputs)
       : L(layer)
       , s(layer.spec)
       , key(k)
-      , vs(variantSettings())
+      , in(inputs)
     {
-        batched = stepKernel(key.batch, vs) == "step_batched";
-        coopmat = useCoopmat(s, L.device, *L.ctx);
+        {
+            std::lock_guard<std::mutex> lock(L.settingsLock);
+            settings = L.settings;
+        }
+        limits = L.currentLimits();
+        batched = stepKernel(key.batch, settings.variants) == "step_batched";
+        coopmat = useCoopmat(s, L.device, *L.ctx, settings.coopmat);
     }
 
     std::shared_ptr<Buffer> storage(const std::string& what, uint64_t nbytes)
     {
-        L.limits.checkBinding(what, nbytes);
+        limits.checkBinding(what, nbytes);
         auto b = std::make_shared<Buffer>(L.ctx, nbytes, "storage");
         plan->keep.push_back(b);
         return b;
     }
+    // A scratch region: the caller's (checked: a non-negative multiple of 4 bytes, inside its
+    // buffer, whose whole size is bound) or one the plan owns.
+    std::shared_ptr<Buffer> scratch(const std::string& what, const std::optional<ScratchRegion>& region,
+                                    uint64_t nbytes, uint32_t& offsetFloats)
+    {
+        if (!region) {
+            offsetFloats = 0;
+            return storage(what, nbytes);
+        }
+        const ScratchRegion& r = *region;
+        if (!r.buffer) {
+            throw InputError(s.op + ": " + what + " region has no buffer");
+        }
+        if (r.offset % 4) {
+            throw InputError(s.op + ": " + what + " offset must be a non-negative multiple of 4 bytes, got " +
+                             std::to_string(r.offset));
+        }
+        if (r.offset + nbytes > r.buffer->bytes) {
+            throw InputError(s.op + ": " + what + " needs " + std::to_string(nbytes) + " bytes at offset " +
+                             std::to_string(r.offset) + ", but its buffer holds " + std::to_string(r.buffer->bytes));
+        }
+        if (r.buffer->ctx != L.ctx) {
+            throw InputError(s.op + ": " + what + " buffer belongs to another device's context");
+        }
+        limits.checkBinding(what + " (its whole buffer is bound)", r.buffer->bytes);
+        if (r.offset / 4 > 0xFFFFFFFFull) {
+            throw UnsupportedLayerError(s.op + ": " + what + " offset is beyond 2^32 floats");
+        }
+        offsetFloats = static_cast<uint32_t>(r.offset / 4);
+        plan->keep.push_back(r.buffer);
+        return r.buffer;
+    }
     std::shared_ptr<Buffer> io(const std::string& name, uint64_t elements)
     {
         uint64_t nbytes = elements * s.item;
-        L.limits.checkBinding(name, nbytes);
+        limits.checkBinding(name, nbytes);
         auto b = std::make_shared<Buffer>(L.ctx, nbytes, "device");
         plan->keep.push_back(b);
         return b;
@@ -526,18 +703,6 @@ struct Recording
     }
 
     uint64_t plane() const { return static_cast<uint64_t>(s.dirs) * key.batch * s.hidden; }
-    uint64_t xwBytes() const { return 4ull * s.dirs * key.seq * key.batch * s.gates * s.hidden; }
-    uint64_t transposedFloats() const
-    {
-        return batched ? static_cast<uint64_t>(transposedPlanes(s.gruTwoPass())) * s.dirs * 32 *
-                           classesLength(s.hidden) * paddedBatch(key.batch)
-                       : 0;
-    }
-    uint64_t stateBytes() const
-    {
-        uint64_t extra = s.cell->extraStatePlanes(s.lbr) * plane();
-        return 4 * ((key.seq + 1) * plane() + extra + transposedFloats());
-    }
 
     Constants shape() const
     {
@@ -548,7 +713,7 @@ struct Recording
     {
         uint32_t extra = s.cell->extraStatePlanes(s.lbr);
         return { { "NI", classesLength(s.hidden) }, { "B32", paddedBatch(key.batch) },
-                 { "HT_OFFSET", static_cast<uint32_t>((key.seq + 1 + extra) * plane()) } };
+                 { "HT_OFFSET", static_cast<uint32_t>(stOff + (key.seq + 1 + extra) * plane()) } };
     }
     static Constants join(Constants a, const Constants& b)
     {
@@ -559,8 +724,9 @@ struct Recording
     std::shared_ptr<Plan> run()
     {
         const uint32_t D = s.dirs, H = s.hidden, G = s.gates, batch = key.batch;
-        xw = storage("the input projection scratch", xwBytes());
-        st = storage("the state scratch", stateBytes());
+        ScratchSizes sizes = scratchSizes(s, key.seq, batch, settings.variants);
+        xw = scratch("the input projection scratch", in.xwScratch, sizes.xw, xwOff);
+        st = scratch("the state scratch", in.stateScratch, sizes.state, stOff);
         plan->x = io("X", static_cast<uint64_t>(key.seq) * batch * s.input);
         if (key.hasLens) {
             plan->lens = std::make_shared<Buffer>(L.ctx, 4ull * batch, "device");
@@ -573,7 +739,7 @@ struct Recording
             plan->c0 = io("initial_c", plane());
         }
         for (uint32_t i = 0; i < s.cell->outputCount; i++) {
-            if (!L.config.wants(s.cell->outputs[i])) {
+            if (!key.outputs[i]) {
                 continue;
             }
             uint64_t n = i == 0 ? static_cast<uint64_t>(key.seq) * plane() : plane();
@@ -587,19 +753,22 @@ struct Recording
         std::shared_ptr<Program> gemm;
         uint32_t tile;
         Constants gemmConstants = { { "N", G * H }, { "K", s.input }, { "SEQ", key.seq }, { "BATCH", batch },
-                                    { "LAYOUT", s.layout }, { "XW_OFFSET", 0 } };
+                                    { "LAYOUT", s.layout }, { "XW_OFFSET", xwOff } };
         if (coopmat) {
             gemm = program("input_projection_coopmat", { plan->x, weight("W"), xw }, 2, gemmConstants);
             tile = COOPMAT_TILE;
+            plan->projection = "input_projection_coopmat";
         } else {
-            uint32_t tpt = projectionTpt(static_cast<uint64_t>(key.seq) * batch * G * H * D, vs.largeProjection);
+            uint32_t tpt = projectionTpt(static_cast<uint64_t>(key.steps) * batch * G * H * D,
+                                         settings.variants.largeProjection);
             gemmConstants.push_back({ "TPT", tpt });
             gemm = program("input_projection", { plan->x, weight("W"), xw }, 2, gemmConstants);
             tile = projectionTile(tpt);
+            plan->projection = "input_projection";
         }
         Constants initConstants = join(shape(), { { "HAS_H0", key.hasH0 }, { "HAS_C0", key.hasC0 },
                                                   { "HAS_CELL", s.cell->hasInput("initial_c") },
-                                                  { "STATE_OFFSET", 0 } });
+                                                  { "STATE_OFFSET", stOff } });
         if (batched) {
             initConstants = join(join(initConstants, { { "TRANSPOSED", 1 } }), transposed());
         }
@@ -611,16 +780,16 @@ struct Recording
             { "HAS_CLIP", s.clip.has_value() }, { "CLIP_BITS", s.clip ? floatBits(*s.clip) : 0u },
             { "INPUT_FORGET", s.inputForget }, { "LBR", s.lbr }, { "HAS_LENS", key.hasLens },
             { "HIDDEN", H }, { "BATCH", batch }, { "SEQ", key.seq }, { "DIRS", D },
-            { "REVERSE0", s.reverse }, { "XW_OFFSET", 0 }, { "STATE_OFFSET", 0 },
+            { "REVERSE0", s.reverse }, { "XW_OFFSET", xwOff }, { "STATE_OFFSET", stOff },
         };
         bool general = activationConstants(s, common);
         common.push_back({ "GENERAL", general });
         std::vector<std::pair<std::shared_ptr<Program>, std::array<uint64_t, 3>>> passes;
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), G)) {
             if (batched) {
-                BatchedVariant v = batchedVariant(H, s.float16, vs);
+                BatchedVariant v = batchedVariant(H, s.float16, settings.variants);
                 std::array<uint64_t, 3> groups{ ceilDiv(H, v.units()), D, ceilDiv(batch, 32) };
-                L.limits.checkGroups("the step pass", groups);
+                limits.checkGroups("the step pass", groups);
                 auto p = program("step_batched", { xw, weight("RB"), weight("B"), weight("P"), lensB, st }, 1,
                                  join(join(common, { { "PASS", pass }, { "UPT", v.upt }, { "BY", v.by },
                                                      { "PREFETCH", v.prefetch }, { "KSPLIT", v.ksplit } }),
@@ -629,7 +798,7 @@ struct Recording
             } else {
                 StepVariant v = stepVariant(batch, gatesInPass);
                 std::array<uint64_t, 3> groups{ ceilDiv(H, v.units), D, ceilDiv(batch, v.nb) };
-                L.limits.checkGroups("the step pass", groups);
+                limits.checkGroups("the step pass", groups);
                 auto p = program("step", { xw, weight("R"), weight("B"), weight("P"), lensB, st }, 1,
                                  join(common, { { "PASS", pass }, { "NB", v.nb }, { "UNITS", v.units },
                                                 { "ROWS", v.rows }, { "TY", v.ty() }, { "RPT", v.rpt } }));
@@ -638,7 +807,8 @@ struct Recording
         }
 
         // -- the sequence
-        auto seq = std::make_shared<Sequence>(L.ctx, 0);
+        plan->timestamps = settings.timestamps && L.device.timestamps;
+        auto seq = std::make_shared<Sequence>(L.ctx, plan->timestamps ? 4 : 0);
         // Write-after-read against the previous run's last reads of the input buffers.
         seq->barrier("compute", "transfer");
         std::vector<std::shared_ptr<Buffer>> inputs{ plan->x };
@@ -649,27 +819,37 @@ struct Recording
         }
         seq->upload(inputs);
         seq->barrier("transfer", "compute");
-        uint32_t maxGroups = L.limits.maxGroups;
-        uint64_t rowTiles = ceilDiv(static_cast<uint64_t>(key.seq) * batch, tile);
+        if (plan->timestamps) {
+            seq->timestamp(0);
+        }
+        uint32_t maxGroups = limits.maxGroups;
+        // Row tiles in dispatches of at most maxGroups (the shader offsets by tile0).
+        uint64_t rowTiles = ceilDiv(static_cast<uint64_t>(key.steps) * batch, tile);
         for (uint64_t tile0 = 0; tile0 < rowTiles; tile0 += maxGroups) {
             seq->dispatch(gemm, static_cast<uint32_t>(ceilDiv(G * H, tile)),
                           static_cast<uint32_t>(std::min<uint64_t>(maxGroups, rowTiles - tile0)), D,
-                          { key.seq * batch, static_cast<uint32_t>(tile0) });
+                          { key.steps * batch, static_cast<uint32_t>(tile0) });
         }
         seq->dispatch(init, gridGroups(plane(), maxGroups), 1, 1, {});
         seq->barrier("compute", "compute");
-        for (uint32_t step = 0; step < key.seq; step++) {
+        if (plan->timestamps) {
+            seq->timestamp(1);
+        }
+        for (uint32_t step = 0; step < key.steps; step++) {
             for (auto& [prog, groups] : passes) {
                 seq->dispatch(prog, static_cast<uint32_t>(groups[0]), static_cast<uint32_t>(groups[1]),
                               static_cast<uint32_t>(groups[2]), { step });
                 seq->barrier("compute", "compute");
             }
         }
+        if (plan->timestamps) {
+            seq->timestamp(2);
+        }
         for (uint32_t i = 0; i < 3; i++) {
             if (!outs[i]) {
                 continue;
             }
-            Constants c = join(shape(), { { "HAS_LENS", key.hasLens }, { "STATE_OFFSET", 0 } });
+            Constants c = join(shape(), { { "HAS_LENS", key.hasLens }, { "STATE_OFFSET", stOff } });
             if (i == 0) {
                 uint64_t words = ceilDiv(static_cast<uint64_t>(key.seq) * plane() * s.item, 4);
                 auto prog = program("output_sequence", { st, lensB, outs[i] }, 0,
@@ -679,8 +859,11 @@ struct Recording
                 uint64_t words = ceilDiv(plane() * s.item, 4);
                 auto prog = program("output_state", { st, lensB, outs[i] }, 1,
                                     join(c, { { "CELL_STATE", i == 2 }, { "ZERO_EMPTY", 1 } }));
-                seq->dispatch(prog, gridGroups(words, maxGroups), 1, 1, { key.seq });
+                seq->dispatch(prog, gridGroups(words, maxGroups), 1, 1, { key.steps });
             }
+        }
+        if (plan->timestamps) {
+            seq->timestamp(3);
         }
         // Results go to host-cached memory (fast to read), then the end-of-run marker that
         // eval() polls; its barriers make the copies visible to the host.
@@ -699,23 +882,36 @@ struct Recording
 } // namespace
 
 std::shared_ptr<Plan>
-LayerImpl::record(const PlanKey& key)
+LayerImpl::record(const PlanKey& key, const RunInputs& in)
 {
-    if (stepKernel(key.batch, variantSettings()) == "step_batched") {
+    VariantSettings vs;
+    {
+        std::lock_guard<std::mutex> lock(settingsLock);
+        vs = settings.variants;
+    }
+    if (stepKernel(key.batch, vs) == "step_batched") {
         uploadBatchedR();
     }
-    return Recording(*this, key).run();
+    auto plan = Recording(*this, key, in).run();
+    g_plansRecorded++;
+    return plan;
 }
 
 std::pair<std::shared_ptr<PlanPool>, std::shared_ptr<Plan>>
 LayerImpl::acquire(const PlanKey& key)
 {
+    uint32_t limit;
+    {
+        std::lock_guard<std::mutex> lock(settingsLock);
+        // Caller regions may be one arena shared by this layer's shapes: one plan per key.
+        limit = key.callerScratch() ? 1 : settings.maxConcurrent;
+    }
     std::unique_lock<std::mutex> lock(cacheLock);
     while (true) {
         auto& pool = pools[key];
         if (!pool) {
             pool = std::make_shared<PlanPool>();
-            pool->limit = MAX_CONCURRENT;
+            pool->limit = limit;
             evict(key);
         }
         lru.remove(key);
@@ -744,16 +940,23 @@ LayerImpl::release(const PlanKey& key, const std::shared_ptr<PlanPool>& pool, st
     } else if (it != pools.end() && it->second == pool) {
         pool->free.push_back(std::move(plan));
     }
-    evict(key);
+    // else: the key was evicted while this run held the plan; it is dropped here.
+    evict(key);   // shapes kept beyond the cache while they were busy
     cacheFree.notify_all();
 }
 
-// Keep plans for at most PLAN_CACHE shapes: drop the least recently used idle ones (never
-// `keep`). Called with the lock held.
+// Keep plans for at most the cache's capacity of shapes: drop the least recently used idle
+// ones (never `keep`, the key being acquired; while runs hold plans of every other key the
+// cache may hold more for a while). Called with cacheLock held.
 void
 LayerImpl::evict(const PlanKey& keep)
 {
-    for (auto it = lru.begin(); it != lru.end() && pools.size() > PLAN_CACHE;) {
+    uint32_t capacity;
+    {
+        std::lock_guard<std::mutex> lock(settingsLock);
+        capacity = settings.planCache;
+    }
+    for (auto it = lru.begin(); it != lru.end() && pools.size() > capacity;) {
         auto p = pools.find(*it);
         if (!(*it == keep) && p != pools.end() && p->second->free.size() == p->second->count) {
             pools.erase(p);
@@ -769,9 +972,31 @@ LayerImpl::evict(const PlanKey& keep)
 Layer::Layer(const NodeConfig& config, const Weights& weights)
   : impl(std::make_unique<LayerImpl>(config, weights))
 {
+    g_layersCreated++;
+    g_layersAlive++;
 }
 
-Layer::~Layer() = default;
+Layer::~Layer()
+{
+    g_layersAlive--;
+}
+
+void
+injectFault(const std::string& kind, double value)
+{
+    if (kind != "" && kind != "fail" && kind != "scale" && kind != "add") {
+        throw std::invalid_argument("ortops: fault kind must be '', 'fail', 'scale' or 'add', got '" + kind + "'");
+    }
+    std::lock_guard<std::mutex> lock(g_faultLock);
+    g_faultKind = kind;
+    g_faultValue = value;
+}
+
+CoreCounters
+coreCounters()
+{
+    return { g_layersCreated.load(), g_layersAlive.load(), g_plansRecorded.load(), g_runs.load() };
+}
 
 const NodeConfig&
 Layer::config() const
@@ -851,9 +1076,24 @@ Layer::outputShapes(const RunInputs& in) const
             requireShape(s, name, **t, state, stateText);
         }
     }
+    if (in.steps) {
+        int64_t longest = seq;
+        if (in.sequenceLens) {
+            const auto* v = static_cast<const int32_t*>(in.sequenceLens->data);
+            longest = 0;
+            for (int64_t b = 0; b < batch; b++) {
+                longest = std::max<int64_t>(longest, v[b]);
+            }
+        }
+        if (*in.steps > seq || *in.steps < longest) {
+            fail(s.op + ": max_length = " + std::to_string(*in.steps) + " must be in [" + std::to_string(longest) +
+                 ", " + std::to_string(seq) + "] (the longest sequence length, the sequence length)");
+        }
+    }
     OutputShapes shapes;
     for (uint32_t i = 0; i < s.cell->outputCount; i++) {
-        if (!impl->config.wants(s.cell->outputs[i])) {
+        bool wanted = in.outputs ? (*in.outputs)[i] : impl->config.wants(s.cell->outputs[i]);
+        if (!wanted) {
             continue;
         }
         if (i == 0) {
@@ -872,6 +1112,9 @@ Layer::run(const RunInputs& in, const OutputPointers& out)
     LayerImpl& L = *impl;
     const Spec& s = L.spec;
     OutputShapes shapes = outputShapes(in);
+    if (faultFails()) {
+        throw InputError(s.op + ": failure injected by the test");
+    }
     int64_t seq = s.layout == 0 ? in.X.shape[0] : in.X.shape[1];
     int64_t batch = s.layout == 0 ? in.X.shape[1] : in.X.shape[0];
     if (seq == 0 || batch == 0) {
@@ -896,13 +1139,29 @@ Layer::run(const RunInputs& in, const OutputPointers& out)
     PlanKey key;
     key.seq = static_cast<uint32_t>(seq);
     key.batch = static_cast<uint32_t>(batch);
+    key.steps = in.steps.value_or(key.seq);
     key.hasLens = in.sequenceLens.has_value();
     key.hasH0 = in.initialH.has_value();
     key.hasC0 = in.initialC.has_value();
+    for (uint32_t i = 0; i < 3; i++) {
+        key.outputs[i] = shapes[i].has_value();
+    }
+    if (in.xwScratch) {
+        key.xwBuffer = in.xwScratch->buffer.get();
+        key.xwOffset = in.xwScratch->offset;
+    }
+    if (in.stateScratch) {
+        key.stateBuffer = in.stateScratch->buffer.get();
+        key.stateOffset = in.stateScratch->offset;
+    }
+    std::unique_lock<std::mutex> scratch(L.scratchLock, std::defer_lock);
+    if (key.callerScratch()) {
+        scratch.lock();
+    }
     auto [pool, plan] = L.acquire(key);
     try {
         if (!plan) {
-            plan = L.record(key);
+            plan = L.record(key, in);
         }
         plan->x->write(in.X.data, in.X.elements() * s.item, 0);
         if (in.sequenceLens) {
@@ -915,9 +1174,17 @@ Layer::run(const RunInputs& in, const OutputPointers& out)
             plan->c0->write(in.initialC->data, in.initialC->elements() * s.item, 0);
         }
         plan->sequence->eval();
+        g_runs++;
+        if (plan->timestamps) {
+            std::vector<double> t = plan->sequence->timestamps();
+            GpuProfile p{ (t[3] - t[0]) * 1e-6, (t[1] - t[0]) * 1e-6, (t[2] - t[1]) * 1e-6, (t[3] - t[2]) * 1e-6 };
+            std::lock_guard<std::mutex> lock(L.settingsLock);
+            L.profile = p;
+        }
         for (uint32_t i = 0; i < 3; i++) {
             if (shapes[i] && out[i] && plan->readback[i]) {
                 plan->readback[i]->read(out[i], plan->readback[i]->bytes, 0);
+                applyFault(out[i], plan->readback[i]->bytes / s.item, s.float16);
             }
         }
     } catch (...) {
@@ -925,6 +1192,95 @@ Layer::run(const RunInputs& in, const OutputPointers& out)
         throw;
     }
     L.release(key, pool, plan);
+}
+
+LayerSettings
+Layer::settings() const
+{
+    std::lock_guard<std::mutex> lock(impl->settingsLock);
+    return impl->settings;
+}
+
+void
+Layer::setSettings(const LayerSettings& s)
+{
+    uint32_t k = s.variants.batchedKsplit;
+    if (k != 1 && k != 2 && k != 4 && k != 8) {
+        throw std::invalid_argument("ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8, got " + std::to_string(k));
+    }
+    if (s.maxConcurrent < 1 || s.planCache < 1 || s.variants.maxGroups < 1) {
+        throw std::invalid_argument("ortops: max_concurrent and the plan cache must be positive");
+    }
+    {
+        std::lock_guard<std::mutex> lock(impl->settingsLock);
+        impl->settings = s;
+    }
+    // Plans recorded under other settings go (the next run of each shape records anew).
+    std::lock_guard<std::mutex> lock(impl->cacheLock);
+    for (auto it = impl->pools.begin(); it != impl->pools.end();) {
+        if (it->second->free.size() == it->second->count) {
+            impl->lru.remove(it->first);
+            it = impl->pools.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+std::optional<GpuProfile>
+Layer::lastProfile() const
+{
+    std::lock_guard<std::mutex> lock(impl->settingsLock);
+    return impl->profile;
+}
+
+std::vector<PlanPoolInfo>
+Layer::planPools() const
+{
+    std::lock_guard<std::mutex> lock(impl->cacheLock);
+    std::vector<PlanPoolInfo> out;
+    for (const PlanKey& k : impl->lru) {
+        auto it = impl->pools.find(k);
+        if (it == impl->pools.end()) {
+            continue;
+        }
+        PlanPoolInfo info{ k.seq, k.batch, k.steps, k.hasLens, k.hasH0, k.hasC0, k.outputs, it->second->count, {} };
+        for (const auto& p : it->second->free) {
+            info.freeProjections.push_back(p->projection);
+        }
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+std::vector<std::string>
+Layer::weightNames() const
+{
+    std::lock_guard<std::mutex> lock(impl->batchedLock);
+    std::vector<std::string> out;
+    for (const auto& [name, buf] : impl->weights) {
+        out.push_back(name);
+    }
+    return out;
+}
+
+std::pair<uint64_t, uint64_t>
+Layer::scratchSizes(uint32_t seq, uint32_t batch) const
+{
+    ScratchSizes s = ortops::scratchSizes(impl->spec, seq, batch, settings().variants);
+    return { s.xw, s.state };
+}
+
+const DeviceDescription&
+Layer::device() const
+{
+    return impl->device;
+}
+
+std::shared_ptr<Context>
+Layer::context() const
+{
+    return impl->ctx;
 }
 
 } // namespace ortops

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nodeconfig.hpp"
+#include "variants.hpp"
 
 namespace ortops {
 
@@ -60,12 +61,68 @@ struct Weights
     std::optional<HostTensor> P;
 };
 
+struct Buffer;
+
+// Whether ORTOPS_COOPMAT=1 asks mode "fast" for the cooperative-matrix projection.
+bool
+coopmatRequested();
+
+// A caller's scratch region: a device buffer (Context's "storage" buffers) and a byte offset
+// (a multiple of 4) from which the region runs.
+struct ScratchRegion
+{
+    std::shared_ptr<Buffer> buffer;
+    uint64_t offset = 0;
+};
+
 struct RunInputs
 {
     HostTensor X;
     std::optional<HostTensor> sequenceLens;
     std::optional<HostTensor> initialH;
     std::optional<HostTensor> initialC;
+    // The Python door's extras (the custom-op library leaves them unset):
+    // steps to run (max_length, at least every sequence length; default seq_length);
+    std::optional<uint32_t> steps;
+    // the outputs computed, in the cell's order (default: the config's);
+    std::optional<std::array<bool, 3>> outputs;
+    // caller scratch regions for Xw and the state (default: the plan's own); runs given
+    // regions are serialised, since they may share one arena.
+    std::optional<ScratchRegion> xwScratch;
+    std::optional<ScratchRegion> stateScratch;
+};
+
+// Per-layer settings the Python door may change between runs (tests and benchmarks lower
+// them): the variant tunables, the plan cache's capacity, the storage-binding limit checked
+// (default: the device's maxStorageBufferRange), runs of one shape in flight at once, and
+// whether plans record GPU timestamps.
+struct LayerSettings
+{
+    VariantSettings variants = variantSettings();
+    uint32_t planCache = 8;
+    std::optional<uint64_t> storageRange;
+    uint32_t maxConcurrent = 8;
+    bool timestamps = false;
+    // Mode "fast" may record the cooperative-matrix projection (default: ORTOPS_COOPMAT=1).
+    bool coopmat = coopmatRequested();
+};
+
+// One run's GPU time in milliseconds: the whole and its split (projection and state set-up,
+// steps, outputs).
+struct GpuProfile
+{
+    double totalMs = 0, projectionMs = 0, stepsMs = 0, outputsMs = 0;
+};
+
+// The plans a layer holds for one shape: its key's fields, how many plans exist and which
+// projection kernel each free one recorded.
+struct PlanPoolInfo
+{
+    uint32_t seq, batch, steps;
+    bool hasLens, hasH0, hasC0;
+    std::array<bool, 3> outputs;
+    uint32_t count;
+    std::vector<std::string> freeProjections;
 };
 
 // Output shapes in the cell's output order (Y, Y_h[, Y_c]); an output not computed has no
@@ -76,6 +133,33 @@ using OutputShapes = std::array<std::optional<std::vector<int64_t>>, 3>;
 using OutputPointers = std::array<void*, 3>;
 
 struct LayerImpl;
+struct DeviceDescription;
+struct Context;
+
+// What the core has done in this process, for tests and tools: layers created and alive
+// (their weights uploaded), plans recorded, runs submitted.
+struct CoreCounters
+{
+    uint64_t layersCreated = 0;
+    uint64_t layersAlive = 0;
+    uint64_t plansRecorded = 0;
+    uint64_t runs = 0;
+};
+CoreCounters
+coreCounters();
+
+// R [dirs, gates * hidden, hidden] in the batched step kernel's layout
+// RB[dir][position][unit][gate] (glsl/step_batched.comp): position p = t * NI + i holds
+// k = l + 32 i of the class l at tree position t (l = t with its five bits reversed), so a
+// thread reads its sums' terms in order; positions past the hidden size hold 0.
+std::vector<uint8_t>
+batchedR(const void* R, uint32_t dirs, uint32_t gates, uint32_t hidden, uint32_t item);
+
+// Test hook (both doors): every run after this fails ("fail": InputError "failure injected
+// by the test") or has its float outputs changed ("scale": times value, "add": plus value),
+// so that tests can check how a wrong or failing node is reported. "" switches it off.
+void
+injectFault(const std::string& kind, double value);
 
 class Layer
 {
@@ -97,6 +181,19 @@ class Layer
     OutputShapes outputShapes(const RunInputs& inputs) const;
     // Run: check the inputs, write them, submit once, read the outputs into out.
     void run(const RunInputs& inputs, const OutputPointers& out);
+
+    // The Python door's controls and views.
+    LayerSettings settings() const;
+    void setSettings(const LayerSettings& s);
+    std::optional<GpuProfile> lastProfile() const;
+    std::vector<PlanPoolInfo> planPools() const;
+    // The weights on the device by name (W, R, B, P; RB once the batched kernel's layout of R
+    // is uploaded).
+    std::vector<std::string> weightNames() const;
+    // Bytes of the two scratch regions (Xw, state) a run of this shape needs.
+    std::pair<uint64_t, uint64_t> scratchSizes(uint32_t seq, uint32_t batch) const;
+    const DeviceDescription& device() const;
+    std::shared_ptr<Context> context() const;
 
   private:
     std::unique_ptr<LayerImpl> impl;

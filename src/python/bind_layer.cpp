@@ -5,8 +5,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 #include "devices.hpp"
 #include "layer.hpp"
+#include "memory.hpp"
 
 namespace py = pybind11;
 
@@ -93,6 +96,63 @@ optionalTensor(const py::object& o)
     return tensor(o.cast<py::array>());
 }
 
+LayerSettings
+settingsFromDict(const py::dict& d, LayerSettings s)
+{
+    auto get = [&](const char* key, auto& field) {
+        if (d.contains(key) && !d[key].is_none()) {
+            field = d[key].cast<std::remove_reference_t<decltype(field)>>();
+        }
+    };
+    get("batched_from", s.variants.batchedFrom);
+    get("batched_upt_float32", s.variants.batchedUptFloat32);
+    get("batched_upt_float16", s.variants.batchedUptFloat16);
+    get("batched_by", s.variants.batchedBy);
+    get("batched_prefetch", s.variants.batchedPrefetch);
+    get("batched_ksplit", s.variants.batchedKsplit);
+    get("large_projection", s.variants.largeProjection);
+    get("max_groups", s.variants.maxGroups);
+    get("plan_cache", s.planCache);
+    get("max_concurrent", s.maxConcurrent);
+    get("timestamps", s.timestamps);
+    get("coopmat", s.coopmat);
+    if (d.contains("storage_range")) {
+        s.storageRange = d["storage_range"].is_none() ? std::nullopt
+                                                       : std::optional<uint64_t>(d["storage_range"].cast<uint64_t>());
+    }
+    return s;
+}
+
+py::dict
+settingsDict(const LayerSettings& s)
+{
+    py::dict d;
+    d["batched_from"] = s.variants.batchedFrom;
+    d["batched_upt_float32"] = s.variants.batchedUptFloat32;
+    d["batched_upt_float16"] = s.variants.batchedUptFloat16;
+    d["batched_by"] = s.variants.batchedBy;
+    d["batched_prefetch"] = s.variants.batchedPrefetch;
+    d["batched_ksplit"] = s.variants.batchedKsplit;
+    d["large_projection"] = s.variants.largeProjection;
+    d["max_groups"] = s.variants.maxGroups;
+    d["plan_cache"] = s.planCache;
+    d["max_concurrent"] = s.maxConcurrent;
+    d["timestamps"] = s.timestamps;
+    d["coopmat"] = s.coopmat;
+    d["storage_range"] = s.storageRange ? py::object(py::int_(*s.storageRange)) : py::object(py::none());
+    return d;
+}
+
+std::optional<ScratchRegion>
+region(const py::object& o)
+{
+    if (o.is_none()) {
+        return std::nullopt;
+    }
+    auto t = o.cast<py::tuple>();
+    return ScratchRegion{ t[0].cast<std::shared_ptr<Buffer>>(), t[1].cast<uint64_t>() };
+}
+
 } // namespace
 
 void
@@ -102,35 +162,160 @@ bindLayer(py::module_& m)
           py::arg("max_queues") = 1,
           "The process's context on a device, shared with the custom-op library (devices.hpp).");
 
+    m.def(
+      "core_counters",
+      []() {
+          CoreCounters c = coreCounters();
+          py::dict d;
+          d["layers_created"] = c.layersCreated;
+          d["layers_alive"] = c.layersAlive;
+          d["plans_recorded"] = c.plansRecorded;
+          d["runs"] = c.runs;
+          return d;
+      },
+      "What the native core did in this process (both doors): layers created and alive, plans "
+      "recorded, runs.");
+
+    m.def(
+      "batched_r",
+      [](py::array R) {
+          HostTensor t = tensor(R);
+          if (t.shape.size() != 3 || t.shape[2] <= 0 || t.shape[1] % t.shape[2]) {
+              throw std::invalid_argument("ortops: R must be [dirs, gates * hidden, hidden]");
+          }
+          auto dirs = static_cast<uint32_t>(t.shape[0]), hidden = static_cast<uint32_t>(t.shape[2]);
+          auto gates = static_cast<uint32_t>(t.shape[1] / t.shape[2]);
+          std::vector<uint8_t> rb = batchedR(t.data, dirs, gates, hidden, static_cast<uint32_t>(R.itemsize()));
+          py::array out(R.dtype(), std::vector<py::ssize_t>{ dirs, 32 * classesLength(hidden), hidden, gates });
+          std::memcpy(out.mutable_data(), rb.data(), rb.size());
+          return out;
+      },
+      py::arg("R"), "R in the batched step kernel's layout (layer.hpp's batchedR).");
+    // Kernel-variant heuristics (variants.hpp), for ortops.variants and the tools.
+    m.def("step_variant",
+          [](uint32_t batch, uint32_t gates) {
+              StepVariant v = stepVariant(batch, gates);
+              return py::make_tuple(v.nb, v.units, v.rpt, v.rows);
+          },
+          py::arg("batch"), py::arg("gates_in_pass"));
+    m.def("batched_variant",
+          [](uint32_t hidden, bool float16, const py::dict& settings) {
+              LayerSettings s = settingsFromDict(settings, LayerSettings{});
+              BatchedVariant v = batchedVariant(hidden, float16, s.variants);
+              return py::make_tuple(v.upt, v.by, v.prefetch, v.ksplit);
+          },
+          py::arg("hidden"), py::arg("float16"), py::arg("settings"));
+    m.def("step_kernel",
+          [](uint32_t batch, const py::dict& settings) {
+              return std::string(stepKernel(batch, settingsFromDict(settings, LayerSettings{}).variants));
+          },
+          py::arg("batch"), py::arg("settings"));
+    m.def("projection_tpt", &projectionTpt, py::arg("outputs"), py::arg("large"));
+    m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
+    m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
+
+    m.def("inject_fault", &injectFault, py::arg("kind"), py::arg("value") = 0.0,
+          "Test hook: make every run fail ('fail') or change its float outputs ('scale', 'add' "
+          "by value); '' switches it off.");
+
     py::class_<Layer>(m, "Layer")
-      .def(py::init([](const py::dict& config, py::array W, py::array R, py::object B, py::object P) {
+      .def(py::init([](const py::dict& config, py::array W, py::array R, py::object B, py::object P,
+                       py::object settings) {
                Weights w{ tensor(W), tensor(R), optionalTensor(B), optionalTensor(P) };
                NodeConfig c = configFromDict(config);
-               py::gil_scoped_release release;
-               return std::make_unique<Layer>(c, w);
+               std::unique_ptr<Layer> layer;
+               {
+                   py::gil_scoped_release release;
+                   layer = std::make_unique<Layer>(c, w);
+               }
+               if (!settings.is_none()) {
+                   layer->setSettings(settingsFromDict(settings.cast<py::dict>(), layer->settings()));
+               }
+               return layer;
            }),
            py::arg("config"), py::arg("W"), py::arg("R"), py::arg("B") = py::none(), py::arg("P") = py::none(),
+           py::arg("settings") = py::none(),
            "A layer of the native core from a node config (dict form) and its weights.")
       .def_property_readonly("device_name", &Layer::deviceName)
       .def_property_readonly("device_uuid", &Layer::deviceUuid)
+      .def_property(
+        "settings", [](const Layer& self) { return settingsDict(self.settings()); },
+        [](Layer& self, const py::dict& d) { self.setSettings(settingsFromDict(d, self.settings())); },
+        "The layer's tunables (variants, plan cache, storage limit, timestamps); setting drops idle plans.")
+      .def_property_readonly("last_profile",
+                             [](const Layer& self) -> py::object {
+                                 auto p = self.lastProfile();
+                                 if (!p) {
+                                     return py::none();
+                                 }
+                                 py::dict d;
+                                 d["total_ms"] = p->totalMs;
+                                 d["projection_ms"] = p->projectionMs;
+                                 d["steps_ms"] = p->stepsMs;
+                                 d["outputs_ms"] = p->outputsMs;
+                                 return d;
+                             })
+      .def("plan_pools",
+           [](const Layer& self) {
+               py::list out;
+               for (const auto& p : self.planPools()) {
+                   py::dict d;
+                   d["seq"] = p.seq;
+                   d["batch"] = p.batch;
+                   d["steps"] = p.steps;
+                   d["has_lens"] = p.hasLens;
+                   d["has_h0"] = p.hasH0;
+                   d["has_c0"] = p.hasC0;
+                   d["outputs"] = py::make_tuple(p.outputs[0], p.outputs[1], p.outputs[2]);
+                   d["count"] = p.count;
+                   d["free"] = p.freeProjections;
+                   out.append(d);
+               }
+               return out;
+           },
+           "The plans held per shape (least recently used first): key fields, count, free plans' projection.")
+      .def("weight_names", &Layer::weightNames)
+      .def("scratch_sizes", &Layer::scratchSizes, py::arg("seq"), py::arg("batch"))
       .def(
         "__call__",
-        [](Layer& self, py::array X, py::object lens, py::object h0, py::object c0) {
+        [](Layer& self, py::array X, py::object lens, py::object h0, py::object c0, py::object steps,
+           py::object outputs, py::object xwScratch, py::object stateScratch, py::object out) {
             RunInputs in{ tensor(X), optionalTensor(lens), optionalTensor(h0), optionalTensor(c0) };
+            if (!steps.is_none()) {
+                in.steps = steps.cast<uint32_t>();
+            }
+            if (!outputs.is_none()) {
+                auto v = outputs.cast<std::vector<bool>>();
+                std::array<bool, 3> mask{ false, false, false };
+                for (size_t i = 0; i < v.size() && i < 3; i++) {
+                    mask[i] = v[i];
+                }
+                in.outputs = mask;
+            }
+            in.xwScratch = region(xwScratch);
+            in.stateScratch = region(stateScratch);
             OutputShapes shapes = self.outputShapes(in);
+            py::list given = out.is_none() ? py::list() : out.cast<py::list>();
             py::dtype dt = X.dtype();
             py::list result;
             OutputPointers ptrs{ nullptr, nullptr, nullptr };
-            std::vector<py::array> arrays;
             for (int i = 0; i < 3; i++) {
-                if (shapes[i]) {
-                    py::array a(dt, *shapes[i]);
-                    ptrs[i] = a.mutable_data();
-                    arrays.push_back(a);
-                    result.append(a);
-                } else {
+                if (!shapes[i]) {
                     result.append(py::none());
+                    continue;
                 }
+                py::array a;
+                if (static_cast<size_t>(i) < given.size() && !given[i].is_none()) {
+                    a = given[i].cast<py::array>();   // checked by the Python door (shape, dtype, layout)
+                    if (!(a.flags() & py::array::c_style) || !a.writeable() ||
+                        static_cast<size_t>(a.nbytes()) != static_cast<size_t>(HostTensor{ nullptr, {}, *shapes[i] }.elements()) * dt.itemsize()) {
+                        throw std::invalid_argument("ortops: an out array must be C-contiguous, writeable and of the output's size");
+                    }
+                } else {
+                    a = py::array(dt, *shapes[i]);
+                }
+                ptrs[i] = a.mutable_data();
+                result.append(a);
             }
             {
                 py::gil_scoped_release release;
@@ -139,7 +324,9 @@ bindLayer(py::module_& m)
             return py::tuple(result);
         },
         py::arg("X"), py::arg("sequence_lens") = py::none(), py::arg("initial_h") = py::none(),
-        py::arg("initial_c") = py::none(),
+        py::arg("initial_c") = py::none(), py::kw_only(), py::arg("steps") = py::none(),
+        py::arg("outputs") = py::none(), py::arg("xw_scratch") = py::none(),
+        py::arg("state_scratch") = py::none(), py::arg("out") = py::none(),
         "Run: (Y, Y_h, Y_c), None for outputs not computed (and Y_c for GRU and RNN).");
 }
 
