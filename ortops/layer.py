@@ -274,13 +274,13 @@ class RecurrentLayer:
         """The tunables in force now (module values, read each call so that tests may set them)."""
         v = variants.settings()
         return (*v.values(), _LARGE_PROJECTION, _MAX_GROUPS, _PLAN_CACHE, self._limit, self.max_concurrent,
-                self.timestamps, fast.ENABLED)
+                self.timestamps, fast.ENABLED, tuple(self.device.max_workgroup_count))
 
     @staticmethod
     def _settings_dict(t: tuple) -> dict:
         keys = ("batched_from", "batched_upt_float32", "batched_upt_float16", "batched_by", "batched_prefetch",
                 "batched_ksplit", "large_projection", "max_groups", "plan_cache", "storage_range",
-                "max_concurrent", "timestamps", "coopmat")
+                "max_concurrent", "timestamps", "coopmat", "workgroup_count")
         return dict(zip(keys, t))
 
     def _sync_settings(self) -> None:

@@ -56,7 +56,7 @@ def test_info_shows_nodes_left_to_ort(models, capsys, monkeypatch):
     def refuse(*a, **k):
         raise ValueError("no such kernel here")
 
-    monkeypatch.setattr(customop, "build_layer", refuse)
+    monkeypatch.setattr(customop, "check_node", refuse)
     assert cli.main(["info", models["gru"]]) == 0
     assert re.search(r"'gru': GRU .*-> ONNX Runtime CPU \(not taken by the GPU path: .*no such kernel",
                      capsys.readouterr().out)

@@ -126,22 +126,32 @@ def layer_kwargs(cfg_attrs: NodeAttrs | Mapping, op: str) -> dict:
     return {name: cfg_attrs.get(name, ATTRIBUTE_DEFAULTS.get(name)) for name in sorted(CELLS[op].attributes)}
 
 
-def build_layer(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=None, mode=None):
-    """Construct (and upload) a ``RecurrentLayer`` in ``mode`` (ortops.modes); weights maps
-    W/R/B/P to arrays or None. The rewrite builds one per node to decide whether the device
-    takes it."""
-    from ortops.layer import RecurrentLayer
+def check_node(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=None, mode=None):
+    """Whether the library's kernel will take a node: its weights and attributes checked as
+    ``RecurrentLayer`` checks them (ortops.validation's messages), its mode on the device, and
+    each weight within the device's storage-binding limit (the kernel uploads them whole).
+    Returns the ``ortops.Device`` it runs on; raises the refusal. Uploads nothing: the kernel
+    does, once, when ONNX Runtime creates it."""
+    import numpy as np
 
-    return RecurrentLayer(
-        op,
-        weights["W"],
-        weights["R"],
-        weights.get("B"),
-        weights.get("P") if "P" in CELLS[op].inputs else None,
-        device=device,
-        mode=mode,
-        **layer_kwargs(cfg_attrs, op),
-    )
+    from ortops import validation
+    from ortops.device import require_mode, select
+    from ortops.limits import UnsupportedLayerError
+    from ortops.modes import check_mode
+
+    P = weights.get("P") if "P" in CELLS[op].inputs else None
+    validation.check_layer(op, weights["W"], weights["R"], weights.get("B"), P,
+                           allowed_dtypes=(np.float32, np.float16), **layer_kwargs(cfg_attrs, op))
+    mode = check_mode(mode, op)
+    dev = select(device)
+    require_mode(dev, mode)
+    for name in WEIGHTS:
+        a = weights.get(name)
+        if a is not None and a.nbytes > dev.max_storage_buffer_range:
+            raise UnsupportedLayerError(
+                f"{op}: unsupported layer on {dev.name}: {name} needs {a.nbytes} bytes in one storage "
+                f"binding, above the device's maxStorageBufferRange of {dev.max_storage_buffer_range} bytes")
+    return dev
 
 
 def _is_device_lost(e: BaseException) -> bool:

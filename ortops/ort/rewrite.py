@@ -346,27 +346,23 @@ def _folded_type(name: str, info: "_Graph") -> tuple | None:
 
 @dataclass(frozen=True)
 class Decision:
-    """:func:`place`'s answer for one node: taken by the GPU path (``attrs``, ``layer``:
-    the prebuilt layer, None when the weights are not constant) or left to ONNX Runtime
-    (``placement.reason`` says why)."""
+    """:func:`place`'s answer for one node: taken by the GPU path (``attrs``, ``device``: the
+    ``ortops.Device`` it runs on) or left to ONNX Runtime (``placement.reason`` says why)."""
 
     placement: NodePlacement
     attrs: NodeAttrs | None = None
-    constant: bool = False     # the weights are constants (the layer holds them)
-    layer: Any = None
-    arrays: dict | None = None  # constant weights, as the layer got them
-    outputs: tuple = ()         # the outputs the graph reads (the first is the gated one)
+    constant: bool = False     # the weights are constants (the kernel uploads them once)
+    device: Any = None
+    arrays: dict | None = None  # constant weights, in the node's dtype
+    outputs: tuple = ()         # the outputs the graph reads
 
     @property
     def taken(self) -> bool:
         return self.placement.where == "gpu"
 
 
-def _device_name(layer) -> str:
-    dev = getattr(layer, "device", None)
-    if dev is None:
-        return "Vulkan device"
-    return str(getattr(dev, "name", dev))
+def _device_name(dev) -> str:
+    return "Vulkan device" if dev is None else str(getattr(dev, "name", dev))
 
 
 def _refusal(std: _Standard, opset: int) -> str | None:
@@ -385,22 +381,21 @@ def _refusal(std: _Standard, opset: int) -> str | None:
 
 
 def _build(std: _Standard, attrs: NodeAttrs, info: "_Graph", device, mode=None):
-    """(layer, weight arrays) for constant weights; (None, None) after a probe with dummy
-    weights otherwise (the kernels refuse dtype/attribute combinations at construction,
-    whatever the sizes). Raises the kernels' refusal."""
+    """(device, weight arrays) for constant weights; (device, None) after a check with dummy
+    weights otherwise (dtype/attribute combinations are refused whatever the sizes). Raises
+    the refusal (customop.check_node: nothing is uploaded here)."""
     op, np_dt, present = std.op, _NP[std.dtype], std.present()
     if all(info.array(present[n]) is not None for n in customop.WEIGHTS if n in present):
         arrays = {n: info.array(present[n]) if n in present else None for n in customop.WEIGHTS}
         arrays = {n: (None if a is None else np.ascontiguousarray(a.astype(np_dt, copy=False)))
                   for n, a in arrays.items()}
-        return customop.build_layer(op, arrays, attrs, device, mode=mode), arrays
+        return customop.check_node(op, arrays, attrs, device, mode=mode), arrays
     inp, hid = _dims_hint({n: info.types.get(present.get(n, "")) for n in ("W", "R")}, op, attrs)
     dirs = 2 if attrs.direction == "bidirectional" else 1
     G = GATES[op]
     dummy = {"W": np.zeros((dirs, G * hid, inp), np_dt), "R": np.zeros((dirs, G * hid, hid), np_dt),
              "B": None, "P": None}
-    customop.build_layer(op, dummy, dataclasses.replace(attrs, hidden_size=hid), device, mode=mode)
-    return None, None
+    return customop.check_node(op, dummy, dataclasses.replace(attrs, hidden_size=hid), device, mode=mode), None
 
 
 def _read_outputs(std: _Standard, info: "_Graph") -> tuple:
@@ -411,7 +406,7 @@ def _read_outputs(std: _Standard, info: "_Graph") -> tuple:
 
 
 def place(std: _Standard, info: "_Graph", opset: int, device, mode=None) -> Decision:
-    """Take ``std`` (build its layer, or probe one) or leave it to ONNX Runtime, with why."""
+    """Take ``std`` (check it as its kernel will) or leave it to ONNX Runtime, with why."""
     reason = _refusal(std, opset)
     if reason is not None:
         return Decision(std.placed("cpu", reason))
@@ -420,15 +415,15 @@ def place(std: _Standard, info: "_Graph", opset: int, device, mode=None) -> Deci
     except ValueError as e:
         return Decision(std.placed("cpu", str(e)))
     try:
-        layer, arrays = _build(std, attrs, info, device, mode)
+        dev, arrays = _build(std, attrs, info, device, mode)
     except Exception as e:  # the kernels' refusal: the node stays on ORT's CPU kernel
         return Decision(std.placed("cpu", f"not taken by the GPU path: {type(e).__name__}: {e}"))
     constant = arrays is not None
     outputs = _read_outputs(std, info)
-    return Decision(std.placed("gpu", _device_name(layer) if layer is not None else "Vulkan device",
+    return Decision(std.placed("gpu", _device_name(dev),
                                weights="constant, uploaded once" if constant else "inputs, compared each run",
                                outputs=outputs),
-                    attrs, constant, layer, arrays, outputs)
+                    attrs, constant, dev, arrays, outputs)
 
 
 class _Builder:
@@ -512,12 +507,7 @@ def _device_uuid(d: Decision, device) -> str | None:
     none was asked for (the library then takes ORTOPS_DEVICE or the default, as here)."""
     if device is None:
         return None
-    dev = d.layer.device if d.layer is not None else None
-    if dev is None:
-        from ortops.device import select
-
-        dev = select(device)
-    return dev.uuid or None
+    return d.device.uuid or None
 
 
 def _is_recurrent(node) -> bool:
@@ -588,7 +578,7 @@ def _apply_policy(d: Decision, std: _Standard, info: "_Graph", device) -> Decisi
     from ortops.device import select
 
     dims = lambda name: (info.types.get(name) or (None, None))[1]  # noqa: E731
-    dev = d.layer.device if d.layer is not None else select(device)
+    dev = d.device if d.device is not None else select(device)
     p = d.placement
     try:
         gpu, why = policy.choose(std.op, d.attrs, dims(std.inputs[0]), dims(std.inputs[1]), dev)

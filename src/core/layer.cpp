@@ -450,7 +450,7 @@ struct LayerImpl
     std::list<PlanKey> lru;   // least recently used first
     std::map<PlanKey, std::shared_ptr<PlanPool>> pools;
 
-    LayerImpl(const NodeConfig& cfg, const Weights& w);
+    LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSettings& settings);
 
     std::shared_ptr<Buffer> upload(const std::map<std::string, std::pair<const void*, uint64_t>>& arrays);
     void uploadBatchedR();
@@ -461,9 +461,10 @@ struct LayerImpl
     Limits currentLimits() const;
 };
 
-LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w)
+LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSettings& s)
   : config(cfg)
   , spec(makeSpec(cfg, w))
+  , settings(s)
 {
     device = chooseDevice(cfg.device);
     if (!device.nanPreserveFloat32) {
@@ -497,7 +498,7 @@ LayerImpl::currentLimits() const
 {
     std::lock_guard<std::mutex> lock(settingsLock);
     return Limits{ spec.op, device.name, settings.storageRange.value_or(device.maxStorageBufferRange),
-                   device.maxWorkgroupCount, settings.variants.maxGroups };
+                   settings.workgroupCount.value_or(device.maxWorkgroupCount), settings.variants.maxGroups };
 }
 
 // Weights go to device-only memory: staged, then copied by a compute pass (Kompute's
@@ -969,8 +970,8 @@ LayerImpl::evict(const PlanKey& keep)
 
 // ---------------------------------------------------------------- Layer
 
-Layer::Layer(const NodeConfig& config, const Weights& weights)
-  : impl(std::make_unique<LayerImpl>(config, weights))
+Layer::Layer(const NodeConfig& config, const Weights& weights, const LayerSettings& settings)
+  : impl(std::make_unique<LayerImpl>(config, weights, settings))
 {
     g_layersCreated++;
     g_layersAlive++;

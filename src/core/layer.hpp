@@ -101,6 +101,7 @@ struct LayerSettings
     VariantSettings variants = variantSettings();
     uint32_t planCache = 8;
     std::optional<uint64_t> storageRange;
+    std::optional<std::array<uint32_t, 3>> workgroupCount;   // default: the device's maxComputeWorkGroupCount
     uint32_t maxConcurrent = 8;
     bool timestamps = false;
     // Mode "fast" may record the cooperative-matrix projection (default: ORTOPS_COOPMAT=1).
@@ -166,7 +167,7 @@ class Layer
   public:
     // config: the decoded node config (its op, dtype, attrs, absent inputs, outputs wanted,
     // device, mode). Weights must have the config's dtype.
-    Layer(const NodeConfig& config, const Weights& weights);
+    Layer(const NodeConfig& config, const Weights& weights, const LayerSettings& settings = LayerSettings{});
     ~Layer();
     Layer(const Layer&) = delete;
     Layer& operator=(const Layer&) = delete;

@@ -116,6 +116,11 @@ settingsFromDict(const py::dict& d, LayerSettings s)
     get("max_concurrent", s.maxConcurrent);
     get("timestamps", s.timestamps);
     get("coopmat", s.coopmat);
+    if (d.contains("workgroup_count")) {
+        s.workgroupCount = d["workgroup_count"].is_none()
+                             ? std::nullopt
+                             : std::optional<std::array<uint32_t, 3>>(d["workgroup_count"].cast<std::array<uint32_t, 3>>());
+    }
     if (d.contains("storage_range")) {
         s.storageRange = d["storage_range"].is_none() ? std::nullopt
                                                        : std::optional<uint64_t>(d["storage_range"].cast<uint64_t>());
@@ -140,6 +145,7 @@ settingsDict(const LayerSettings& s)
     d["timestamps"] = s.timestamps;
     d["coopmat"] = s.coopmat;
     d["storage_range"] = s.storageRange ? py::object(py::int_(*s.storageRange)) : py::object(py::none());
+    d["workgroup_count"] = s.workgroupCount ? py::object(py::cast(*s.workgroupCount)) : py::object(py::none());
     return d;
 }
 
@@ -223,15 +229,10 @@ bindLayer(py::module_& m)
                        py::object settings) {
                Weights w{ tensor(W), tensor(R), optionalTensor(B), optionalTensor(P) };
                NodeConfig c = configFromDict(config);
-               std::unique_ptr<Layer> layer;
-               {
-                   py::gil_scoped_release release;
-                   layer = std::make_unique<Layer>(c, w);
-               }
-               if (!settings.is_none()) {
-                   layer->setSettings(settingsFromDict(settings.cast<py::dict>(), layer->settings()));
-               }
-               return layer;
+               LayerSettings s = settings.is_none() ? LayerSettings{}
+                                                    : settingsFromDict(settings.cast<py::dict>(), LayerSettings{});
+               py::gil_scoped_release release;
+               return std::make_unique<Layer>(c, w, s);
            }),
            py::arg("config"), py::arg("W"), py::arg("R"), py::arg("B") = py::none(), py::arg("P") = py::none(),
            py::arg("settings") = py::none(),
