@@ -3,7 +3,7 @@
 A float16 layer's input projection Xw = X . W^T runs on matrix hardware
 (VK_KHR_cooperative_matrix: float16 x float16 products, float32 accumulation;
 glsl/input_projection_coopmat.comp) where the device lists the combination that kernel is
-written for and the context enabled the extension (src/cooperative_matrix.cpp). Everything else
+written for and the context enabled the extension (src/core/cooperative_matrix.cpp). Everything else
 runs the portable deterministic kernels: float32 layers always (float16 products would round
 float32 inputs to 11 bits, far outside the float32 contract of 1e-5), and float16 layers on a
 device without the hardware, where fast mode gives the same bits as "deterministic".

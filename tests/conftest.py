@@ -60,6 +60,7 @@ NO_DEVICE = {
     "test_plan_pool": None,
     "test_nodeconfig": None,
     "test_node_config_decoder": None,
+    "test_native_tables": None,
     "test_packaging": None,
     "test_concurrency": {"test_queue_count_setting"},
     "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",

@@ -1,8 +1,8 @@
 // The one table of recurrent cells: what LSTM, GRU and RNN are, for every part of the native
-// core (the node-config decoder, layer checks, plan recording, the ONNX Runtime kernels) and,
-// through the Python binding, for ortops.cells. Adding a cell means visiting this table and
-// glsl/cell.glsl (which holds the arithmetic); tests/test_cells.py checks the table against
-// ONNX's own schemas and the shaders.
+// core (the node-config decoder, layer checks, plan recording, the ONNX Runtime kernels).
+// Adding a cell means visiting this table, glsl/cell.glsl (which holds the arithmetic) and
+// ortops/cells.py (the pure-Python reference's copy): tests/test_native_tables.py holds the two
+// tables to each other, tests/test_cells.py the Python one to ONNX's schemas and the shaders.
 #pragma once
 
 #include <array>

@@ -1,11 +1,11 @@
 // ortops::Layer: one RNN, GRU or LSTM node on a Vulkan device — the native core both doors
 // drive (the ONNX Runtime custom-op library, src/ort/, and the Python API through
-// src/bindings.cpp). Fixed lifecycle: create (config checked, activations resolved, device
+// src/python/bind_layer.cpp). Fixed lifecycle: create (config checked, activations resolved, device
 // chosen, weights checked and uploaded once) -> run (inputs checked, a plan of that shape
 // taken from the pool or recorded once, inputs written, one submit, outputs read).
 //
 // Thread safety: run() may be called from many threads at once; each concurrent run of a
-// shape uses its own plan (plan.hpp), so results equal serial results bit for bit.
+// shape uses its own plan (the plan pool in layer.cpp), so results equal serial results bit for bit.
 //
 // Errors: InputError (std::invalid_argument) for a bad weight or input, its message naming
 // the operator, the argument, what was expected and what came ("LSTM: X must have rank 3

@@ -2,8 +2,8 @@
 // shader declares them (`layout(constant_id = N) const uint NAME = default;`). A program's
 // constants are given by name and packed here into the id-indexed list Vulkan takes (ids a
 // caller leaves out take the shader's default; ids no constant uses, 0), so no plan writes a
-// list by position. tests/test_specialization.py checks these tables against every
-// constant_id in glsl/ (through ortops.specialization, which reads them from here).
+// list by position. tests/test_specialization.py checks ortops.specialization's copy against
+// every constant_id in glsl/, tests/test_native_tables.py this table against that copy.
 #pragma once
 
 #include <cstdint>

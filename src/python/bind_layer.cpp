@@ -7,7 +7,10 @@
 
 #include <cstring>
 
+#include "activations.hpp"
+#include "cells.hpp"
 #include "devices.hpp"
+#include "specialization.hpp"
 #include "layer.hpp"
 #include "memory.hpp"
 
@@ -182,6 +185,62 @@ bindLayer(py::module_& m)
       "What the native core did in this process (both doors): layers created and alive, plans "
       "recorded, runs.");
 
+    m.def(
+      "tables",
+      []() {
+          py::list cells;
+          for (const Cell& c : CELLS) {
+              py::dict d;
+              d["name"] = std::string(c.name);
+              d["code"] = c.code;
+              py::list gates, inputs, outputs, slots, defaults;
+              for (uint32_t i = 0; i < c.gates; i++) {
+                  gates.append(std::string(c.gateOrder[i]));
+              }
+              for (uint32_t i = 0; i < c.inputCount; i++) {
+                  inputs.append(std::string(c.inputs[i]));
+              }
+              for (uint32_t i = 0; i < c.outputCount; i++) {
+                  outputs.append(std::string(c.outputs[i]));
+              }
+              for (uint32_t i = 0; i < c.slotCount; i++) {
+                  slots.append(std::string(c.slots[i]));
+                  defaults.append(std::string(c.defaultActivations[i]));
+              }
+              d["gate_order"] = py::tuple(gates);
+              d["inputs"] = py::tuple(inputs);
+              d["outputs"] = py::tuple(outputs);
+              d["slots"] = py::tuple(slots);
+              d["default_activations"] = py::tuple(defaults);
+              d["input_forget"] = c.inputForget;
+              d["linear_before_reset"] = c.linearBeforeReset;
+              d["extra_state_planes"] = py::make_tuple(c.extraStatePlanes(false), c.extraStatePlanes(true));
+              cells.append(d);
+          }
+          py::list activations;
+          for (const auto& a : ACTIVATIONS) {
+              activations.append(py::make_tuple(std::string(a.name), a.takesAlpha, a.takesBeta, a.defaultAlpha,
+                                                a.defaultBeta));
+          }
+          py::dict layouts;
+          for (const auto& l : shaderLayouts()) {
+              py::dict constants, local;
+              for (const auto& c : l.constants) {
+                  constants[py::str(std::string(c.name))] = py::make_tuple(c.id, c.defaultValue);
+              }
+              for (const auto& [dim, name] : l.localSize) {
+                  local[py::str(std::string(dim))] = std::string(name);
+              }
+              layouts[py::str(std::string(l.shader))] = py::make_tuple(constants, local);
+          }
+          py::dict out;
+          out["cells"] = cells;
+          out["activations"] = activations;
+          out["specialization"] = layouts;
+          return out;
+      },
+      "The native core's tables (cells.hpp, activations.hpp, specialization.cpp), for the tests "
+      "that hold ortops.cells, ortops.activations and ortops.specialization to them.");
     m.def(
       "batched_r",
       [](py::array R) {
