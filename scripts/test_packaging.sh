@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI's packaging jobs (scripts/test.sh runs them after the test suite; docs/packaging.md):
 #   types       mypy over the public API (pyproject.toml's [tool.mypy])
-#   library     the custom-op library as a C or C++ program uses it: no libpython, only
-#               RegisterCustomOps exported (scripts/check_library.sh), its end-to-end checks
+#   library     the custom-op library as a C or C++ program uses it: no libpython, no Python
+#               symbol, RegisterCustomOps exported, -z nodelete (scripts/check_library.sh), its
+#               end-to-end checks
 #               (scripts/library_e2e.py), and examples/cpp built against the onnxruntime
 #               wheel's own libonnxruntime and run in a process where Python never starts
 #   wheel       pip wheel with build isolation (build requirements from PyPI), auditwheel repair
