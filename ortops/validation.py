@@ -49,6 +49,7 @@ import numpy as np
 
 from .activations import Activation, resolve_activations
 from .cells import CELLS, cell
+from .limits import UnsupportedLayerError
 
 __all__ = ["GATES", "OUTPUTS", "LayerSpec", "check_layer", "check_inputs", "output_shapes"]
 
@@ -109,6 +110,22 @@ def _require_shape(op: str, name: str, a, expected, meaning: str) -> None:
         raise ValueError(
             f"{op}: {name} must have shape {_list(expected)} ({meaning}), got {_shape(a)}"
         )
+
+
+#: The most bytes one storage binding can span on any Vulkan device (maxStorageBufferRange is a
+#: 32-bit limit). An array the layer binds whole (a weight, X, a state) beyond it is refused here,
+#: before anything copies it: a zero-stride view (np.broadcast_to) of a huge shape costs nothing
+#: to pass but would be materialised by the contiguous copy before the device's own, lower,
+#: limit is checked (scripts/fuzz_python.py).
+MAX_BINDING_BYTES = 2**32 - 1
+
+
+def _require_bindable(op: str, name: str, a) -> None:
+    nbytes = int(a.size) * int(a.dtype.itemsize)
+    if nbytes > MAX_BINDING_BYTES:
+        raise UnsupportedLayerError(
+            f"{op}: {name} of shape {_shape(a)} is {nbytes} bytes, more than any Vulkan device binds "
+            f"in one storage buffer ({MAX_BINDING_BYTES} bytes: maxStorageBufferRange is a 32-bit limit)")
 
 
 def _require_rank(op: str, name: str, a, rank: int, meaning: str) -> None:
@@ -216,6 +233,10 @@ def check_layer(
     if P is not None and "P" not in c.inputs:
         raise ValueError(f"{op}: P (peepholes) is only defined for {_having('P')}, got shape {_shape(P)}")
 
+    for name, a in (("W", W), ("R", R), ("B", B), ("P", P)):
+        if a is not None:
+            _require_bindable(op, name, a)
+
     gate_text = _GATE_TEXT[op]
     _require_rank(op, "W", W, 3, f"num_directions, {gate_text}, input_size")
     _require_rank(op, "R", R, 3, f"num_directions, {gate_text}, hidden_size")
@@ -299,6 +320,7 @@ def check_inputs(
     _require_array(op, "X", X)
     if X.dtype != spec.dtype:
         raise ValueError(f"{op}: X must have the dtype of W ({spec.dtype.name}), got {_dtype_text(X.dtype)}")
+    _require_bindable(op, "X", X)
     if spec.layout == 0:
         _require_rank(op, "X", X, 3, "seq_length, batch_size, input_size")
         seq, batch = int(X.shape[0]), int(X.shape[1])
@@ -340,6 +362,7 @@ def check_inputs(
                 f"{op}: {name} must have the dtype of W ({spec.dtype.name}), got {_dtype_text(a.dtype)}"
             )
         _require_shape(op, name, a, state_shape, _state_text(spec))
+        _require_bindable(op, name, a)
     return seq, batch
 
 
