@@ -55,13 +55,16 @@ ADDRESS_SPACE = 16 << 30
 #: Findings reported to the maintainers and not yet fixed (their fix is outside
 #: ortops/validation.py): a key the classifier gives -> what and where to fix.
 KNOWN = {
-    "layer:max_length-OverflowError": "RecurrentLayer._steps: int(max_length) of inf raises OverflowError "
-                                      "(NaN: a ValueError without the operator); check it is an integral number first",
-    "layer:outputs-TypeError": "RecurrentLayer.__call__: outputs=<int> -> tuple(5) TypeError; refuse non-str, "
-                               "non-collection outputs with a ValueError naming the op",
-    "models:node-name-not-utf8": "rewrite: a node name that is not UTF-8 (one flipped byte does it) comes back "
-                                 "from protobuf as bytes and reaches the config: json.dumps raises TypeError in "
-                                 "nodeconfig.encode; decode it (backslashreplace) or refuse the model as ModelError",
+    "layer:OverflowError@layer.py:_steps": "RecurrentLayer._steps: int(max_length) of inf raises OverflowError (NaN: a "
+                                           "ValueError without the operator's name); check it is an integral number first",
+    "layer:TypeError@layer.py:__call__": "RecurrentLayer.__call__: outputs=5 -> tuple(5) TypeError; refuse what is "
+                                         "neither a str nor a collection of names with a ValueError naming the op",
+    "models:TypeError@nodeconfig.py:encode": "rewrite: a node name that is not UTF-8 (one flipped byte does it) comes "
+                                             "back from protobuf as bytes and reaches the config: json.dumps raises "
+                                             "TypeError; decode it (backslashreplace) or refuse the model (ModelError)",
+    "models:TypeError@rewrite.py:_config_attrs": "rewrite._config_attrs: an attribute the node's opset does not define "
+                                                 "(layout on LSTM-9) skips _attr_type_errors, then int([1, 2]) raises "
+                                                 "TypeError; type-check every attribute or refuse unknown ones",
 }
 
 
@@ -519,20 +522,22 @@ def layer_case(rng: random.Random, bench: LayerBench):
 # ------------------------------------------------------------------ driver
 
 
+def _where(exc: BaseException) -> str:
+    """file:function of the innermost ortops frame of exc's traceback ("outside" if none)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f"{os.sep}ortops{os.sep}" in f.filename]
+    if not frames:
+        return "outside"
+    return f"{os.path.basename(frames[-1].filename)}:{frames[-1].name}"
+
+
 def classify(part: str, what: str, exc: BaseException | None, allowed: tuple) -> str | None:
-    """None for success or a clean error; else a finding key."""
+    """None for success or a clean error; else a finding key, "<part>:<exception>@<file>:<function>"
+    (the innermost frame in ortops)."""
     if isinstance(exc, Finding):
         return exc.key
     if exc is None or isinstance(exc, allowed):
         return None
-    name = type(exc).__name__
-    if part == "layer" and "max_length" in what and name == "OverflowError":
-        return "layer:max_length-OverflowError"
-    if part == "layer" and "outputs=" in what and name == "TypeError":
-        return "layer:outputs-TypeError"
-    if part == "models" and name == "TypeError" and "bytes is not JSON serializable" in str(exc):
-        return "models:node-name-not-utf8"
-    return f"{part}:{name}"
+    return f"{part}:{type(exc).__name__}@{_where(exc)}"
 
 
 def run(seconds: float, part: str, seed: int, out: pathlib.Path | None, start: int = 0,
