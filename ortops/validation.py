@@ -270,6 +270,11 @@ def check_layer(
         _require_shape(op, "P", P, (num_directions, 3 * H),
                        f"num_directions, 3*hidden_size{source}")
 
+    if activations is not None and not isinstance(activations, (str, bytes)):
+        try:
+            iter(activations)
+        except TypeError:
+            raise ValueError(f"{op}: activations must be a list of names, got {activations!r}") from None
     acts = resolve_activations(op, num_directions, activations, activation_alpha, activation_beta)
 
     return LayerSpec(

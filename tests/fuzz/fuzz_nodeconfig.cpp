@@ -83,6 +83,19 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     if (!config.cell || config.outputs.empty() || config.version != ortops::NODE_CONFIG_VERSION) {
         finding("a decoded config breaks an invariant", std::string(text));
     }
+    for (const std::string& output : config.outputs) {
+        if (!config.wants(output) || !config.cell->hasOutput(output)) {
+            finding("outputs holds what the op does not have", std::string(text));
+        }
+    }
+    for (const std::string& input : config.absent) {
+        if (!config.isAbsent(input) || !config.cell->hasInput(input) || input == "X" || input == "W" || input == "R") {
+            finding("absent holds what is not an optional input of the op", std::string(text));
+        }
+    }
+    if (config.wants("") || config.isAbsent("")) {
+        finding("wants/isAbsent accept the empty name", std::string(text));
+    }
     std::string once = ortops::encodeNodeConfig(config);
     ortops::NodeConfig again;
     try {
