@@ -61,6 +61,8 @@ NO_DEVICE = {
     "test_nodeconfig": None,
     "test_node_config_decoder": None,
     "test_native_tables": None,
+    "test_fuzz_smoke": {"test_huge_zero_stride_views_are_refused_before_any_copy",
+                        "test_activations_of_the_wrong_type_are_a_value_error"},
     "test_packaging": None,
     "test_concurrency": {"test_queue_count_setting"},
     "test_cli": {"test_devices_prints_what_device_module_returns", "test_progress_bar_draws_to_the_end",

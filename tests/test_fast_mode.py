@@ -39,8 +39,11 @@ IDS = [f"{c[0]}-{c[5]}-layout{c[6]}-k{c[3]}" for c in CASES]
 @pytest.fixture(autouse=True)
 def coopmat_enabled(monkeypatch):
     """The cooperative-matrix projection is off by default (ortops.fast.ENABLED: slower than the
-    portable one on the H200); these tests are about that kernel, so they turn it on."""
+    portable one on the H200); these tests are about that kernel, so they turn it on: for the
+    Python API (ortops.fast.ENABLED) and for the custom-op library's kernels (ORTOPS_COOPMAT,
+    read when ONNX Runtime creates them)."""
     monkeypatch.setattr(fast, "ENABLED", True)
+    monkeypatch.setenv("ORTOPS_COOPMAT", "1")
 
 
 def test_fast_runs_the_portable_projection_unless_enabled(monkeypatch):
