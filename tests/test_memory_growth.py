@@ -152,7 +152,10 @@ def test_sessions_made_in_threads_release_their_memory(model, x):
         list(pool.map(one, range(threads)))
 
     try:
-        per_round, samples = growth(step, 20)
+        # 4 sessions a round from a pool whose threads each grow their own malloc arena while
+        # the first rounds run: 20 rounds measured 334 KB a session on the H200 where 120
+        # rounds of the same loop measured 33 KB (arenas settling, not a leak); 50 rounds.
+        per_round, samples = growth(step, 50)
     finally:
         pool.shutdown()
     check(f"ortops.InferenceSession from {threads} threads (per session)", per_round / threads, samples)
