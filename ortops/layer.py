@@ -169,7 +169,11 @@ class RecurrentLayer:
         if outputs is None:
             wanted = names
         else:
-            wanted = (outputs,) if isinstance(outputs, str) else tuple(outputs)
+            try:
+                wanted = (outputs,) if isinstance(outputs, str) else tuple(outputs)
+            except TypeError:
+                raise ValueError(f"{s.op}: outputs must be a name or a collection of names of "
+                                 f"{', '.join(names)}, got {outputs!r}") from None
             for name in wanted:
                 if name not in names:
                     raise ValueError(f"{s.op}: outputs may name {', '.join(names)}, got {name!r}")
@@ -227,8 +231,10 @@ class RecurrentLayer:
         s = self.spec
         if max_length is None:
             return seq
-        steps = int(max_length)
-        if steps != max_length or not 0 <= steps <= seq:
+        integral = isinstance(max_length, (int, np.integer)) and not isinstance(max_length, bool) or (
+            isinstance(max_length, (float, np.floating)) and float(max_length).is_integer())
+        steps = int(max_length) if integral else -1   # inf, NaN, strings: refused below
+        if not integral or steps != max_length or not 0 <= steps <= seq:
             raise ValueError(f"{s.op}: max_length must be an integer in [0, {seq}] (the sequence "
                              f"length), got {max_length!r}")
         longest = seq if lens is None else (int(lens.max()) if lens.size else 0)

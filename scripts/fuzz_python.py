@@ -54,18 +54,12 @@ ADDRESS_SPACE = 16 << 30
 
 #: Findings reported to the maintainers and not yet fixed (their fix is outside
 #: ortops/validation.py): a key the classifier gives -> what and where to fix.
-KNOWN = {
-    "layer:OverflowError@layer.py:_steps": "RecurrentLayer._steps: int(max_length) of inf raises OverflowError (NaN: a "
-                                           "ValueError without the operator's name); check it is an integral number first",
-    "layer:TypeError@layer.py:__call__": "RecurrentLayer.__call__: outputs=5 -> tuple(5) TypeError; refuse what is "
-                                         "neither a str nor a collection of names with a ValueError naming the op",
-    "models:TypeError@nodeconfig.py:encode": "rewrite: a node name that is not UTF-8 (one flipped byte does it) comes "
-                                             "back from protobuf as bytes and reaches the config: json.dumps raises "
-                                             "TypeError; decode it (backslashreplace) or refuse the model (ModelError)",
-    "models:TypeError@rewrite.py:_config_attrs": "rewrite._config_attrs: an attribute the node's opset does not define "
-                                                 "(layout on LSTM-9) skips _attr_type_errors, then int([1, 2]) raises "
-                                                 "TypeError; type-check every attribute or refuse unknown ones",
-}
+KNOWN: dict[str, str] = {}
+# Fixed on 2026-12-01 (each was a finding here): max_length of inf/NaN (RecurrentLayer._steps),
+# outputs=5 (RecurrentLayer.__call__), a node name that is not UTF-8 (rewrite: decoded with
+# backslashreplace), an attribute the node's opset does not define with a wrong type
+# (rewrite.place leaves the node to ONNX Runtime), and configs the decoder refuses written by
+# the rewrite (a node name over 4096 bytes, more alpha/beta values than the activations use).
 
 
 class Finding(Exception):

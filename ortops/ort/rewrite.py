@@ -320,7 +320,10 @@ class _Standard:
         op = node.op_type
         inputs = list(node.input) + [""] * (len(customop.INPUTS[op]) - len(node.input))
         x_type = info.types.get(inputs[0]) or info.types.get(inputs[1]) or _folded_type(inputs[1], info)
-        return cls(node, index, node.name or f"{op}_{index}", op, _attrs(node), inputs,
+        name = node.name
+        if isinstance(name, bytes):   # not valid UTF-8 in the file: protobuf hands the bytes over
+            name = name.decode("utf-8", "backslashreplace")
+        return cls(node, index, name or f"{op}_{index}", op, _attrs(node), inputs,
                    list(node.output) + [""] * (len(OUTPUTS[op]) - len(node.output)), x_type,
                    _DTYPES.get(x_type[0]) if x_type else None, scope)
 
@@ -412,8 +415,8 @@ def place(std: _Standard, info: "_Graph", opset: int, device, mode=None) -> Deci
         return Decision(std.placed("cpu", reason))
     try:
         attrs = _config_attrs(std.op, std.raw)
-    except ValueError as e:
-        return Decision(std.placed("cpu", str(e)))
+    except (ValueError, TypeError) as e:   # e.g. a list where an int belongs, in an opset without it
+        return Decision(std.placed("cpu", f"attributes not usable: {e}"))
     try:
         dev, arrays = _build(std, attrs, info, device, mode)
     except Exception as e:  # the kernels' refusal: the node stays on ORT's CPU kernel
@@ -497,9 +500,38 @@ def emit(std: _Standard, cfg: NodeConfig, d: "Decision", b: _Builder, folded: se
 def node_config(std: _Standard, d: Decision, device, mode: str = DEFAULT_MODE) -> NodeConfig:
     """The config of a taken node."""
     return NodeConfig(
-        node=std.name, op=std.op, dtype=std.dtype, attrs=d.attrs,
+        node=_config_name(std.name), op=std.op, dtype=std.dtype, attrs=_used_parameters(d.attrs, std.op),
         absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
         outputs=d.outputs, mode=mode, device=_device_uuid(d, device))
+
+
+#: The config's node name is for messages; the decoder refuses longer ones (nodeconfig.hpp).
+CONFIG_NAME_BYTES = 4096
+
+
+def _config_name(name: str) -> str:
+    """``name`` cut to at most 4096 bytes of UTF-8, on a character boundary."""
+    data = name.encode("utf-8", "backslashreplace")
+    return data[:CONFIG_NAME_BYTES].decode("utf-8", "ignore") if len(data) > CONFIG_NAME_BYTES else name
+
+
+def _used_parameters(attrs: NodeAttrs, op: str) -> NodeAttrs:
+    """``attrs`` with activation_alpha / activation_beta cut to the values the activations
+    consume (ORT ignores the rest too; the decoder takes at most 64): the same layer."""
+    from ortops.activations import ACTIVATIONS, Activation, DEFAULT_ACTIVATIONS
+
+    names = attrs.activations or DEFAULT_ACTIVATIONS[op]
+    canonical = {a.lower(): a for a in ACTIVATIONS}
+    acts = [Activation(canonical[str(n).lower()]) for n in names if str(n).lower() in canonical]
+    # The cursors run over the names as listed (one set serves both directions, consumed once).
+    alphas = sum(a.takes_alpha for a in acts)
+    betas = sum(a.takes_beta for a in acts)
+    cut = {}
+    if attrs.activation_alpha is not None and len(attrs.activation_alpha) > alphas:
+        cut["activation_alpha"] = tuple(attrs.activation_alpha[:alphas])
+    if attrs.activation_beta is not None and len(attrs.activation_beta) > betas:
+        cut["activation_beta"] = tuple(attrs.activation_beta[:betas])
+    return dataclasses.replace(attrs, **cut) if cut else attrs
 
 
 def _device_uuid(d: Decision, device) -> str | None:
