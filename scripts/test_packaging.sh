@@ -14,10 +14,15 @@
 #   flavour     a clean venv with onnxruntime-gpu (no GPU here: its CPU provider runs) and the
 #               same wheel: pip must not install the CPU onnxruntime beside it; the session and
 #               conformance tests pass there
+#   fuzz        the node-config decoder (docs/security.md): its corpus and regressions replayed
+#               under ASan and UBSan (scripts/fuzz.sh --replay, g++), then, where clang is
+#               installed (.ci/run installs it), libFuzzer for FUZZ_SECONDS (default 120); and
+#               the Python fuzzer of model loading, rewrite and feeds for FUZZ_PYTHON_SECONDS
+#               (default 60): any crash, hang or finding fails the job
 # JOBS=wheel,flavour selects jobs (default all; flavour needs wheel's output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-JOBS=${JOBS:-types,library,wheel,flavour}
+JOBS=${JOBS:-types,library,fuzz,wheel,flavour}
 PY=${PYTHON:-python3}
 status=0
 has() { [[ ",$JOBS," == *",$1,"* ]]; }
@@ -49,6 +54,17 @@ if has library; then
   .venv/bin/python -P scripts/library_e2e.py "$lib" || status=1
   bash examples/cpp/run.sh || status=1
   stamp "custom-op library checked, examples/cpp built and run"
+fi
+
+if has fuzz; then
+  bash scripts/fuzz.sh --replay || status=1
+  if command -v clang++ > /dev/null; then
+    bash scripts/fuzz.sh "${FUZZ_SECONDS:-120}" || status=1
+  else
+    echo "packaging: no clang here: the decoder's corpus was replayed, not fuzzed (apt-get install clang)"
+  fi
+  .venv/bin/python -P scripts/fuzz_python.py "${FUZZ_PYTHON_SECONDS:-60}" --out build/fuzz-python || status=1
+  stamp "fuzzed"
 fi
 
 wheelhouse=build/wheelhouse
