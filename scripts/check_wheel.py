@@ -1,6 +1,7 @@
 """Check a repaired ortops wheel: a manylinux tag, and native code that needs only the Vulkan
 loader (libvulkan.so.1, the user's), glibc/libstdc++-level libraries and the libraries bundled
-in the wheel itself (auditwheel's ortops.libs/: fmt).
+in the wheel itself (the custom-op library ortops/libortops_ort.so, which holds the native
+core and which ortops/_vk links; auditwheel's ortops.libs/: fmt).
 
     python scripts/check_wheel.py build/wheelhouse/ortops-*.whl
 """
@@ -37,14 +38,18 @@ def check(path: str) -> list[str]:
     bundled = {n.rsplit("/", 1)[-1] for n in shared}
     if not any(n.startswith("ortops/_vk") for n in shared):
         problems.append(f"{path}: no native module ortops/_vk*.so")
+    if "ortops/libortops_ort.so" not in shared:
+        problems.append(f"{path}: no custom-op library ortops/libortops_ort.so")
     for name, data in shared.items():
         libs = needed(data)
         print(f"{name}: needs {', '.join(libs)}")
         extra = [lib for lib in libs if lib not in ALLOWED and lib not in bundled]
         if extra:
             problems.append(f"{name} needs {extra}, neither a system library nor bundled")
-        if name.startswith("ortops/_vk") and "libvulkan.so.1" not in libs:
+        if name == "ortops/libortops_ort.so" and "libvulkan.so.1" not in libs:
             problems.append(f"{name} does not link the user's libvulkan.so.1")
+        if name.startswith("ortops/_vk") and "libortops_ort.so" not in libs:
+            problems.append(f"{name} does not link the core in libortops_ort.so")
     if any("libvulkan" in b for b in bundled):
         problems.append(f"{path} bundles a Vulkan loader: {sorted(bundled)}")
     return problems
