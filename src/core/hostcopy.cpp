@@ -2,6 +2,8 @@
 
 #include "hostcopy.hpp"
 
+#include <chrono>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -77,7 +79,10 @@ struct Job
     void wait()
     {
         std::unique_lock<std::mutex> lock(m);
-        cv.wait(lock, [this] { return done.load() == chunks; });
+        // wait_for: libstdc++ 12's condition_variable::wait is GLIBCXX_3.4.30, which would
+        // raise the wheel's manylinux tag (layer.cpp's plan pool says the same).
+        while (!cv.wait_for(lock, std::chrono::milliseconds(50), [this] { return done.load() == chunks; })) {
+        }
     }
 };
 
@@ -120,7 +125,8 @@ class Pool
             std::shared_ptr<Job> job;
             {
                 std::unique_lock<std::mutex> lock(m);
-                cv.wait(lock, [this] { return !tickets.empty(); });
+                while (!cv.wait_for(lock, std::chrono::milliseconds(50), [this] { return !tickets.empty(); })) {
+                }
                 job = std::move(tickets.front());
                 tickets.pop_front();
             }

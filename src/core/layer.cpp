@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
@@ -927,7 +928,9 @@ LayerImpl::acquire(const PlanKey& key)
             p->count++;
             return { p, nullptr };
         }
-        cacheFree.wait(lock);
+        // wait_for, not wait: libstdc++ 12 versions condition_variable::wait GLIBCXX_3.4.30,
+        // which would raise the wheel's manylinux tag from 2_34 to 2_35; the loop re-checks.
+        cacheFree.wait_for(lock, std::chrono::milliseconds(50));
     }
 }
 
