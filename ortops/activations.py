@@ -43,6 +43,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import _tables
 from .cells import CELLS, cell
 
 __all__ = [
@@ -55,19 +56,9 @@ __all__ = [
     "float32_range",
 ]
 
-ACTIVATIONS: Tuple[str, ...] = (
-    "Sigmoid",
-    "Tanh",
-    "Relu",
-    "Affine",
-    "LeakyRelu",
-    "ThresholdedRelu",
-    "ScaledTanh",
-    "HardSigmoid",
-    "Elu",
-    "Softsign",
-    "Softplus",
-)
+#: The activations by shader code (the native core's table, src/core/activations.hpp, through
+#: the generated ortops/_tables.py).
+ACTIVATIONS: Tuple[str, ...] = tuple(row[0] for row in _tables.ACTIVATIONS)
 
 # Number of activation slots per direction (LSTM f, g, h; GRU f, g; RNN f) and ONNX's
 # default activations: views of ortops.cells.CELLS.
@@ -79,22 +70,10 @@ _SLOT_NAMES = {name: ", ".join(c.slots) for name, c in CELLS.items()}
 
 _CANONICAL = {name.lower(): name for name in ACTIVATIONS}
 
-# (takes alpha, takes beta), as in ORT's rnn_helpers NameToArgUsageMap.
-_PARAMETERS = {
-    "Affine": (True, True),
-    "LeakyRelu": (True, False),
-    "ThresholdedRelu": (True, False),
-    "ScaledTanh": (True, True),
-    "HardSigmoid": (True, True),
-    "Elu": (True, False),
-}
-
-# ORT's defaults; every parameter not listed here defaults to 0.0.
-_DEFAULTS = {
-    "LeakyRelu": (0.01, 0.0),
-    "HardSigmoid": (0.2, 0.5),
-    "Elu": (1.0, 0.0),
-}
+# (takes alpha, takes beta), as in ORT's rnn_helpers NameToArgUsageMap, and ORT's defaults
+# (every parameter not listed defaults to 0.0): the native table's.
+_PARAMETERS = {name: (alpha, beta) for name, alpha, beta, _, _ in _tables.ACTIVATIONS if alpha or beta}
+_DEFAULTS = {name: (a, b) for name, _, _, a, b in _tables.ACTIVATIONS if a or b}
 
 
 def _f32(value: float) -> float:

@@ -1,18 +1,22 @@
 """The one table of recurrent cells: what LSTM, GRU and RNN are, for every module of ortops.
 
-Validation, activation resolution, the layer's plans and shaders, the custom ops, the
-model rewrite and the tools all read :data:`CELLS` (or names derived from it), so that
-adding a cell, or finding where one is defined, means visiting this table (and the
-step shader, which holds the arithmetic). ``tests/test_cells.py`` checks it against
-ONNX's own schemas and against ``glsl/step.comp``.
+The table itself is the native core's (``src/core/cells.hpp``), written into
+``ortops/_tables.py`` at build time (``src/tools/gen_tables.cpp``) and read here in pure
+Python: validation, activation resolution, the float64 reference, the custom ops, the model
+rewrite and the tools all read :data:`CELLS` (or names derived from it), and the native layers
+and the custom-op library read the same table in C++. ``tests/test_cells.py`` checks it against
+ONNX's own schemas and the shaders; ``tests/test_native_tables.py`` against the native module.
 
-No imports beyond the standard library: every other module imports this one.
+No imports beyond the standard library and the generated table: every other module imports
+this one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Tuple
+
+from ortops import _tables
 
 __all__ = ["Cell", "CELLS", "NAMES", "cell"]
 
@@ -42,6 +46,7 @@ class Cell:
     slots: Tuple[str, ...]
     default_activations: Tuple[str, ...]
     weights: Tuple[str, ...]
+    planes: Tuple[int, int] = (0, 0)   # extra state planes with linear_before_reset 0 and 1
 
     @property
     def gates(self) -> int:
@@ -55,47 +60,16 @@ class Cell:
         passes (r must be applied to h before the product with R_h), so it keeps z and r*h
         between them; with linear_before_reset = 1, and for RNN, nothing.
         """
-        if self.name == "LSTM":
-            return 1
-        if self.name == "GRU" and not linear_before_reset:
-            return 2
-        return 0
+        return self.planes[1 if linear_before_reset else 0]
 
 
-_CELLS = (
-    Cell(
-        name="LSTM",
-        code=0,
-        gate_order=("i", "o", "f", "c"),
-        inputs=("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
-        outputs=("Y", "Y_h", "Y_c"),
-        attributes=_COMMON_ATTRIBUTES | {"input_forget"},
-        slots=("f", "g", "h"),
-        default_activations=("Sigmoid", "Tanh", "Tanh"),
-        weights=("W", "R", "B", "P"),
-    ),
-    Cell(
-        name="GRU",
-        code=1,
-        gate_order=("z", "r", "h"),
-        inputs=("X", "W", "R", "B", "sequence_lens", "initial_h"),
-        outputs=("Y", "Y_h"),
-        attributes=_COMMON_ATTRIBUTES | {"linear_before_reset"},
-        slots=("f", "g"),
-        default_activations=("Sigmoid", "Tanh"),
-        weights=("W", "R", "B"),
-    ),
-    Cell(
-        name="RNN",
-        code=2,
-        gate_order=("i",),
-        inputs=("X", "W", "R", "B", "sequence_lens", "initial_h"),
-        outputs=("Y", "Y_h"),
-        attributes=_COMMON_ATTRIBUTES,
-        slots=("f",),
-        default_activations=("Tanh",),
-        weights=("W", "R", "B"),
-    ),
+_CELLS = tuple(
+    Cell(name=name, code=code, gate_order=gates, inputs=inputs, outputs=outputs,
+         attributes=_COMMON_ATTRIBUTES | ({"input_forget"} if forget else set())
+         | ({"linear_before_reset"} if lbr else set()),
+         slots=slots, default_activations=defaults,
+         weights=tuple(i for i in inputs if i in ("W", "R", "B", "P")), planes=planes)
+    for name, code, gates, inputs, outputs, slots, defaults, forget, lbr, planes in _tables.CELLS
 )
 
 #: The cells by ONNX op type, in the order LSTM, GRU, RNN.

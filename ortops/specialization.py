@@ -1,12 +1,13 @@
 """Named specialization constants: for each shader in glsl/, its constants by name.
 
-The native ``program()`` takes specialization constants as one list indexed by
-``constant_id``. Writing those lists by position (``[0] * (40 - len(spec))``) hides which
-value is which; instead each shader's ``layout(constant_id = N) const uint NAME = default;``
-declarations are written out here once, and :func:`pack` turns a dict of named values into
-the list, filling every id the caller leaves out with the shader's default (and ids no
+A program takes specialization constants as one list indexed by ``constant_id``. Writing
+those lists by position hides which value is which; instead each shader's
+``layout(constant_id = N) const uint NAME = default;`` declarations are written out once, in
+the native core (``src/core/specialization.cpp``, which records every plan with them), and
+read here from the generated ``ortops/_tables.py``; :func:`pack` turns a dict of named values
+into the list, filling every id the caller leaves out with the shader's default (and ids no
 constant uses with 0). ``tests/test_specialization.py`` parses glsl/*.comp (and what they
-include) and checks these tables against the declarations: same names, same ids, same
+include) and checks the tables against the declarations: same names, same ids, same
 defaults, nothing missing and nothing extra.
 """
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Mapping, Tuple
 
 import numpy as np
+
+from ortops import _tables
 
 __all__ = ["Layout", "LAYOUTS", "pack", "bits"]
 
@@ -56,80 +59,10 @@ def bits(x) -> int:
     return int(np.float32(x).view(np.uint32))
 
 
-def _table(*rows):
-    """name -> (id, default) from (name, id, default) rows."""
-    return {name: (cid, default) for name, cid, default in rows}
-
-
-def _activations():
-    """step.comp's activation constants: per direction d and slot f, g, h, the function's
-    code (ACT<d>_<slot>, ids 19-24), then its alpha (25-30) and beta (31-36) as float bits."""
-    rows = []
-    for kind, first, defaults in (("ACT", 19, (0, 1, 1)), ("ALPHA", 25, (0, 0, 0)),
-                                  ("BETA", 31, (0, 0, 0))):
-        for d in range(2):
-            for k, slot in enumerate("FGH"):
-                rows.append((f"{kind}{d}_{slot}", first + 3 * d + k, defaults[k]))
-    return rows
-
-
-def _cell():
-    """glsl/cell.glsl's constants, which both step kernels include: the cell, the pass, the
-    options, the shape, the offsets and the activations."""
-    return [
-        ("CELL", 0, 0), ("PASS", 1, 0), ("GENERAL", 4, 0),
-        ("HAS_BIAS", 5, 0), ("HAS_PEEP", 6, 0), ("HAS_CLIP", 7, 0), ("CLIP_BITS", 8, 0),
-        ("INPUT_FORGET", 9, 0), ("LBR", 10, 0), ("HAS_LENS", 11, 0), ("HIDDEN", 12, 1),
-        ("BATCH", 13, 1), ("SEQ", 14, 1), ("DIRS", 15, 1), ("REVERSE0", 16, 0),
-        ("XW_OFFSET", 17, 0), ("STATE_OFFSET", 18, 0),
-        *_activations(),
-    ]
-
-
-STEP = Layout("step", _table(
-    *_cell(),
-    ("NB", 2, 1), ("UNITS", 3, 2), ("ROWS", 40, 8), ("TY", 41, 8), ("RPT", 42, 1),
-), local_size={"y": "TY"})
-
-STEP_BATCHED = Layout("step_batched", _table(
-    *_cell(),
-    ("UPT", 40, 1), ("BY", 41, 8), ("NI", 42, 1), ("B32", 43, 32), ("HT_OFFSET", 44, 0),
-    ("PREFETCH", 45, 1), ("KSPLIT", 46, 1),
-), local_size={"y": "BY", "z": "KSPLIT"})
-
-INPUT_PROJECTION = Layout("input_projection", _table(
-    ("N", 0, 1), ("K", 1, 1), ("SEQ", 2, 1), ("BATCH", 3, 1), ("LAYOUT", 4, 0),
-    ("XW_OFFSET", 5, 0), ("TPT", 6, 4),
-))
-
-INPUT_PROJECTION_COOPMAT = Layout("input_projection_coopmat", _table(
-    ("N", 0, 1), ("K", 1, 1), ("SEQ", 2, 1), ("BATCH", 3, 1), ("LAYOUT", 4, 0),
-    ("XW_OFFSET", 5, 0),
-))
-
-STATE_INIT = Layout("state_init", _table(
-    ("DIRS", 0, 1), ("BATCH", 1, 1), ("HIDDEN", 2, 1), ("SEQ", 3, 0), ("LAYOUT", 4, 0),
-    ("HAS_H0", 5, 0), ("HAS_C0", 6, 0), ("HAS_CELL", 7, 0), ("STATE_OFFSET", 8, 0),
-    ("TRANSPOSED", 9, 0), ("NI", 10, 1), ("B32", 11, 32), ("HT_OFFSET", 12, 0),
-))
-
-OUTPUT_SEQUENCE = Layout("output_sequence", _table(
-    ("DIRS", 0, 1), ("BATCH", 1, 1), ("HIDDEN", 2, 1), ("SEQ", 3, 1), ("LAYOUT", 4, 0),
-    ("HAS_LENS", 5, 0), ("REVERSE0", 6, 0), ("STATE_OFFSET", 7, 0),
-))
-
-OUTPUT_STATE = Layout("output_state", _table(
-    ("DIRS", 0, 1), ("BATCH", 1, 1), ("HIDDEN", 2, 1), ("SEQ", 3, 1), ("LAYOUT", 4, 0),
-    ("HAS_LENS", 5, 0), ("CELL_STATE", 6, 0), ("STATE_OFFSET", 7, 0), ("ZERO_EMPTY", 8, 1),
-))
-
-COPY_WORDS = Layout("copy_words", {})
-CHAIN_STEP = Layout("chain_step", {})
-
-#: Every shader in glsl/ by name.
-LAYOUTS: Dict[str, Layout] = {l.shader: l for l in (
-    STEP, STEP_BATCHED, INPUT_PROJECTION, INPUT_PROJECTION_COOPMAT, STATE_INIT, OUTPUT_SEQUENCE,
-    OUTPUT_STATE, COPY_WORDS, CHAIN_STEP)}
+#: Every shader in glsl/ by name: the native core's layouts (src/core/specialization.cpp,
+#: through the generated ortops/_tables.py).
+LAYOUTS: Dict[str, Layout] = {shader: Layout(shader, dict(constants), dict(local))
+                              for shader, (constants, local) in _tables.LAYOUTS.items()}
 
 
 def pack(shader: str, **values) -> list:
