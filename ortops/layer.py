@@ -99,8 +99,8 @@ class RecurrentLayer:
         # The kernels rely on NaN/Inf/-0 being preserved; exact mode names itself if refused.
         require_mode(self.device, self.mode)
         self.timestamps = bool(timestamps) and self.device.timestamps
-        self.last_gpu_time_ms = None
-        self.last_gpu_profile = None
+        self.last_gpu_time_ms: float | None = None
+        self.last_gpu_profile: dict[str, float] | None = None
         if int(max_concurrent) != max_concurrent or max_concurrent < 1:
             raise ValueError(f"{op}: max_concurrent must be a positive integer, got {max_concurrent!r}")
         self.max_concurrent = int(max_concurrent)
