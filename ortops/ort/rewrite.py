@@ -636,7 +636,14 @@ def rewrite(model, *, weights: str = "registry", device=None, tag: str | None = 
         del graph.node[:]
         graph.node.extend(nodes)
 
-    nodes = rewrite_nodes(proto.graph, subgraphs.Scope())
+    try:
+        nodes = rewrite_nodes(proto.graph, subgraphs.Scope())
+    finally:
+        # rewrite_nodes and rewrite_body refer to each other through their closure cells: left
+        # so, that cycle kept `out` (the layers) and `info` (the model's protobuf arena) until
+        # the next full collection, about 0.1 MB of arena per session of the small recognizer
+        # and the whole model for a large one (docs/memory.md). Emptying one cell breaks it.
+        rewrite_body = None  # noqa: F841
     out.run_input = b.finish(proto, nodes, taken=bool(out.keys), registry=weights == "registry")
     _tidy(proto, folded, info)
     return out
