@@ -11,6 +11,7 @@ import pytest
 from ortops import modes
 
 from ortops.ort.nodeconfig import CONFIG_VERSION, NodeAttrs, NodeConfig, encode
+from ortops.ort import registry
 from ortops.ort.registry import Registry
 
 
@@ -78,6 +79,28 @@ def test_registry_rebuilds_an_inline_layer_only_when_the_weight_bits_change():
     W2.view(np.uint32)[0, 0, 0] ^= 1                                          # the last bit
     assert reg.layer_for(cfg, {"W": W2, "R": W}, build) is not first         # one bit differs
     assert builds == ["dev", "dev"]
+
+
+def test_inline_cache_keeps_the_most_recently_used_layers_only(monkeypatch):
+    # Nothing says when a converted model's last session is gone: the cache is bounded
+    # (docs/memory.md), and a dropped layer still in use is rebuilt on its next run.
+    monkeypatch.setattr(registry, "INLINE_LAYERS", 3)
+    reg, builds = Registry(), []
+
+    def build(op, weights, attrs, device, mode):
+        builds.append(device)
+        return object()
+
+    W = np.ones((1, 4, 3), np.float32)
+    cfgs = [_config(key=f"convert-x/{i}", weights="inputs", device=str(i)) for i in range(4)]
+    layers = [reg.layer_for(c, {"W": W, "R": W}, build) for c in cfgs[:3]]
+    assert reg.layer_for(cfgs[0], {"W": W, "R": W}, build) is layers[0]      # 0 is now the newest
+    reg.layer_for(cfgs[3], {"W": W, "R": W}, build)                          # 1, the oldest, goes
+    assert len(reg._inline) == 3 and builds == ["0", "1", "2", "3"]
+    assert reg.layer_for(cfgs[2], {"W": W, "R": W}, build) is layers[2]
+    assert reg.layer_for(cfgs[1], {"W": W, "R": W}, build) is not layers[1]  # rebuilt
+    reg.seed_inline("convert-y/0", {"W": W, "R": W}, object())               # seeding counts too
+    assert len(reg._inline) == 3 and "convert-x/1" in reg._inline and "convert-x/0" not in reg._inline
 
 
 def test_run_errors_belong_to_their_token_under_threads():

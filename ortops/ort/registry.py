@@ -24,6 +24,14 @@ from ortops.ort.nodeconfig import NodeConfig
 #: The weights of any cell (W R B P), uploaded once per layer.
 WEIGHTS = tuple(dict.fromkeys(w for c in CELLS.values() for w in c.weights))
 
+#: Converted-model layers the inline cache keeps (least recently used dropped beyond it). Nothing
+#: tells the registry when the last session of a converted model is gone, so without a bound
+#: every ``ortops.convert`` of a new model kept its layers (device memory, plans, pipelines)
+#: for the life of the process: 10 MB per convert of the small two-layer recognizer on
+#: lavapipe (docs/memory.md). A dropped layer that is still used is rebuilt on its next run
+#: (its weights uploaded again), as when the weights fed change.
+INLINE_LAYERS = 64
+
 
 def _same_bits(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     if a is None or b is None:
@@ -81,7 +89,7 @@ class Registry:
         self._lock = _OwnedLock(self._drop_forgotten)
         self._layers: dict[str, Any] = {}
         self._devices: dict[str, Any] = {}
-        self._inline: dict[str, tuple[tuple, Any]] = {}
+        self._inline: collections.OrderedDict[str, tuple[tuple, Any]] = collections.OrderedDict()
         self._errors: dict[int, list[BaseException]] = {}
         self._tokens = itertools.count(1)
 
@@ -129,19 +137,28 @@ class Registry:
         key = cfg.key
         with self._lock:
             cached = self._inline.get(key)
+            if cached is not None:
+                self._inline.move_to_end(key)
             device = self._devices.get(key, cfg.device)
         order = tuple(weights.get(n) for n in WEIGHTS)
         if cached is not None and all(_same_bits(a, b) for a, b in zip(cached[0], order)):
             return cached[1]
         layer = build(cfg.op, weights, cfg.attrs, device, mode=cfg.mode)
         with self._lock:
-            self._inline[key] = (order, layer)
+            self._keep_inline(key, (order, layer))
         return layer
 
     def seed_inline(self, key: str, weights: dict, layer) -> None:
         """Pre-populate the inline cache (``convert`` built the layer already)."""
         with self._lock:
-            self._inline[key] = (tuple(weights.get(n) for n in WEIGHTS), layer)
+            self._keep_inline(key, (tuple(weights.get(n) for n in WEIGHTS), layer))
+
+    def _keep_inline(self, key: str, entry: tuple) -> None:
+        # Called with the lock held; the least recently used entries beyond INLINE_LAYERS go.
+        self._inline[key] = entry
+        self._inline.move_to_end(key)
+        while len(self._inline) > INLINE_LAYERS:
+            self._inline.popitem(last=False)
 
     def clear_inline(self) -> None:
         """Drop every cached converted-model layer (frees their device memory)."""

@@ -78,7 +78,26 @@ def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu"
     :func:`placement`). ``placement``: ``"gpu"`` or ``"auto"``, as for :class:`InferenceSession`;
     ``mode`` (ortops.modes) is written into every node's config.
     """
-    return rewrite(model, weights="inline", device=device, placement=placement, mode=mode).model
+    proto = load_model(model)
+    rw = rewrite(proto, weights="inline", device=device, tag=_convert_tag(proto, device, placement, mode),
+                 placement=placement, mode=mode)
+    return rw.model
+
+
+def _convert_tag(proto: onnx.ModelProto, device: DeviceSpec, placement: str, mode: str | None) -> str:
+    """The layer keys' prefix of a converted model: a digest of the model and the arguments
+    that shape its layers. Converting the same model again gives the same keys (and the same
+    bytes), so its layers replace the earlier conversion's in the converted-model cache
+    instead of adding to it (ortops.ort.registry.INLINE_LAYERS bounds the rest)."""
+    import hashlib
+    import os
+
+    from ortops.device import Device
+
+    dev = f"{device.uuid}/{device.index}" if isinstance(device, Device) else repr(device)
+    h = hashlib.sha256(proto.SerializeToString(deterministic=True))
+    h.update(repr((dev, os.environ.get("ORTOPS_DEVICE"), placement, mode)).encode())
+    return "convert-" + h.hexdigest()[:16]
 
 
 def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu",
