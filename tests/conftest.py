@@ -121,6 +121,7 @@ SLOW = {
                     "test_placement_script_quick"},
     "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},
     "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe)
+    "test_memory_growth": None,    # 60-140 sessions or layers each: 6-20 s a test
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
                         "test_stream_bench_reports_every_engine"},           # 3 s
 }
