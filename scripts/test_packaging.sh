@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's packaging jobs (scripts/test.sh runs them after the test suite; docs/packaging.md):
+# CI's packaging jobs (scripts/test_full.sh runs them after its tests; docs/packaging.md):
 #   types       mypy over the public API (pyproject.toml's [tool.mypy])
 #   library     the custom-op library as a C or C++ program uses it: no libpython, no Python
 #               symbol, RegisterCustomOps exported, -z nodelete (scripts/check_library.sh), its
@@ -19,10 +19,16 @@
 #               installed (.ci/run installs it), libFuzzer for FUZZ_SECONDS (default 120); and
 #               the Python fuzzer of model loading, rewrite and feeds for FUZZ_PYTHON_SECONDS
 #               (default 60): any crash, hang or finding fails the job
+#   fresh       a fresh `git clone` of the commit checked out (HEAD: uncommitted changes are not
+#               in it) with none of setup.sh's downloads: `pip wheel` of it as
+#               git+file://...@<commit> (build isolation; CMake fetches kp's sdist through pip and
+#               ONNX Runtime's headers through scripts/ort_headers.sh), and `pip install
+#               .[cpu,test]` inside the clone into a clean venv, whose session tests then run;
+#               with only Debian's g++ cmake libvulkan-dev libfmt-dev (docs/packaging.md)
 # JOBS=wheel,flavour selects jobs (default all; flavour needs wheel's output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-JOBS=${JOBS:-types,library,fuzz,wheel,flavour}
+JOBS=${JOBS:-types,library,fuzz,wheel,flavour,fresh}
 PY=${PYTHON:-python3}
 status=0
 has() { [[ ",$JOBS," == *",$1,"* ]]; }
@@ -119,5 +125,33 @@ EOF
 }
 if has flavour; then
   flavour_job || status=1
+fi
+
+fresh_job() {  # pip install / pip wheel / pip install git+file:// from a fresh clone
+  local dir commit
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/ortops-fresh.XXXXXX")
+  commit=$(git rev-parse HEAD)
+  git clone -q --no-checkout "$PWD" "$dir/src" && git -C "$dir/src" checkout -q "$commit" || return 1
+  [ ! -e "$dir/src/build" ] || { echo "packaging: the fresh clone has a build/ directory"; return 1; }
+  # git+file:// (pip clones it itself) built into a wheel: build isolation, no pip cache, no
+  # ORTOPS_KOMPUTE_SDIST: CMake fetches kp==0.9.0 from the package registry.
+  env -u ORTOPS_KOMPUTE_SDIST "$PY" -m pip wheel -q --no-cache-dir --no-deps -w "$dir/dist" \
+    "git+file://$PWD@$commit" || return 1
+  ls "$dir"/dist/ortops-*.whl >/dev/null || return 1
+  stamp "fresh clone: pip wheel git+file://...@${commit:0:12}"
+  "$PY" -m venv "$dir/venv" || return 1
+  (cd "$dir/src" && env -u ORTOPS_KOMPUTE_SDIST "$dir/venv/bin/python" -m pip install -q --no-cache-dir ".[cpu,test]") \
+    || return 1
+  stamp "fresh clone: pip install . into a clean venv"
+  # The installed package (not the clone's sources: -P, and run from /tmp) on lavapipe.
+  (cd /tmp && "$dir/venv/bin/python" -P -c 'import ortops; print("packaging: fresh install sees", ortops.devices()[0])') \
+    || return 1
+  (cd "$dir/src" && "$dir/venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_packaging.py -m "not slow") \
+    || return 1
+  stamp "fresh clone: session tests"
+  rm -rf "$dir"
+}
+if has fresh; then
+  fresh_job || status=1
 fi
 exit $status

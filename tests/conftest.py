@@ -12,7 +12,10 @@ one; ``--fail-on-skip`` makes a skipped or xfailed test fail the session.
 
 Markers (registered in pyproject.toml): ``gpu`` on every test that needs a Vulkan device
 (lavapipe will do), ``slow`` on those that take more than about 2 s, ``conformance`` on the
-suites scripts/conformance.py also runs. They are given here, in one place
+suites scripts/conformance.py also runs, ``full`` on the cases of the slow parametrized
+matrices beyond their representative subset (:func:`representative`, :data:`QUICK_CAP`):
+scripts/test.sh, the quick command, runs ``not conformance and not full``; CI's
+scripts/test_full.sh runs ``full`` (and the conformance job), so every case runs once. They are given here, in one place
 (:func:`pytest_collection_modifyitems`): a test is ``gpu`` unless its module (or the test
 itself) is listed in :data:`NO_DEVICE`, so a new module counts as ``gpu`` until listed (a
 module's own ``pytestmark = pytest.mark.gpu`` keeps it ``gpu`` whatever the table says).
@@ -26,6 +29,7 @@ test in NO_DEVICE only after reading it.)
 
 import os
 import pathlib
+import re
 
 import pytest
 
@@ -124,12 +128,24 @@ SLOW = {
                     "test_placement_script_quick"},
     "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},
     "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe)
+    "test_memory_growth": None,    # a fresh process and 100-150 sessions or layers each: 5-9 s a test
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
                         "test_stream_bench_reports_every_engine"},           # 3 s
 }
 
-#: The suites scripts/conformance.py runs too (scripts/test.sh runs that job and deselects
-#: these with -m "not conformance", so that each suite runs once).
+#: Slow matrices whose cases are so long (tens of seconds each on lavapipe under validation)
+#: that the quick run keeps fewer than one per value: module -> {test: cases kept}, the
+#: greedy's first picks (those covering the most values). The full run has the rest.
+QUICK_CAP = {
+    # 13-28 s a case in exact mode; test_special_values runs the same placements in the
+    # default mode, and the exact arithmetic has its own tests (test_exact_*).
+    "test_special_values_exact": {"test_placements": 1, "test_activations": 4},
+    "test_special_values": {"test_placements": 3},                            # 4-7 s a case
+    "test_step_kernels": {"test_batched_kernel_gives_the_lanes_kernels_bits": 5},   # 3-9 s a case
+}
+
+#: The suites scripts/conformance.py runs too (scripts/test_full.sh runs that job; it and
+#: scripts/test.sh deselect these with -m "not conformance", so that each suite runs once).
 CONFORMANCE = {
     "test_conformance": {"test_backend_suite_all_pass", "test_differential_suite_all_pass"},
 }
@@ -143,6 +159,51 @@ def _listed(table, item) -> bool:
     return names is None or item.originalname in names or item.name in names
 
 
+def _features(item) -> set:
+    """What a case varies, read from its id: one feature per parameter's id part (its
+    position and text), each split at "+" and "," (option sets, activation lists), so a case
+    object whose id lists its cell, direction, precision, options, ... counts each of them."""
+    parts = item.callspec.id.split("-")
+    positional = len(parts) == len(item.callspec.params)
+    return {(i if positional else None, t) for i, part in enumerate(parts)
+            for t in re.split(r"[+,]", part)}
+
+
+def representative(items, cap: int | None = None) -> set:
+    """The cases of one parametrized test that the quick run keeps: greedily the case that
+    adds the most features not yet seen (:func:`_features`; ties in collection order) until
+    every value of every parameter (each cell, direction, precision, mode, option,
+    activation, shape, ...) has run at least once, or ``cap`` cases are kept."""
+    feats = {item.nodeid: _features(item) for item in items}
+    order = [item.nodeid for item in items]
+    seen: set = set()
+    kept: list = []
+    while cap is None or len(kept) < cap:
+        best = max(order, key=lambda n: (len(feats[n] - seen), -order.index(n)), default=None)
+        if best is None or not feats[best] - seen:
+            break
+        kept.append(best)
+        seen |= feats[best]
+        order.remove(best)
+    return set(kept)
+
+
+def _mark_matrix_rest(items) -> None:
+    """Mark ``full`` the cases of the slow parametrized matrices beyond their representative
+    subset (:func:`representative`): scripts/test.sh, the quick command, runs ``not full``;
+    scripts/test_full.sh, CI's second part, runs ``full``. Together they run every case once."""
+    groups: dict = {}
+    for item in items:
+        if _listed(SLOW, item) and getattr(item, "callspec", None) is not None:
+            groups.setdefault((item.module.__name__, item.originalname), []).append(item)
+    for (module, name), group in groups.items():
+        caps = QUICK_CAP.get(module.rpartition(".")[2], {})
+        kept = representative(group, caps.get(name))
+        for item in group:
+            if item.nodeid not in kept:
+                item.add_marker(pytest.mark.full)
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:
@@ -152,6 +213,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if _listed(CONFORMANCE, item):
             item.add_marker(pytest.mark.conformance)
+    _mark_matrix_rest(items)
 
 
 class DeviceUsed(BaseException):

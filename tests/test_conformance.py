@@ -2,8 +2,8 @@
 
 test_backend_suite_all_pass and test_differential_suite_all_pass run the same suites as the
 conformance job (``python scripts/conformance.py``); they are marked ``conformance``
-(tests/conftest.py) and scripts/test.sh, which runs the job, deselects them from its pytest
-runs so that each suite runs once. The other tests here are unit tests of the script.
+(tests/conftest.py) and CI's scripts/test_full.sh, which runs the job, deselects them from its
+pytest runs (as the quick scripts/test.sh does) so that each suite runs once. The other tests here are unit tests of the script.
 
 The ONNX backend cases and the seeded differential suite must all pass: the
 node on the GPU, two runs with identical bits, scaled error within 1e-5

@@ -597,7 +597,13 @@ def rewrite(model, *, device=None, placement: str = "gpu", mode: str | None = No
         del graph.node[:]
         graph.node.extend(nodes)
 
-    nodes = rewrite_nodes(proto.graph, subgraphs.Scope())
+    try:
+        nodes = rewrite_nodes(proto.graph, subgraphs.Scope())
+    finally:
+        # rewrite_nodes and rewrite_body refer to each other through their closure cells: left
+        # so, that cycle kept `out` and `info` (the model's protobuf arena) until the next full
+        # collection (docs/memory.md). Emptying one cell breaks it.
+        rewrite_body = None  # noqa: F841
     b.finish(proto, nodes, taken=bool(taken))
     _tidy(proto, folded, info)
     return out
