@@ -3,8 +3,8 @@
 # long matrices the quick command leaves out (marker "full", tests/conftest.py), the conformance
 # job (it writes docs/conformance.md), the session, CLI and conformance tests again against the
 # oldest onnxruntime the package admits, and the packaging jobs (scripts/test_packaging.sh:
-# types, the oldest onnxruntime-extensions, the wheel, onnxruntime-gpu, a fresh clone's pip
-# install / pip wheel / git+file://). Together with scripts/test.sh every test runs once.
+# types, the custom-op library from plain onnxruntime and a C++ program, the fuzzers, the wheel,
+# onnxruntime-gpu, a fresh clone's pip install / pip wheel / git+file://). Together with scripts/test.sh every test runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -44,8 +44,9 @@ PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p n
   tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py tests/test_control_flow.py \
   tests/test_silero_vad.py || status=1
 stamp "onnxruntime $oldest"
-# Installed like any package: types, the oldest onnxruntime-extensions, the wheel in a clean
-# venv, onnxruntime-gpu as the flavour, a fresh clone (scripts/test_packaging.sh; docs/packaging.md).
+# Installed like any package: types, the custom-op library (no libpython, end to end, the C++
+# example), the fuzzers, the wheel in a clean venv, onnxruntime-gpu as the flavour, a fresh
+# clone (scripts/test_packaging.sh; docs/packaging.md, docs/security.md).
 bash scripts/test_packaging.sh || status=1
 stamp "packaging jobs"
 exit $status
