@@ -321,6 +321,14 @@ def _deployment_class():
     return OrtopsDeployment
 
 
+#: Requests a replica accepts at once by default. It was 2 x max_batch_size (16): under more
+#: concurrent clients than that the rest waited in Ray Serve's proxy, which retries a full
+#: replica with backoff, and one replica fell from 41 requests/s (1 client) to 3.8 (32
+#: clients) and 0.2 (128) with the small recognizer on lavapipe; at 256 it gave 54.8 and 53.5
+#: (docs/serving.md). Keep it above the concurrent requests a replica is expected to hold.
+MAX_ONGOING_REQUESTS = 256
+
+
 def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=None, max_batch_size: int = 8,
         batch_wait_timeout_s: float = 0.005, max_ongoing_requests: int | None = None, name: str = "ortops",
         providers=None):
@@ -329,8 +337,9 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
     num_gpus: GPUs Ray gives each replica; default 1 where this process sees NVIDIA Vulkan
     devices (Ray then pins each replica to its own GPU and :func:`replica_device` maps it),
     else 0 (every replica on the default or ``device``). max_ongoing_requests: requests a
-    replica accepts at once (default twice ``max_batch_size``, so that a full batch can
-    gather while one runs).
+    replica accepts at once (default :data:`MAX_ONGOING_REQUESTS`): they wait in the replica's
+    batch queue, which costs nothing while they wait; requests beyond it wait in Ray's proxy,
+    whose retries with backoff against a full replica collapsed throughput (docs/serving.md).
     """
     from ray import serve
 
@@ -344,5 +353,5 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
     deployment = serve.deployment(
         _deployment_class(), name=name, num_replicas=num_replicas,
         ray_actor_options={"num_cpus": 0, "num_gpus": num_gpus},
-        max_ongoing_requests=max_ongoing_requests or 2 * max_batch_size)
+        max_ongoing_requests=max_ongoing_requests or MAX_ONGOING_REQUESTS)
     return deployment.bind(body, device, max_batch_size, batch_wait_timeout_s, providers)
