@@ -49,19 +49,6 @@ dims(const std::vector<int64_t>& shape)
     return s + "]";
 }
 
-const char*
-typeName(ElementType t)
-{
-    switch (t) {
-        case ElementType::Float32:
-            return "float32";
-        case ElementType::Float16:
-            return "float16";
-        default:
-            return "int32";
-    }
-}
-
 std::string
 gateText(const Cell& c)
 {
@@ -105,7 +92,7 @@ void
 requireType(const Spec& s, const char* name, const HostTensor& t, ElementType want, const char* wantText)
 {
     if (t.type != want) {
-        fail(s.op + ": " + name + " must have " + wantText + ", got " + typeName(t.type));
+        fail(s.op + ": " + name + " must have " + wantText + ", got " + elementTypeName(t.type));
     }
 }
 

@@ -43,6 +43,27 @@ enum class ElementType
     Int32,
 };
 
+// The element type's name (as numpy and the node config spell it) and size in bytes.
+inline const char*
+elementTypeName(ElementType t)
+{
+    switch (t) {
+        case ElementType::Float32:
+            return "float32";
+        case ElementType::Float16:
+            return "float16";
+        case ElementType::Int32:
+            return "int32";
+    }
+    return "?";
+}
+
+inline size_t
+elementSize(ElementType t)
+{
+    return t == ElementType::Float16 ? 2 : 4;
+}
+
 // A C-contiguous host tensor the caller owns (ORT's input buffer, a numpy array).
 struct HostTensor
 {

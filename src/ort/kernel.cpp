@@ -78,25 +78,6 @@ ortType(ElementType t)
     return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
 }
 
-size_t
-elementSize(ElementType t)
-{
-    return t == ElementType::Float16 ? 2 : 4;
-}
-
-const char*
-typeName(ElementType t)
-{
-    switch (t) {
-        case ElementType::Float32:
-            return "float32";
-        case ElementType::Float16:
-            return "float16";
-        case ElementType::Int32:
-            return "int32";
-    }
-    return "?";
-}
 
 // numpy-style names of ONNX's element types (TensorProto.DataType order).
 std::string
@@ -176,7 +157,7 @@ hostTensor(const OrtApi* api, const OrtValue* value, std::string_view name, Elem
     std::string what = "reading input " + std::string(name);
     TypeShape ts = typeShape(api, value, what.c_str());
     if (ts.type != ortType(want)) {
-        throw InputError(std::string(name) + " must be a " + typeName(want) + " tensor, got " +
+        throw InputError(std::string(name) + " must be a " + elementTypeName(want) + " tensor, got " +
                          ortTypeName(ts.type) + " " + shapeText(ts.shape));
     }
     void* data = nullptr;
@@ -499,9 +480,9 @@ Kernel::Kernel(const OrtApi* api_, const OpDef* op_, const OrtKernelInfo* info) 
         throw NodeError("its config is for op '" + std::string(config.cell ? config.cell->name : "?") +
                         "', the node is " + op->name);
     }
-    if (config.dtype != typeName(op->dtype)) {
+    if (config.dtype != elementTypeName(op->dtype)) {
         throw NodeError("its config says dtype '" + config.dtype + "', the node is " + op->name +
-                        " (" + typeName(op->dtype) + ")");
+                        " (" + elementTypeName(op->dtype) + ")");
     }
 
     // The node's inputs and outputs against the cell and the config.
