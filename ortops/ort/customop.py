@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from typing import Mapping
 
 from ortops.cells import CELLS
@@ -152,8 +151,3 @@ def check_node(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=No
                 f"{op}: unsupported layer on {dev.name}: {name} needs {a.nbytes} bytes in one storage "
                 f"binding, above the device's maxStorageBufferRange of {dev.max_storage_buffer_range} bytes")
     return dev
-
-
-def _is_device_lost(e: BaseException) -> bool:
-    vk = sys.modules.get("ortops._vk")
-    return vk is not None and isinstance(e, vk.DeviceLostError)

@@ -433,9 +433,8 @@ class _Builder:
     """The graph-wide parts of a rewrite: unique names and the graph whose nodes are being
     written (where a node's weight initializers go)."""
 
-    def __init__(self, info: "_Graph", opset: int, graph: onnx.GraphProto):
+    def __init__(self, info: "_Graph", graph: onnx.GraphProto):
         self.info = info
-        self.opset = opset
         self.graph = graph                  # the graph whose nodes are being emitted
         self.scope = subgraphs.Scope()      # and its scope
 
@@ -559,7 +558,7 @@ def rewrite(model, *, device=None, placement: str = "gpu", mode: str | None = No
     proto = load_model(model)
     opset = default_opset(proto)
     info = _Graph(proto)
-    b = _Builder(info, opset, proto.graph)
+    b = _Builder(info, proto.graph)
     out = Rewritten(proto, [])
     folded: set[str] = set()  # outputs of weight chains now folded into the nodes' initializers
     taken = []

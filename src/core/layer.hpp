@@ -203,6 +203,9 @@ class Layer
     OutputShapes outputShapes(const RunInputs& inputs) const;
     // Run: check the inputs, write them, submit once, read the outputs into out.
     void run(const RunInputs& inputs, const OutputPointers& out);
+    // The same for inputs already checked: `shapes` is what outputShapes(inputs) returned
+    // (both doors ask for it first, to allocate the outputs; the checks run once a run).
+    void run(const RunInputs& inputs, const OutputShapes& shapes, const OutputPointers& out);
 
     // The Python door's controls and views.
     LayerSettings settings() const;

@@ -12,14 +12,6 @@
 #include <typeinfo>
 #include <utility>
 
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
-#include "core/errors.hpp"
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
-
 namespace ortops::ort {
 
 namespace {
@@ -632,7 +624,7 @@ Kernel::compute(OrtKernelContext* context)
         check(api, api->GetTensorMutableData(value, &data), "GetTensorMutableData");
         out[i] = data;
     }
-    current->run(inputs, out);
+    current->run(inputs, shapes, out);
 }
 
 } // namespace ortops::ort

@@ -38,6 +38,7 @@
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
+#include "core/errors.hpp"
 #include "core/layer.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -379,7 +379,7 @@ bindLayer(py::module_& m)
             }
             {
                 py::gil_scoped_release release;
-                self.run(in, ptrs);
+                self.run(in, shapes, ptrs);
             }
             return py::tuple(result);
         },
