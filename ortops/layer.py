@@ -67,10 +67,15 @@ class RecurrentLayer:
     leaves the last run's GPU time in :attr:`last_gpu_time_ms` and its split (projection and
     state set-up, steps, outputs) in :attr:`last_gpu_profile`.
 
-    A layer may be called from many threads at once: each concurrent run of a shape uses its
-    own plan (at most ``max_concurrent`` per shape, default 8; further runs wait), so results
-    equal serial results bit for bit. Runs given caller scratch regions are serialised, since
-    they may share one arena.
+    A layer may be called from many threads at once, and results equal serial results bit for
+    bit. Runs that arrive while one of the layer is in flight wait and go as one batched run
+    of at most ``coalesce_rows`` batch rows (default: the environment's ORTOPS_COALESCE_ROWS,
+    else 32; 1 switches it off): each gets its own rows, the same bits as alone, at several
+    times the throughput where runs are bound by the GPU's latency (docs/onnxruntime.md,
+    "Threads"). Runs that are not coalesced (larger batches, caller scratch regions,
+    timestamps) each use a plan of their own (at most ``max_concurrent`` per shape, default 8;
+    further runs wait). Runs given caller scratch regions are serialised, since they may share
+    one arena.
 
     ``mode`` (ortops.modes): "deterministic" (default; the same bits run to run on one device)
     or "exact" (the same bits on every conformant Vulkan device, docs/exact.md) or "fast"
@@ -84,7 +89,7 @@ class RecurrentLayer:
                  clip: float | None = None, input_forget: int = 0, linear_before_reset: int = 0,
                  device: DeviceSpec = None, timestamps: bool = False,
                  max_concurrent: int = _MAX_CONCURRENT,
-                 mode: str | None = None) -> None:
+                 mode: str | None = None, coalesce_rows: int | None = None) -> None:
         op = str(op).upper()
         if op not in CELLS:
             raise ValueError(f"ortops: op must be one of {NAMES}, got {op!r}")
@@ -104,6 +109,8 @@ class RecurrentLayer:
         if int(max_concurrent) != max_concurrent or max_concurrent < 1:
             raise ValueError(f"{op}: max_concurrent must be a positive integer, got {max_concurrent!r}")
         self.max_concurrent = int(max_concurrent)
+        if coalesce_rows is not None and (int(coalesce_rows) != coalesce_rows or coalesce_rows < 1):
+            raise ValueError(f"{op}: coalesce_rows must be a positive integer, got {coalesce_rows!r}")
         self._limit = self.device.max_storage_buffer_range
         tensors = {"W": W, "R": R}
         if B is not None:
@@ -113,9 +120,12 @@ class RecurrentLayer:
         arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
         self.weight_bytes = sum(a.nbytes for a in arrays.values())
         self._sent = self._settings()
+        first = self._settings_dict(self._sent)
+        if coalesce_rows is not None:
+            first["coalesce_rows"] = int(coalesce_rows)
         try:
             self._native = _native().Layer(self._config(), arrays["W"], arrays["R"], arrays.get("B"),
-                                           arrays.get("P"), self._settings_dict(self._sent))
+                                           arrays.get("P"), first)
         except _native().UnsupportedLayerError as e:
             raise UnsupportedLayerError(str(e)) from None
 

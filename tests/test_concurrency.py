@@ -163,7 +163,8 @@ def test_concurrent_runs_of_one_shape_use_their_own_plans():
     rng = np.random.default_rng(6)
     W = rng.uniform(-0.5, 0.5, (1, 4, 3)).astype(np.float32)
     R = rng.uniform(-0.5, 0.5, (1, 4, 4)).astype(np.float32)
-    layer = ortops.RecurrentLayer("RNN", W, R, max_concurrent=3)
+    # Coalescing off: runs that are not coalesced (tests/test_coalesce.py) use the plan pool.
+    layer = ortops.RecurrentLayer("RNN", W, R, max_concurrent=3, coalesce_rows=1)
     xs = [rng.uniform(-1, 1, (3, 2, 3)).astype(np.float32) for _ in range(24)]
     want = [layer(x) for x in xs]
     assert [p.count for p in layer._plans.values()] == [1]
@@ -173,6 +174,8 @@ def test_concurrent_runs_of_one_shape_use_their_own_plans():
     assert 1 <= pool.count <= 3 and len(pool.free) == pool.count   # bounded, all returned
     with pytest.raises(ValueError, match="max_concurrent must be a positive integer, got 0"):
         ortops.RecurrentLayer("RNN", W, R, max_concurrent=0)
+    with pytest.raises(ValueError, match="coalesce_rows must be a positive integer, got 0"):
+        ortops.RecurrentLayer("RNN", W, R, coalesce_rows=0)
 
 
 def test_lost_device_raises_on_its_runs_and_a_new_session_recovers():

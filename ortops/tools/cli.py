@@ -43,6 +43,7 @@ from ortops.cells import CELLS
 from ortops.timing import warm
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
 from ortops.modes import DEFAULT as DEFAULT_MODE, MODES
+from ortops.device import _native
 
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -323,6 +324,7 @@ def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
                     failures.append(f"thread {t}: result differs from the serial result")
 
         warm(lambda: sess.run(None, feeds[0]), warmup)
+        before = _native().core_counters()
         threads = [threading.Thread(target=worker, args=(t,)) for t in range(n)]
         for th in threads:
             th.start()
@@ -334,7 +336,12 @@ def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
         runs = n * repeat
         verdict = "every result equal to the serial one" if not failures else \
             f"{len(failures)} BAD: {failures[0]}"
-        print(f"threads {n}: {runs / elapsed:.1f} runs/s ({runs} runs in {elapsed:.3f} s; {verdict})")
+        after = _native().core_counters()
+        layer_runs = after["runs"] - before["runs"]
+        carried = after["coalesced_requests"] - before["coalesced_requests"]
+        together = after["coalesced_runs"] - before["coalesced_runs"]
+        print(f"threads {n}: {runs / elapsed:.1f} runs/s ({runs} runs in {elapsed:.3f} s; {verdict}); "
+              f"layer runs {layer_runs}, of which {together} carried {carried} coalesced requests")
         bad += len(failures)
     return 1 if bad else 0
 

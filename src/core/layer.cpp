@@ -13,6 +13,7 @@
 #include "layer.hpp"
 
 #include "activations.hpp"
+#include "coalesce.hpp"
 #include "devices.hpp"
 #include "memory.hpp"
 #include "program.hpp"
@@ -413,6 +414,20 @@ coopmatRequested()
     return env && std::string(env) == "1";
 }
 
+uint32_t
+coalesceRowsRequested()
+{
+    const char* env = std::getenv("ORTOPS_COALESCE_ROWS");
+    if (env && *env) {
+        char* end = nullptr;
+        unsigned long v = std::strtoul(env, &end, 10);
+        if (end && *end == 0 && v >= 1 && v <= (1u << 24)) {
+            return static_cast<uint32_t>(v);
+        }
+    }
+    return 32;
+}
+
 size_t
 HostTensor::elements() const
 {
@@ -445,6 +460,8 @@ struct LayerImpl
     std::list<PlanKey> lru;   // least recently used first
     std::map<PlanKey, std::shared_ptr<PlanPool>> pools;
 
+    Coalescer coalescer;
+
     LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSettings& settings);
 
     std::shared_ptr<Buffer> upload(const std::map<std::string, std::pair<const void*, uint64_t>>& arrays);
@@ -454,6 +471,8 @@ struct LayerImpl
     void release(const PlanKey& key, const std::shared_ptr<PlanPool>& pool, std::shared_ptr<Plan> plan);
     void evict(const PlanKey& keep);
     Limits currentLimits() const;
+    // One run on a plan of its own (the inputs checked, the output shapes given).
+    void runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out);
 };
 
 LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSettings& s)
@@ -994,7 +1013,8 @@ injectFault(const std::string& kind, double value)
 CoreCounters
 coreCounters()
 {
-    return { g_layersCreated.load(), g_layersAlive.load(), g_plansRecorded.load(), g_runs.load() };
+    CoalesceCounters c = coalesceCounters();
+    return { g_layersCreated.load(), g_layersAlive.load(), g_plansRecorded.load(), g_runs.load(), c.runs, c.requests };
 }
 
 const NodeConfig&
@@ -1116,6 +1136,61 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
 {
     LayerImpl& L = *impl;
     const Spec& s = L.spec;
+    uint32_t rows, inFlight;
+    bool timestamps;
+    {
+        std::lock_guard<std::mutex> lock(L.settingsLock);
+        rows = L.settings.coalesceRows;
+        inFlight = L.settings.coalesceInFlight;
+        timestamps = L.settings.timestamps;
+    }
+    int64_t batch = s.layout == 0 ? in.X.shape[1] : in.X.shape[0];
+    // Runs with caller scratch regions share an arena and are serialised anyway; a profile
+    // belongs to one run. Neither is coalesced.
+    if (rows <= 1 || timestamps || in.xwScratch || in.stateScratch || batch <= 0 || batch >= rows ||
+        in.X.elements() == 0) {
+        L.runPlan(in, shapes, out);
+        return;
+    }
+    CoalesceRequest request{ &in, &shapes, &out, static_cast<uint32_t>(batch) };
+    L.coalescer.run(request, BatchAxes::forLayout(s.layout), s.item, rows, inFlight,
+                    [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o) { L.runPlan(i, sh, o); });
+}
+
+void
+Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out)
+{
+    const Spec& s = impl->spec;
+    if (inputs.empty() || inputs.size() != out.size()) {
+        throw std::invalid_argument("ortops: runCoalesced takes one output set per request");
+    }
+    std::vector<OutputShapes> shapes;
+    for (const RunInputs& in : inputs) {
+        shapes.push_back(outputShapes(in));
+    }
+    std::vector<CoalesceRequest> requests;
+    BatchAxes axes = BatchAxes::forLayout(s.layout);
+    for (size_t r = 0; r < inputs.size(); r++) {
+        int64_t batch = inputs[r].X.shape[axes.x];
+        if (batch <= 0) {
+            throw std::invalid_argument("ortops: runCoalesced takes requests of batch at least 1");
+        }
+        requests.push_back(CoalesceRequest{ &inputs[r], &shapes[r], &out[r], static_cast<uint32_t>(batch) });
+        if (!sameCoalesceKey(requests[0], requests[r], axes)) {
+            throw std::invalid_argument("ortops: request " + std::to_string(r) +
+                                        " differs from request 0 in more than its batch size");
+        }
+    }
+    LayerImpl& L = *impl;
+    ortops::runCoalesced(requests, axes, s.item,
+                         [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o) { L.runPlan(i, sh, o); });
+}
+
+void
+LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out)
+{
+    LayerImpl& L = *this;
+    const Spec& s = L.spec;
     if (faultFails()) {
         throw InputError(s.op + ": failure injected by the test");
     }
@@ -1214,6 +1289,10 @@ Layer::setSettings(const LayerSettings& s)
     }
     if (s.maxConcurrent < 1 || s.planCache < 1 || s.variants.maxGroups < 1) {
         throw std::invalid_argument("ortops: max_concurrent and the plan cache must be positive");
+    }
+    if (s.coalesceRows < 1 || s.coalesceInFlight < 1) {
+        throw std::invalid_argument("ortops: coalesce_rows and coalesce_in_flight must be positive, got " +
+                                    std::to_string(s.coalesceRows) + " and " + std::to_string(s.coalesceInFlight));
     }
     {
         std::lock_guard<std::mutex> lock(impl->settingsLock);

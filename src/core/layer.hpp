@@ -4,8 +4,10 @@
 // chosen, weights checked and uploaded once) -> run (inputs checked, a plan of that shape
 // taken from the pool or recorded once, inputs written, one submit, outputs read).
 //
-// Thread safety: run() may be called from many threads at once; each concurrent run of a
-// shape uses its own plan (the plan pool in layer.cpp), so results equal serial results bit for bit.
+// Thread safety: run() may be called from many threads at once. Runs that arrive while one of
+// the layer is in flight are coalesced into one batched run (coalesce.hpp); runs that cannot
+// be (caller scratch regions, timestamps) use a plan of their own from the plan pool
+// (layer.cpp). Either way results equal serial results bit for bit.
 //
 // Errors: InputError (std::invalid_argument) for a bad weight or input, its message naming
 // the operator, the argument, what was expected and what came ("LSTM: X must have rank 3
@@ -88,6 +90,11 @@ struct Buffer;
 bool
 coopmatRequested();
 
+// The batch rows concurrent runs may be coalesced into: ORTOPS_COALESCE_ROWS (1 switches
+// coalescing off), else 32.
+uint32_t
+coalesceRowsRequested();
+
 // A caller's scratch region: a device buffer (Context's "storage" buffers) and a byte offset
 // (a multiple of 4) from which the region runs.
 struct ScratchRegion
@@ -127,6 +134,11 @@ struct LayerSettings
     bool timestamps = false;
     // Mode "fast" may record the cooperative-matrix projection (default: ORTOPS_COOPMAT=1).
     bool coopmat = coopmatRequested();
+    // Concurrent runs coalesced into one batched run (coalesce.hpp): at most this many batch
+    // rows a run (1: never; default ORTOPS_COALESCE_ROWS, else 32), with at most
+    // `coalesceInFlight` runs of the layer in flight while requests wait to be coalesced.
+    uint32_t coalesceRows = coalesceRowsRequested();
+    uint32_t coalesceInFlight = 1;
 };
 
 // One run's GPU time in milliseconds: the whole and its split (projection and state set-up,
@@ -166,6 +178,9 @@ struct CoreCounters
     uint64_t layersAlive = 0;
     uint64_t plansRecorded = 0;
     uint64_t runs = 0;
+    // Runs that carried several concurrent requests (coalesce.hpp), and those requests.
+    uint64_t coalescedRuns = 0;
+    uint64_t coalescedRequests = 0;
 };
 CoreCounters
 coreCounters();
@@ -206,6 +221,10 @@ class Layer
     // The same for inputs already checked: `shapes` is what outputShapes(inputs) returned
     // (both doors ask for it first, to allocate the outputs; the checks run once a run).
     void run(const RunInputs& inputs, const OutputShapes& shapes, const OutputPointers& out);
+
+    // Several requests of one key as one batched run, as concurrent runs are coalesced
+    // (coalesce.hpp): tests check that each request gets the bits it gets alone.
+    void runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out);
 
     // The Python door's controls and views.
     LayerSettings settings() const;

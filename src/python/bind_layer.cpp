@@ -119,6 +119,8 @@ settingsFromDict(const py::dict& d, LayerSettings s)
     get("max_concurrent", s.maxConcurrent);
     get("timestamps", s.timestamps);
     get("coopmat", s.coopmat);
+    get("coalesce_rows", s.coalesceRows);
+    get("coalesce_in_flight", s.coalesceInFlight);
     if (d.contains("workgroup_count")) {
         s.workgroupCount = d["workgroup_count"].is_none()
                              ? std::nullopt
@@ -147,6 +149,8 @@ settingsDict(const LayerSettings& s)
     d["max_concurrent"] = s.maxConcurrent;
     d["timestamps"] = s.timestamps;
     d["coopmat"] = s.coopmat;
+    d["coalesce_rows"] = s.coalesceRows;
+    d["coalesce_in_flight"] = s.coalesceInFlight;
     d["storage_range"] = s.storageRange ? py::object(py::int_(*s.storageRange)) : py::object(py::none());
     d["workgroup_count"] = s.workgroupCount ? py::object(py::cast(*s.workgroupCount)) : py::object(py::none());
     return d;
@@ -180,6 +184,8 @@ bindLayer(py::module_& m)
           d["layers_alive"] = c.layersAlive;
           d["plans_recorded"] = c.plansRecorded;
           d["runs"] = c.runs;
+          d["coalesced_runs"] = c.coalescedRuns;
+          d["coalesced_requests"] = c.coalescedRequests;
           return d;
       },
       "What the native core did in this process (both doors): layers created and alive, plans "
@@ -387,7 +393,45 @@ bindLayer(py::module_& m)
         py::arg("initial_c") = py::none(), py::kw_only(), py::arg("steps") = py::none(),
         py::arg("outputs") = py::none(), py::arg("xw_scratch") = py::none(),
         py::arg("state_scratch") = py::none(), py::arg("out") = py::none(),
-        "Run: (Y, Y_h, Y_c), None for outputs not computed (and Y_c for GRU and RNN).");
+        "Run: (Y, Y_h, Y_c), None for outputs not computed (and Y_c for GRU and RNN).")
+      .def(
+        "run_coalesced",
+        [](Layer& self, const py::list& requests) {
+            // Each request a tuple (X, sequence_lens, initial_h, initial_c), None where absent.
+            std::vector<RunInputs> ins;
+            for (const auto& item : requests) {
+                auto t = item.cast<py::tuple>();
+                ins.push_back(RunInputs{ tensor(t[0].cast<py::array>()), optionalTensor(t[1]), optionalTensor(t[2]),
+                                         optionalTensor(t[3]) });
+            }
+            py::list result;
+            std::vector<OutputPointers> ptrs;
+            for (const RunInputs& in : ins) {
+                OutputShapes shapes = self.outputShapes(in);
+                py::list outs;
+                OutputPointers p{ nullptr, nullptr, nullptr };
+                py::dtype dt = self.elementType() == ElementType::Float16 ? py::dtype("float16") : py::dtype::of<float>();
+                for (int i = 0; i < 3; i++) {
+                    if (!shapes[i]) {
+                        outs.append(py::none());
+                        continue;
+                    }
+                    py::array a(dt, *shapes[i]);
+                    p[i] = a.mutable_data();
+                    outs.append(a);
+                }
+                ptrs.push_back(p);
+                result.append(py::tuple(outs));
+            }
+            {
+                py::gil_scoped_release release;
+                self.runCoalesced(ins, ptrs);
+            }
+            return result;
+        },
+        py::arg("requests"),
+        "Test hook: run requests [(X, sequence_lens, initial_h, initial_c), ...] of one key as one "
+        "batched run, as concurrent runs are coalesced; one (Y, Y_h, Y_c) per request.");
 }
 
 } // namespace ortops

@@ -1,0 +1,294 @@
+// Coalescing concurrent runs of one layer (see coalesce.hpp).
+
+#include "coalesce.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+namespace ortops {
+
+namespace {
+
+std::atomic<uint64_t> g_runs{ 0 }, g_requests{ 0 };
+
+// A tensor's shape seen around its batch axis: `outer` blocks (the axes before it) of
+// `rows` x `inner` bytes (the axes after it).
+struct Around
+{
+    size_t outer = 1;
+    size_t inner = 1;
+};
+
+Around
+around(const std::vector<int64_t>& shape, size_t axis, size_t item)
+{
+    Around a;
+    a.inner = item;
+    for (size_t i = 0; i < shape.size(); i++) {
+        if (i < axis) {
+            a.outer *= static_cast<size_t>(shape[i]);
+        } else if (i > axis) {
+            a.inner *= static_cast<size_t>(shape[i]);
+        }
+    }
+    return a;
+}
+
+// The requests' tensors (`part(r)`, each `rows[r]` along `axis`) one after another along it.
+template<typename Part>
+std::unique_ptr<uint8_t[]>
+gather(size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
+       const std::vector<int64_t>& shape, size_t axis, size_t item)
+{
+    Around a = around(shape, axis, item);
+    auto dst = std::unique_ptr<uint8_t[]>(new uint8_t[a.outer * total * a.inner]);
+    for (size_t o = 0; o < a.outer; o++) {
+        size_t at = o * total * a.inner;
+        for (size_t r = 0; r < count; r++) {
+            size_t n = rows[r] * a.inner;
+            std::memcpy(dst.get() + at, static_cast<const uint8_t*>(part(r)) + o * n, n);
+            at += n;
+        }
+    }
+    return dst;
+}
+
+// The inverse: each request's rows of `src` into its own tensor (skipped where it has none).
+template<typename Part>
+void
+scatter(const uint8_t* src, size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
+        const std::vector<int64_t>& shape, size_t axis, size_t item)
+{
+    Around a = around(shape, axis, item);
+    for (size_t o = 0; o < a.outer; o++) {
+        size_t at = o * total * a.inner;
+        for (size_t r = 0; r < count; r++) {
+            size_t n = rows[r] * a.inner;
+            if (void* dst = part(r)) {
+                std::memcpy(static_cast<uint8_t*>(dst) + o * n, src + at, n);
+            }
+            at += n;
+        }
+    }
+}
+
+std::vector<int64_t>
+withBatch(std::vector<int64_t> shape, size_t axis, uint32_t rows)
+{
+    shape[axis] = rows;
+    return shape;
+}
+
+bool
+sameButAxis(const std::vector<int64_t>& a, const std::vector<int64_t>& b, size_t axis)
+{
+    if (a.size() != b.size()) {
+        return false;
+    }
+    for (size_t i = 0; i < a.size(); i++) {
+        if (i != axis && a[i] != b[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+BatchAxes
+BatchAxes::forLayout(int64_t layout)
+{
+    return layout == 0 ? BatchAxes{ 1, 0, 1, 2 } : BatchAxes{ 0, 0, 0, 0 };
+}
+
+bool
+sameCoalesceKey(const CoalesceRequest& a, const CoalesceRequest& b, const BatchAxes& axes)
+{
+    const RunInputs& x = *a.inputs;
+    const RunInputs& y = *b.inputs;
+    if (x.xwScratch || x.stateScratch || y.xwScratch || y.stateScratch) {
+        return false;
+    }
+    if (x.X.type != y.X.type || !sameButAxis(x.X.shape, y.X.shape, axes.x)) {
+        return false;
+    }
+    if (x.sequenceLens.has_value() != y.sequenceLens.has_value() || x.initialH.has_value() != y.initialH.has_value() ||
+        x.initialC.has_value() != y.initialC.has_value() || x.steps != y.steps) {
+        return false;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        if ((*a.shapes)[i].has_value() != (*b.shapes)[i].has_value()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item,
+             const std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>& runOne)
+{
+    size_t n = requests.size();
+    std::vector<uint32_t> rows(n);
+    uint32_t total = 0;
+    for (size_t r = 0; r < n; r++) {
+        rows[r] = requests[r].rows;
+        total += rows[r];
+    }
+    const RunInputs& first = *requests[0].inputs;
+
+    RunInputs all;
+    all.steps = first.steps;
+    all.outputs = first.outputs;
+    auto x = gather(
+      n, [&](size_t r) { return requests[r].inputs->X.data; }, rows, total, first.X.shape, axes.x, item);
+    all.X = HostTensor{ x.get(), first.X.type, withBatch(first.X.shape, axes.x, total) };
+
+    std::unique_ptr<uint8_t[]> lens, h0, c0;
+    if (first.sequenceLens) {
+        lens = gather(
+          n, [&](size_t r) { return requests[r].inputs->sequenceLens->data; }, rows, total,
+          first.sequenceLens->shape, axes.lens, 4);
+        all.sequenceLens = HostTensor{ lens.get(), ElementType::Int32, { static_cast<int64_t>(total) } };
+    }
+    if (first.initialH) {
+        h0 = gather(
+          n, [&](size_t r) { return requests[r].inputs->initialH->data; }, rows, total, first.initialH->shape,
+          axes.state, item);
+        all.initialH = HostTensor{ h0.get(), first.initialH->type, withBatch(first.initialH->shape, axes.state, total) };
+    }
+    if (first.initialC) {
+        c0 = gather(
+          n, [&](size_t r) { return requests[r].inputs->initialC->data; }, rows, total, first.initialC->shape,
+          axes.state, item);
+        all.initialC = HostTensor{ c0.get(), first.initialC->type, withBatch(first.initialC->shape, axes.state, total) };
+    }
+
+    OutputShapes shapes;
+    OutputPointers out{ nullptr, nullptr, nullptr };
+    std::array<std::unique_ptr<uint8_t[]>, 3> results;
+    for (size_t i = 0; i < 3; i++) {
+        const auto& one = (*requests[0].shapes)[i];
+        if (!one) {
+            continue;
+        }
+        size_t axis = i == 0 ? axes.y : axes.state;
+        shapes[i] = withBatch(*one, axis, total);
+        size_t elements = 1;
+        for (int64_t d : *shapes[i]) {
+            elements *= static_cast<size_t>(d);
+        }
+        results[i].reset(new uint8_t[elements * item]);
+        out[i] = results[i].get();
+    }
+
+    runOne(all, shapes, out);
+    g_runs++;
+    g_requests += n;
+
+    for (size_t i = 0; i < 3; i++) {
+        if (!results[i]) {
+            continue;
+        }
+        size_t axis = i == 0 ? axes.y : axes.state;
+        scatter(
+          results[i].get(), n, [&](size_t r) { return (*requests[r].out)[i]; }, rows, total, *(*requests[0].shapes)[i],
+          axis, item);
+    }
+}
+
+std::vector<Coalescer::Waiter*>
+Coalescer::takeGroup(const BatchAxes& axes, uint32_t maxRows)
+{
+    std::vector<Waiter*> group{ waiting.front() };
+    waiting.pop_front();
+    uint32_t rows = group[0]->request.rows;
+    for (auto it = waiting.begin(); it != waiting.end();) {
+        Waiter* w = *it;
+        if (rows + w->request.rows <= maxRows && sameCoalesceKey(group[0]->request, w->request, axes)) {
+            rows += w->request.rows;
+            group.push_back(w);
+            it = waiting.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return group;
+}
+
+void
+Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
+               uint32_t maxInFlight, const RunOne& runOne)
+{
+    Waiter me{ request };
+    std::unique_lock<std::mutex> lk(lock);
+    if (inFlight < maxInFlight && waiting.empty()) {
+        // Nothing to wait for: run alone, on the caller's own buffers.
+        inFlight++;
+        lk.unlock();
+        try {
+            runOne(*request.inputs, *request.shapes, *request.out);
+        } catch (...) {
+            me.error = std::current_exception();
+        }
+        lk.lock();
+        inFlight--;
+        finished.notify_all();
+        lk.unlock();
+        if (me.error) {
+            std::rethrow_exception(me.error);
+        }
+        return;
+    }
+    waiting.push_back(&me);
+    while (!me.done) {
+        if (inFlight < maxInFlight && !waiting.empty()) {
+            // Lead the next group (which need not hold this request: the oldest waiter's key
+            // goes first). The waiters stay blocked in this loop until `done`, so their
+            // requests stay valid while the group runs.
+            std::vector<Waiter*> group = takeGroup(axes, maxRows);
+            inFlight++;
+            lk.unlock();
+            std::exception_ptr error;
+            try {
+                if (group.size() == 1) {
+                    const CoalesceRequest& r = group[0]->request;
+                    runOne(*r.inputs, *r.shapes, *r.out);
+                } else {
+                    std::vector<CoalesceRequest> requests;
+                    for (Waiter* w : group) {
+                        requests.push_back(w->request);
+                    }
+                    runCoalesced(requests, axes, item, runOne);
+                }
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lk.lock();
+            inFlight--;
+            for (Waiter* w : group) {
+                w->error = error;
+                w->done = true;
+            }
+            finished.notify_all();
+        } else {
+            // wait_for, not wait: libstdc++ 12 versions condition_variable::wait
+            // GLIBCXX_3.4.30, which would raise the wheel's manylinux tag (hostcopy.cpp).
+            finished.wait_for(lk, std::chrono::milliseconds(50));
+        }
+    }
+    lk.unlock();
+    if (me.error) {
+        std::rethrow_exception(me.error);
+    }
+}
+
+CoalesceCounters
+coalesceCounters()
+{
+    return { g_runs.load(), g_requests.load() };
+}
+
+} // namespace ortops

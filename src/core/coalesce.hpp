@@ -1,0 +1,105 @@
+// Coalescing concurrent runs of one layer into one batched run (group commit).
+//
+// Why. A recognizer run at batch 1 on the H200 is two dependent layers of 80 steps, about
+// 0.32 ms of GPU time each, bound by the GPU's latency, not its width. Runs from several
+// threads go to one queue, where each run's barriers also wait for the work submitted before
+// it: they execute one after another, and 8 threads gave 1,223 runs/s against 1,058 from one
+// (1.16x; docs/perf.md, 2026-12-01). Several queues did not overlap on the H200 either. But a
+// batch-8 run costs 1.99 ms against 0.84 for batch 1: eight requests in one run are about 4x
+// the throughput.
+//
+// How. The first request to arrive while no group of the layer is in flight runs at once,
+// alone, with its own buffers: one thread pays nothing but a lock. Requests that arrive while
+// a group is in flight wait; when it ends, one of them becomes the leader and takes every
+// waiting request of the same key (shape but for the batch, optional inputs, outputs,
+// steps) up to `maxRows` batch rows, concatenates their inputs along the batch axis, runs
+// them as one batch and hands each its rows of the outputs. Requests of other keys form the
+// next group.
+//
+// Bits. Each batch row of a run is computed by the same operations in the same order whatever
+// the batch: the projection's sums and the steps' walk do not depend on the batch, and the
+// batched step kernel chosen from batch 32 gives the lanes kernel's bits
+// (tests/test_step_kernels.py). So a request's outputs are the same bits coalesced or alone;
+// tests/test_coalesce.py checks it for every cell, both precisions, modes and layouts, and
+// the threads tests compare every threaded result with the serial one.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "layer.hpp"
+
+namespace ortops {
+
+// One request: where its inputs are, the output shapes outputShapes() gave, where its outputs
+// go. `rows` is its batch size.
+struct CoalesceRequest
+{
+    const RunInputs* inputs = nullptr;
+    const OutputShapes* shapes = nullptr;
+    const OutputPointers* out = nullptr;
+    uint32_t rows = 0;
+};
+
+// Where the batch axis is in each tensor of a run, by the node's layout (0: [seq, batch, ...]
+// for X, [dirs, batch, hidden] for the states, [seq, dirs, batch, hidden] for Y; 1: batch
+// first everywhere).
+struct BatchAxes
+{
+    size_t x, lens, state, y;
+    static BatchAxes forLayout(int64_t layout);
+};
+
+// Run `requests` (same key, at least two) as one batch through `runOne`: inputs concatenated
+// along the batch axis, outputs split back. `item`: bytes per element of the layer's type.
+void
+runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item,
+             const std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>& runOne);
+
+// Whether two requests may share a run: every input and output shape equal but for the batch,
+// the same optional inputs, outputs and steps, and no caller scratch regions.
+bool
+sameCoalesceKey(const CoalesceRequest& a, const CoalesceRequest& b, const BatchAxes& axes);
+
+// The queue of one layer's waiting requests and the group commit over it.
+class Coalescer
+{
+  public:
+    using RunOne = std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>;
+
+    // Run `request`: alone at once when nothing is in flight, else with the requests that
+    // arrived meanwhile. Rethrows the exception of the run that carried it.
+    void run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
+             uint32_t maxInFlight, const RunOne& runOne);
+
+  private:
+    struct Waiter
+    {
+        CoalesceRequest request;
+        bool done = false;
+        std::exception_ptr error;
+    };
+
+    std::vector<Waiter*> takeGroup(const BatchAxes& axes, uint32_t maxRows);
+
+    std::mutex lock;
+    std::condition_variable finished;
+    std::deque<Waiter*> waiting;
+    uint32_t inFlight = 0;
+};
+
+// Requests carried by runs of more than one request, and those runs, in this process.
+struct CoalesceCounters
+{
+    uint64_t runs = 0;
+    uint64_t requests = 0;
+};
+CoalesceCounters
+coalesceCounters();
+
+} // namespace ortops
