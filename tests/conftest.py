@@ -131,6 +131,7 @@ SLOW = {
     "test_memory_growth": None,    # a fresh process and 100-150 sessions or layers each: 5-9 s a test
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
                         "test_stream_bench_reports_every_engine"},           # 3 s
+    "test_host_import": None,      # builds src/tools/host_import_bench first (8 s on 2 cores)
 }
 
 #: Slow matrices whose cases are so long (tens of seconds each on lavapipe under validation)
