@@ -58,6 +58,11 @@ if has threads; then
     | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/threads.txt"
   py -m ortops run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
+  # The same batch-1 threads with coalescing off (src/core/coalesce.hpp): every run alone, the
+  # figures before coalescing, in the same call.
+  echo "== ORTOPS_COALESCE_ROWS=1 (coalescing off)" | tee -a "$OUT/threads.txt"
+  ORTOPS_COALESCE_ROWS=1 py -m ortops run models/recognizer.onnx --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
+    | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
 fi
 if has portability; then
   # Portability enumeration (docs/packaging.md): what the loader offers, what the instance

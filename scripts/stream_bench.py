@@ -8,7 +8,7 @@ samples at 16 kHz, plus the 64 samples of context its wrapper prepends) one ``ru
 previous call's ``stateN`` as ``state``. At that size a GPU's fixed cost per submission can
 lose to the CPU; this script measures it rather than assume it.
 
-For each engine (ortops.InferenceSession; ORT CPU with its default thread pool; ORT CPU with
+For each engine (ortops.InferenceSession; the same with ``placement="auto"``; ORT CPU with its default thread pool; ORT CPU with
 one intra-op thread) it streams ``--frames`` frames of a synthetic signal (silence, a tone,
 noise), timing each ``run`` alone (time.perf_counter_ns around the call), after ``--warmup``
 seconds of untimed frames, and reports median, p90, p99 and max in microseconds. Frames go
@@ -130,6 +130,10 @@ def sessions(model: str, device=None) -> dict:
     return {
         "ortops": ortops.InferenceSession(model, providers=["CPUExecutionProvider"], device=device,
                                           require_gpu=True),
+        # placement="auto": each recurrent node where the calibrated cost model predicts it
+        # faster (ORT CPU or the device), as a streaming user would configure it.
+        "ortops auto": ortops.InferenceSession(model, providers=["CPUExecutionProvider"], device=device,
+                                               placement="auto"),
         "ORT CPU": ort.InferenceSession(model, providers=["CPUExecutionProvider"]),
         "ORT CPU 1 thread": ort.InferenceSession(model, one, providers=["CPUExecutionProvider"]),
     }
@@ -161,6 +165,7 @@ def main(argv=None) -> int:
                  f"({1e3 * frame / args.sr:.0f} ms), batch 1, state fed back; {args.warmup} s of warm-up frames; "
                  + ("frames paced in real time" if args.realtime else "frames back to back")]
         lines += [p.describe() for p in engines["ortops"].placement]
+        lines += ["auto: " + p.describe() for p in engines["ortops auto"].placement]
         report, probs = {"model": os.path.basename(model), "sr": args.sr, "frame": frame,
                          "realtime": args.realtime, "engines": {}}, {}
         for name, sess in engines.items():
