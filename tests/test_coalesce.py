@@ -57,10 +57,10 @@ def _alone(layer, req):
     return layer._native(*req)
 
 
-def _check_coalesced_equals_alone(layer, batches, seq=4, **kw):
+def _check_coalesced_equals_alone(layer, batches, seq=4, pad_to=0, **kw):
     rng = np.random.default_rng(seed_of(layer.spec.op, tuple(batches), seq))
     reqs = [_request(layer, seq, b, rng, **kw) for b in batches]
-    together = layer._native.run_coalesced(reqs)
+    together = layer._native.run_coalesced(reqs, pad_to)
     assert len(together) == len(reqs)
     for r, (req, got) in enumerate(zip(reqs, together)):
         want = _alone(layer, req)
@@ -80,6 +80,9 @@ def test_coalesced_requests_get_their_own_bits(op, dtype, layout):
     # from batch 9) and 35 (the batched step kernel, from batch 32).
     for batches in ([1, 3, 2], [1, 1, 8, 2], [20, 1, 14]):
         _check_coalesced_equals_alone(layer, batches)
+    # Padded with zero rows to the next power of two, as the coalescer runs them.
+    _check_coalesced_equals_alone(layer, [1, 3, 2], pad_to=8)
+    _check_coalesced_equals_alone(layer, [9, 1], pad_to=32)
 
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
@@ -92,6 +95,16 @@ def test_coalesced_requests_exact_mode(op):
 def test_coalesced_requests_without_optional_inputs(lens, states):
     layer = _layer("LSTM", np.float32, 0, direction="forward", peepholes=False)
     _check_coalesced_equals_alone(layer, [2, 1, 3], lens=lens, states=states)
+
+
+@pytest.mark.parametrize("rows, max_rows, expected", [
+    (2, 32, 2), (3, 32, 4), (5, 32, 8), (9, 32, 16), (17, 32, 32), (32, 32, 32),
+    (20, 24, 24), (24, 24, 24), (3, 3, 3), (7, 1, 7),
+])
+def test_coalesced_runs_are_padded_to_a_power_of_two(rows, max_rows, expected):
+    # At most one plan per power of two for coalesced runs; never past max_rows, never below
+    # the requests' rows.
+    assert _native().coalesced_rows(rows, max_rows) == expected
 
 
 def test_requests_of_another_shape_are_refused():

@@ -2,6 +2,7 @@
 
 #include "coalesce.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -36,7 +37,8 @@ around(const std::vector<int64_t>& shape, size_t axis, size_t item)
     return a;
 }
 
-// The requests' tensors (`part(r)`, each `rows[r]` along `axis`) one after another along it.
+// The requests' tensors (`part(r)`, each `rows[r]` along `axis`) one after another along it,
+// in a tensor of `total` rows there: the rows past the requests' are zeros (padding).
 template<typename Part>
 std::unique_ptr<uint8_t[]>
 gather(size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
@@ -46,16 +48,19 @@ gather(size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32
     auto dst = std::unique_ptr<uint8_t[]>(new uint8_t[a.outer * total * a.inner]);
     for (size_t o = 0; o < a.outer; o++) {
         size_t at = o * total * a.inner;
+        size_t end = at + total * a.inner;
         for (size_t r = 0; r < count; r++) {
             size_t n = rows[r] * a.inner;
             std::memcpy(dst.get() + at, static_cast<const uint8_t*>(part(r)) + o * n, n);
             at += n;
         }
+        std::memset(dst.get() + at, 0, end - at);
     }
     return dst;
 }
 
-// The inverse: each request's rows of `src` into its own tensor (skipped where it has none).
+// The inverse: each request's rows of `src` (`total` rows along `axis`, the padding left)
+// into its own tensor (skipped where it has none).
 template<typename Part>
 void
 scatter(const uint8_t* src, size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
@@ -126,8 +131,18 @@ sameCoalesceKey(const CoalesceRequest& a, const CoalesceRequest& b, const BatchA
     return true;
 }
 
+uint32_t
+coalescedRows(uint32_t rows, uint32_t maxRows)
+{
+    uint32_t p = 1;
+    while (p < rows) {
+        p *= 2;
+    }
+    return std::max(rows, std::min(p, maxRows));
+}
+
 void
-runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item,
+runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
              const std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>& runOne)
 {
     size_t n = requests.size();
@@ -137,6 +152,7 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
         rows[r] = requests[r].rows;
         total += rows[r];
     }
+    total = std::max(total, padTo);
     const RunInputs& first = *requests[0].inputs;
 
     RunInputs all;
@@ -261,7 +277,11 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
                     for (Waiter* w : group) {
                         requests.push_back(w->request);
                     }
-                    runCoalesced(requests, axes, item, runOne);
+                    uint32_t rows = 0;
+                    for (const CoalesceRequest& r : requests) {
+                        rows += r.rows;
+                    }
+                    runCoalesced(requests, axes, item, coalescedRows(rows, maxRows), runOne);
                 }
             } catch (...) {
                 error = std::current_exception();

@@ -12,8 +12,9 @@
 // alone, with its own buffers: one thread pays nothing but a lock. Requests that arrive while
 // a group is in flight wait; when it ends, one of them becomes the leader and takes every
 // waiting request of the same key (shape but for the batch, optional inputs, outputs,
-// steps) up to `maxRows` batch rows, concatenates their inputs along the batch axis, runs
-// them as one batch and hands each its rows of the outputs. Requests of other keys form the
+// steps) up to `maxRows` batch rows, concatenates their inputs along the batch axis (padded
+// with zero rows to a power of two, coalescedRows), runs them as one batch and hands each its
+// rows of the outputs. Requests of other keys form the
 // next group.
 //
 // Bits. Each batch row of a run is computed by the same operations in the same order whatever
@@ -55,10 +56,19 @@ struct BatchAxes
     static BatchAxes forLayout(int64_t layout);
 };
 
+// The batch a coalesced run of `rows` request rows runs at: the next power of two, at most
+// `maxRows` (but never below `rows`). Padding bounds the plans a layer records for coalesced
+// runs to one per power of two (recording a plan of a new batch costs far more than the
+// padding rows' GPU time: at batch 8 or less a run is bound by the GPU's latency, not its
+// width), and padding rows are computed apart from the requests' rows, so their bits stay.
+uint32_t
+coalescedRows(uint32_t rows, uint32_t maxRows);
+
 // Run `requests` (same key, at least two) as one batch through `runOne`: inputs concatenated
-// along the batch axis, outputs split back. `item`: bytes per element of the layer's type.
+// along the batch axis (then zero rows up to `padTo`), outputs split back. `item`: bytes per
+// element of the layer's type.
 void
-runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item,
+runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
              const std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>& runOne);
 
 // Whether two requests may share a run: every input and output shape equal but for the batch,

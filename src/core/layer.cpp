@@ -415,9 +415,9 @@ coopmatRequested()
 }
 
 uint32_t
-coalesceRowsRequested()
+coalesceRowsRequested(const char* variable, uint32_t fallback)
 {
-    const char* env = std::getenv("ORTOPS_COALESCE_ROWS");
+    const char* env = std::getenv(variable);
     if (env && *env) {
         char* end = nullptr;
         unsigned long v = std::strtoul(env, &end, 10);
@@ -425,7 +425,7 @@ coalesceRowsRequested()
             return static_cast<uint32_t>(v);
         }
     }
-    return 32;
+    return fallback;
 }
 
 size_t
@@ -1158,7 +1158,7 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
 }
 
 void
-Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out)
+Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out, uint32_t padTo)
 {
     const Spec& s = impl->spec;
     if (inputs.empty() || inputs.size() != out.size()) {
@@ -1182,7 +1182,7 @@ Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<Outp
         }
     }
     LayerImpl& L = *impl;
-    ortops::runCoalesced(requests, axes, s.item,
+    ortops::runCoalesced(requests, axes, s.item, padTo,
                          [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o) { L.runPlan(i, sh, o); });
 }
 

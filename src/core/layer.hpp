@@ -90,10 +90,11 @@ struct Buffer;
 bool
 coopmatRequested();
 
-// The batch rows concurrent runs may be coalesced into: ORTOPS_COALESCE_ROWS (1 switches
-// coalescing off), else 32.
+// A coalescing setting from the environment (ORTOPS_COALESCE_ROWS: the batch rows concurrent
+// runs may be coalesced into, 1 switches coalescing off; ORTOPS_COALESCE_IN_FLIGHT), else
+// `fallback`.
 uint32_t
-coalesceRowsRequested();
+coalesceRowsRequested(const char* variable, uint32_t fallback);
 
 // A caller's scratch region: a device buffer (Context's "storage" buffers) and a byte offset
 // (a multiple of 4) from which the region runs.
@@ -136,9 +137,10 @@ struct LayerSettings
     bool coopmat = coopmatRequested();
     // Concurrent runs coalesced into one batched run (coalesce.hpp): at most this many batch
     // rows a run (1: never; default ORTOPS_COALESCE_ROWS, else 32), with at most
-    // `coalesceInFlight` runs of the layer in flight while requests wait to be coalesced.
-    uint32_t coalesceRows = coalesceRowsRequested();
-    uint32_t coalesceInFlight = 1;
+    // `coalesceInFlight` runs of the layer in flight while requests wait to be coalesced
+    // (default ORTOPS_COALESCE_IN_FLIGHT, else 1).
+    uint32_t coalesceRows = coalesceRowsRequested("ORTOPS_COALESCE_ROWS", 32);
+    uint32_t coalesceInFlight = coalesceRowsRequested("ORTOPS_COALESCE_IN_FLIGHT", 1);
 };
 
 // One run's GPU time in milliseconds: the whole and its split (projection and state set-up,
@@ -224,7 +226,9 @@ class Layer
 
     // Several requests of one key as one batched run, as concurrent runs are coalesced
     // (coalesce.hpp): tests check that each request gets the bits it gets alone.
-    void runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out);
+    // `padTo`: the run's batch, zero rows past the requests' (at most their rows: none).
+    void runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out,
+                      uint32_t padTo = 0);
 
     // The Python door's controls and views.
     LayerSettings settings() const;

@@ -9,6 +9,7 @@
 
 #include "activations.hpp"
 #include "cells.hpp"
+#include "coalesce.hpp"
 #include "devices.hpp"
 #include "specialization.hpp"
 #include "layer.hpp"
@@ -396,7 +397,7 @@ bindLayer(py::module_& m)
         "Run: (Y, Y_h, Y_c), None for outputs not computed (and Y_c for GRU and RNN).")
       .def(
         "run_coalesced",
-        [](Layer& self, const py::list& requests) {
+        [](Layer& self, const py::list& requests, uint32_t padTo) {
             // Each request a tuple (X, sequence_lens, initial_h, initial_c), None where absent.
             std::vector<RunInputs> ins;
             for (const auto& item : requests) {
@@ -425,13 +426,16 @@ bindLayer(py::module_& m)
             }
             {
                 py::gil_scoped_release release;
-                self.runCoalesced(ins, ptrs);
+                self.runCoalesced(ins, ptrs, padTo);
             }
             return result;
         },
-        py::arg("requests"),
+        py::arg("requests"), py::arg("pad_to") = 0,
         "Test hook: run requests [(X, sequence_lens, initial_h, initial_c), ...] of one key as one "
-        "batched run, as concurrent runs are coalesced; one (Y, Y_h, Y_c) per request.");
+        "batched run of at least pad_to rows (zero rows past theirs), as concurrent runs are "
+        "coalesced; one (Y, Y_h, Y_c) per request.");
+    m.def("coalesced_rows", &coalescedRows, py::arg("rows"), py::arg("max_rows"),
+          "The batch a coalesced run of `rows` request rows runs at (src/core/coalesce.hpp).");
 }
 
 } // namespace ortops
