@@ -37,46 +37,32 @@ around(const std::vector<int64_t>& shape, size_t axis, size_t item)
     return a;
 }
 
-// The requests' tensors (`part(r)`, each `rows[r]` along `axis`) one after another along it,
-// in a tensor of `total` rows there: the rows past the requests' are zeros (padding).
+// The pieces that place the requests' tensors (`part(r)`, each `rows[r]` along `axis`) one
+// after another along it in a tensor of `total` rows (its first row at byte 0), and the zero
+// pieces of the padding rows past theirs (`zeros`; outputs have none). Each request's tensor
+// is `outer` contiguous blocks of its rows.
 template<typename Part>
-std::unique_ptr<uint8_t[]>
-gather(size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
-       const std::vector<int64_t>& shape, size_t axis, size_t item)
+std::vector<Piece>
+pieces(size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
+       const std::vector<int64_t>& shape, size_t axis, size_t item, bool zeros)
 {
     Around a = around(shape, axis, item);
-    auto dst = std::unique_ptr<uint8_t[]>(new uint8_t[a.outer * total * a.inner]);
+    std::vector<Piece> out;
+    out.reserve(a.outer * (count + 1));
     for (size_t o = 0; o < a.outer; o++) {
-        size_t at = o * total * a.inner;
-        size_t end = at + total * a.inner;
+        uint64_t at = o * total * a.inner;
+        uint64_t end = at + total * a.inner;
         for (size_t r = 0; r < count; r++) {
-            size_t n = rows[r] * a.inner;
-            std::memcpy(dst.get() + at, static_cast<const uint8_t*>(part(r)) + o * n, n);
+            uint64_t n = rows[r] * a.inner;
+            const void* base = part(r);
+            out.push_back(Piece{ base ? static_cast<const uint8_t*>(base) + o * n : nullptr, at, n });
             at += n;
         }
-        std::memset(dst.get() + at, 0, end - at);
-    }
-    return dst;
-}
-
-// The inverse: each request's rows of `src` (`total` rows along `axis`, the padding left)
-// into its own tensor (skipped where it has none).
-template<typename Part>
-void
-scatter(const uint8_t* src, size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
-        const std::vector<int64_t>& shape, size_t axis, size_t item)
-{
-    Around a = around(shape, axis, item);
-    for (size_t o = 0; o < a.outer; o++) {
-        size_t at = o * total * a.inner;
-        for (size_t r = 0; r < count; r++) {
-            size_t n = rows[r] * a.inner;
-            if (void* dst = part(r)) {
-                std::memcpy(static_cast<uint8_t*>(dst) + o * n, src + at, n);
-            }
-            at += n;
+        if (zeros && end > at) {
+            out.push_back(Piece{ nullptr, at, end - at });
         }
     }
+    return out;
 }
 
 std::vector<int64_t>
@@ -143,7 +129,7 @@ coalescedRows(uint32_t rows, uint32_t maxRows)
 
 void
 runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
-             const std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>& runOne)
+             const RunOne& runOne)
 {
     size_t n = requests.size();
     std::vector<uint32_t> rows(n);
@@ -155,36 +141,38 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
     total = std::max(total, padTo);
     const RunInputs& first = *requests[0].inputs;
 
+    // The run's inputs as the plan needs them (shapes and which are present); their bytes go
+    // straight from each request's tensors into the plan's mapped memory, and the outputs
+    // straight out of it into each request's (RunCopies): no concatenated copy on the way.
     RunInputs all;
     all.steps = first.steps;
     all.outputs = first.outputs;
-    auto x = gather(
-      n, [&](size_t r) { return requests[r].inputs->X.data; }, rows, total, first.X.shape, axes.x, item);
-    all.X = HostTensor{ x.get(), first.X.type, withBatch(first.X.shape, axes.x, total) };
-
-    std::unique_ptr<uint8_t[]> lens, h0, c0;
+    RunCopies copies;
+    all.X = HostTensor{ nullptr, first.X.type, withBatch(first.X.shape, axes.x, total) };
+    copies.x = pieces(
+      n, [&](size_t r) { return requests[r].inputs->X.data; }, rows, total, first.X.shape, axes.x, item, true);
     if (first.sequenceLens) {
-        lens = gather(
+        // Padding rows get length 0 (zeros), inside every plan's range.
+        all.sequenceLens = HostTensor{ nullptr, ElementType::Int32, { static_cast<int64_t>(total) } };
+        copies.lens = pieces(
           n, [&](size_t r) { return requests[r].inputs->sequenceLens->data; }, rows, total,
-          first.sequenceLens->shape, axes.lens, 4);
-        all.sequenceLens = HostTensor{ lens.get(), ElementType::Int32, { static_cast<int64_t>(total) } };
+          first.sequenceLens->shape, axes.lens, 4, true);
     }
     if (first.initialH) {
-        h0 = gather(
+        all.initialH = HostTensor{ nullptr, first.initialH->type, withBatch(first.initialH->shape, axes.state, total) };
+        copies.h0 = pieces(
           n, [&](size_t r) { return requests[r].inputs->initialH->data; }, rows, total, first.initialH->shape,
-          axes.state, item);
-        all.initialH = HostTensor{ h0.get(), first.initialH->type, withBatch(first.initialH->shape, axes.state, total) };
+          axes.state, item, true);
     }
     if (first.initialC) {
-        c0 = gather(
+        all.initialC = HostTensor{ nullptr, first.initialC->type, withBatch(first.initialC->shape, axes.state, total) };
+        copies.c0 = pieces(
           n, [&](size_t r) { return requests[r].inputs->initialC->data; }, rows, total, first.initialC->shape,
-          axes.state, item);
-        all.initialC = HostTensor{ c0.get(), first.initialC->type, withBatch(first.initialC->shape, axes.state, total) };
+          axes.state, item, true);
     }
 
     OutputShapes shapes;
     OutputPointers out{ nullptr, nullptr, nullptr };
-    std::array<std::unique_ptr<uint8_t[]>, 3> results;
     for (size_t i = 0; i < 3; i++) {
         const auto& one = (*requests[0].shapes)[i];
         if (!one) {
@@ -192,27 +180,20 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
         }
         size_t axis = i == 0 ? axes.y : axes.state;
         shapes[i] = withBatch(*one, axis, total);
-        size_t elements = 1;
-        for (int64_t d : *shapes[i]) {
-            elements *= static_cast<size_t>(d);
+        std::vector<Piece> all = pieces(
+          n, [&](size_t r) { return static_cast<const void*>((*requests[r].out)[i]); }, rows, total, *one, axis,
+          item, false);
+        // A request without this output (a null address) reads nothing.
+        for (const Piece& p : all) {
+            if (p.host != nullptr) {
+                copies.outputs[i].push_back(p);
+            }
         }
-        results[i].reset(new uint8_t[elements * item]);
-        out[i] = results[i].get();
     }
 
-    runOne(all, shapes, out);
+    runOne(all, shapes, out, &copies);
     g_runs++;
     g_requests += n;
-
-    for (size_t i = 0; i < 3; i++) {
-        if (!results[i]) {
-            continue;
-        }
-        size_t axis = i == 0 ? axes.y : axes.state;
-        scatter(
-          results[i].get(), n, [&](size_t r) { return (*requests[r].out)[i]; }, rows, total, *(*requests[0].shapes)[i],
-          axis, item);
-    }
 }
 
 std::vector<Coalescer::Waiter*>
@@ -245,7 +226,7 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
         inFlight++;
         lk.unlock();
         try {
-            runOne(*request.inputs, *request.shapes, *request.out);
+            runOne(*request.inputs, *request.shapes, *request.out, nullptr);
         } catch (...) {
             me.error = std::current_exception();
         }
@@ -271,7 +252,7 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
             try {
                 if (group.size() == 1) {
                     const CoalesceRequest& r = group[0]->request;
-                    runOne(*r.inputs, *r.shapes, *r.out);
+                    runOne(*r.inputs, *r.shapes, *r.out, nullptr);
                 } else {
                     std::vector<CoalesceRequest> requests;
                     for (Waiter* w : group) {

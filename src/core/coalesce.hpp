@@ -25,6 +25,7 @@
 // the threads tests compare every threaded result with the serial one.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "layer.hpp"
+#include "memory.hpp"
 
 namespace ortops {
 
@@ -46,6 +48,19 @@ struct CoalesceRequest
     const OutputPointers* out = nullptr;
     uint32_t rows = 0;
 };
+
+// Where a coalesced run's inputs come from and its outputs go, piece by piece: the plan's
+// mapped input buffers are written from each request's tensors (zeros in the padding rows)
+// and its readback buffers read into each request's outputs, with no concatenated copy.
+struct RunCopies
+{
+    std::vector<Piece> x, lens, h0, c0;
+    std::array<std::vector<Piece>, 3> outputs;   // Piece::host: where the request wants them
+};
+
+// One run of the layer: the inputs (already checked), output shapes and addresses, and for a
+// coalesced run the pieces to copy instead of the inputs' and outputs' own addresses.
+using RunOne = std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&, const RunCopies*)>;
 
 // Where the batch axis is in each tensor of a run, by the node's layout (0: [seq, batch, ...]
 // for X, [dirs, batch, hidden] for the states, [seq, dirs, batch, hidden] for Y; 1: batch
@@ -64,12 +79,12 @@ struct BatchAxes
 uint32_t
 coalescedRows(uint32_t rows, uint32_t maxRows);
 
-// Run `requests` (same key, at least two) as one batch through `runOne`: inputs concatenated
-// along the batch axis (then zero rows up to `padTo`), outputs split back. `item`: bytes per
+// Run `requests` (same key, at least two) as one batch through `runOne`: inputs placed one
+// after another along the batch axis (then zero rows up to `padTo`), outputs split back. `item`: bytes per
 // element of the layer's type.
 void
 runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
-             const std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>& runOne);
+             const RunOne& runOne);
 
 // Whether two requests may share a run: every input and output shape equal but for the batch,
 // the same optional inputs, outputs and steps, and no caller scratch regions.
@@ -80,8 +95,6 @@ sameCoalesceKey(const CoalesceRequest& a, const CoalesceRequest& b, const BatchA
 class Coalescer
 {
   public:
-    using RunOne = std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&)>;
-
     // Run `request`: alone at once when nothing is in flight, else with the requests that
     // arrived meanwhile. Rethrows the exception of the run that carried it.
     void run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,

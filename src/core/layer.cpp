@@ -472,7 +472,10 @@ struct LayerImpl
     void evict(const PlanKey& keep);
     Limits currentLimits() const;
     // One run on a plan of its own (the inputs checked, the output shapes given).
-    void runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out);
+    // `copies`: a coalesced run's pieces (coalesce.hpp), else nullptr (the inputs' and outputs'
+    // own addresses, whole).
+    void runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out,
+                 const RunCopies* copies = nullptr);
 };
 
 LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSettings& s)
@@ -1154,7 +1157,9 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
     }
     CoalesceRequest request{ &in, &shapes, &out, static_cast<uint32_t>(batch) };
     L.coalescer.run(request, BatchAxes::forLayout(s.layout), s.item, rows, inFlight,
-                    [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o) { L.runPlan(i, sh, o); });
+                    [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c) {
+                        L.runPlan(i, sh, o, c);
+                    });
 }
 
 void
@@ -1183,11 +1188,13 @@ Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<Outp
     }
     LayerImpl& L = *impl;
     ortops::runCoalesced(requests, axes, s.item, padTo,
-                         [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o) { L.runPlan(i, sh, o); });
+                         [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c) {
+                        L.runPlan(i, sh, o, c);
+                    });
 }
 
 void
-LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out)
+LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out, const RunCopies* copies)
 {
     LayerImpl& L = *this;
     const Spec& s = L.spec;
@@ -1242,15 +1249,28 @@ LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const Output
         if (!plan) {
             plan = L.record(key, in);
         }
-        plan->x->write(in.X.data, in.X.elements() * s.item, 0);
-        if (in.sequenceLens) {
-            plan->lens->write(in.sequenceLens->data, in.sequenceLens->elements() * 4, 0);
-        }
-        if (in.initialH) {
-            plan->h0->write(in.initialH->data, in.initialH->elements() * s.item, 0);
-        }
-        if (in.initialC) {
-            plan->c0->write(in.initialC->data, in.initialC->elements() * s.item, 0);
+        if (copies) {
+            plan->x->writePieces(copies->x);
+            if (in.sequenceLens) {
+                plan->lens->writePieces(copies->lens);
+            }
+            if (in.initialH) {
+                plan->h0->writePieces(copies->h0);
+            }
+            if (in.initialC) {
+                plan->c0->writePieces(copies->c0);
+            }
+        } else {
+            plan->x->write(in.X.data, in.X.elements() * s.item, 0);
+            if (in.sequenceLens) {
+                plan->lens->write(in.sequenceLens->data, in.sequenceLens->elements() * 4, 0);
+            }
+            if (in.initialH) {
+                plan->h0->write(in.initialH->data, in.initialH->elements() * s.item, 0);
+            }
+            if (in.initialC) {
+                plan->c0->write(in.initialC->data, in.initialC->elements() * s.item, 0);
+            }
         }
         plan->sequence->eval();
         g_runs++;
@@ -1261,7 +1281,15 @@ LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const Output
             L.profile = p;
         }
         for (uint32_t i = 0; i < 3; i++) {
-            if (shapes[i] && out[i] && plan->readback[i]) {
+            if (!shapes[i] || !plan->readback[i]) {
+                continue;
+            }
+            if (copies) {
+                plan->readback[i]->readPieces(copies->outputs[i]);
+                for (const Piece& p : copies->outputs[i]) {
+                    applyFault(const_cast<void*>(p.host), p.bytes / s.item, s.float16);
+                }
+            } else if (out[i]) {
                 plan->readback[i]->read(out[i], plan->readback[i]->bytes, 0);
                 applyFault(out[i], plan->readback[i]->bytes / s.item, s.float16);
             }

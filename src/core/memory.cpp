@@ -45,6 +45,43 @@ Memory::read(void* out, uint64_t n, uint64_t offset)
     hostcopy::copy(out, src, n);
 }
 
+namespace {
+
+constexpr uint64_t POOL_PIECE = 1u << 20;
+
+} // namespace
+
+void
+Memory::writePieces(const std::vector<Piece>& pieces)
+{
+    for (const Piece& p : pieces) {
+        char* dst = range(p.offset, p.bytes, "write");
+        if (p.host == nullptr) {
+            std::memset(dst, 0, p.bytes);
+        } else if (p.bytes >= POOL_PIECE) {
+            hostcopy::copy(dst, p.host, p.bytes);
+        } else {
+            std::memcpy(dst, p.host, p.bytes);
+        }
+    }
+    flush();
+}
+
+void
+Memory::readPieces(const std::vector<Piece>& pieces)
+{
+    invalidate();
+    for (const Piece& p : pieces) {
+        const char* src = range(p.offset, p.bytes, "read");
+        void* dst = const_cast<void*>(p.host);
+        if (p.bytes >= POOL_PIECE) {
+            hostcopy::copy(dst, src, p.bytes);
+        } else {
+            std::memcpy(dst, src, p.bytes);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- Buffer
 
 Buffer::Buffer(std::shared_ptr<Context> c, uint64_t nbytes, const std::string& kind)

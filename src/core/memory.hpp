@@ -11,11 +11,21 @@
 #include <kompute/Kompute.hpp>
 
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "context.hpp"
 
 namespace ortops {
+
+// One piece of a scattered host access: `bytes` between host address `host` and byte
+// `offset` of the mapped memory. For a write, a null `host` writes zeros.
+struct Piece
+{
+    const void* host = nullptr;
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+};
 
 struct Memory
 {
@@ -34,6 +44,11 @@ struct Memory
     void write(const void* data, uint64_t n, uint64_t offset);
     // Copy n bytes of the mapped memory at a byte offset out.
     void read(void* out, uint64_t n, uint64_t offset);
+    // The same for many pieces (a coalesced run's requests, coalesce.hpp): one flush or
+    // invalidate for all of them; pieces of 1 MiB or more go to the copy threads, smaller ones
+    // are copied here (the threads' hand-off costs more than a small copy).
+    void writePieces(const std::vector<Piece>& pieces);
+    void readPieces(const std::vector<Piece>& pieces);
 
   private:
     char* range(uint64_t offset, uint64_t n, const char* what) const;
