@@ -32,6 +32,7 @@
 #define GENERAL_ACTIVATIONS
 #include "common.glsl"
 #include "cell.glsl"
+#include "batched.glsl"   // RB's views and loadR
 
 // 32 batch rows x BY groups of UPT units x KSPLIT parts of the class walk
 layout(local_size_x = 32, local_size_y_id = 41, local_size_z_id = 46) in;
@@ -52,31 +53,7 @@ const uint SUBTREE = KSPLIT == 1u ? 5u : (KSPLIT == 2u ? 4u : (KSPLIT == 4u ? 3u
 // The subtree sums of the parts z > 0, [z - 1][unit group][t][g][lane].
 shared float parts[(KSPLIT - 1u) * BY * UPT * 4u * 32u + 1u];
 
-// A four-gate cell's (LSTM) gates of one unit at one position: one 16-byte (float32) or
-// 8-byte (float16) read.
-layout(std430, binding = 1) readonly buffer RBuf4 { uvec4 R4[]; };
-layout(std430, binding = 1) readonly buffer RBuf2 { uvec2 R2[]; };
-
 const uint KP = 32u * NI;                          // positions per RB row
-
-// The pass's gates of R at RB element index i (gate FIRST_GATE of a unit at a position).
-vec4 loadR(uint i)
-{
-#if !EXACT
-    if (GATES == 4u) {
-#if FLOAT16
-        uvec2 w = R2[i >> 2u];
-        return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-#else
-        return uintBitsToFloat(R4[i >> 2u]);
-#endif
-    }
-#endif
-    vec4 r = vec4(0.0);
-    [[unroll]] for (uint g = 0u; g < 4u; g++)
-        if (g < GATES_IN_PASS) r[g] = LOADT(R, i + g);
-    return r;
-}
 
 // Class sums at tree position first + RPOS (class l = that position with its bits reversed),
 // then their join: LEVEL pending left subtrees are added to the left of each, which becomes

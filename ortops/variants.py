@@ -27,6 +27,11 @@ BATCHED_UPT: int | Dict[str, int] = {"float32": 1, "float16": 2}
 BATCHED_BY = 2
 BATCHED_PREFETCH = 1
 BATCHED_KSPLIT = 8
+# Batch rows per thread (by element type or one for both): 1 runs glsl/step_batched.comp (v4, a
+# lane per batch row); 2, 4 or 8 run glsl/step_tiled.comp (v5, the register tile: a thread
+# holds rows x units x gates of sums). v5 is not the default until the H200 has measured it
+# (docs/perf.md, "Batched steps"); tests and scripts/step_kernels.py select it here.
+BATCHED_ROWS: int | Dict[str, int] = 1
 
 
 def _native():
@@ -43,11 +48,19 @@ def settings() -> dict:
     """The batched-kernel tunables now in force, as the native layer settings take them."""
     if BATCHED_KSPLIT not in (1, 2, 4, 8):
         raise ValueError(f"ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8, got {BATCHED_KSPLIT!r}")
-    upt = BATCHED_UPT
-    upt32, upt16 = (upt["float32"], upt["float16"]) if isinstance(upt, dict) else (upt, upt)
+    upt32, upt16 = _by_dtype(BATCHED_UPT)
+    rows32, rows16 = _by_dtype(BATCHED_ROWS)
+    if rows32 not in (1, 2, 4, 8) or rows16 not in (1, 2, 4, 8):
+        raise ValueError(f"ortops.variants.BATCHED_ROWS must be 1, 2, 4 or 8, got {BATCHED_ROWS!r}")
+    # The order is the native settings' (ortops.layer sends the values in it).
     return {"batched_from": BATCHED_FROM or 0, "batched_upt_float32": upt32, "batched_upt_float16": upt16,
             "batched_by": BATCHED_BY, "batched_prefetch": max(1, BATCHED_PREFETCH),
-            "batched_ksplit": BATCHED_KSPLIT}
+            "batched_ksplit": BATCHED_KSPLIT, "batched_rows_float32": rows32, "batched_rows_float16": rows16}
+
+
+def _by_dtype(value) -> tuple:
+    """(float32, float16) of a tunable given by element type or as one value for both."""
+    return (value["float32"], value["float16"]) if isinstance(value, dict) else (value, value)
 
 
 def grid_groups(n: int, max_groups: int = MAX_GROUPS) -> int:
@@ -83,22 +96,30 @@ class StepVariant:
 
 @dataclass(frozen=True)
 class BatchedVariant:
-    """The batched step kernel's split: 32 batch rows per workgroup (one per lane), ``by``
-    groups of ``upt`` units each; a workgroup covers ``units`` = upt * by units."""
+    """The batched step kernels' split: 32 batch rows per workgroup, ``by`` groups of
+    ``rows`` x ``upt`` units (a thread: ``rows`` batch rows x ``upt`` units; one row a thread
+    is glsl/step_batched.comp, more the register tile glsl/step_tiled.comp), ``ksplit``
+    threads sharing a sum's class walk; a workgroup covers ``units`` = upt * by * rows units."""
 
     upt: int
     by: int
     prefetch: int = 1
     ksplit: int = 1
+    rows: int = 1
 
     @property
     def units(self) -> int:
-        return self.upt * self.by
+        return self.upt * self.by * self.rows
+
+    @property
+    def shader(self) -> str:
+        return "step_tiled" if self.rows > 1 else "step_batched"
 
 
 def step_kernel(batch: int) -> str:
     """Which step kernel a batch runs: "step" (lanes split each product; latency-bound
-    small batches) or "step_batched" (a thread per whole product)."""
+    small batches) or "step_batched" (whole products in a thread's registers, R and h in the
+    batched layouts; :func:`batched_variant`'s ``shader`` says which of the two kernels)."""
     return _native().step_kernel(batch, settings())
 
 

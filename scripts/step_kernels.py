@@ -1,9 +1,10 @@
 """The step kernels side by side on one device: GPU time of the lanes kernel (glsl/step.comp)
-and of the batched kernel (glsl/step_batched.comp) in several tilings, every output checked bit
+and of the batched kernels (glsl/step_batched.comp, v4; glsl/step_tiled.comp, v5's register
+tile, for tilings of more than one row a thread) in several tilings, every output checked bit
 for bit against the lanes kernel's, with cuDNN (strict float32, TF32, float16) measured in the
 same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh.
 
-    python scripts/step_kernels.py --out DIR [--small] [--runs N]
+    python scripts/step_kernels.py --out DIR [--small] [--runs N] [--tilings 1x2x1x8,2x1x1x8x4]
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ LANES = None   # every batch on the lanes kernel
 SHAPES = [(200, 64, 512), (200, 16, 512), (200, 32, 512), (200, 128, 512), (100, 256, 512),
           (100, 64, 1024), (100, 64, 256)]
 SMALL = [(6, 16, 33), (5, 12, 64)]
-TILINGS = [(1, 8, 1, 1), (1, 4, 1, 2), (1, 4, 1, 4), (1, 4, 1, 8), (1, 2, 1, 8), (2, 2, 1, 8), (1, 4, 4, 4)]
-# (units per thread, groups, prefetch, class split)
+# (units per thread, groups, prefetch, class split[, batch rows per thread]): v4's shipped
+# tilings (float32 1x2x1x8, float16 2x2x1x8) as the baseline, then v5's register tiles
+# (glsl/step_tiled.comp): 4 rows x 2 units (32 sums a thread, the tile docs/perf.md proposed),
+# with 2 positions' loads in flight, 4 x 1 and 2 x 2 (16 sums, twice the warps), 8 x 1.
+TILINGS = [(1, 2, 1, 8), (2, 2, 1, 8), (2, 1, 1, 8, 4), (2, 1, 2, 8, 4), (1, 2, 1, 8, 4), (1, 2, 2, 8, 4),
+           (2, 2, 1, 8, 2), (1, 1, 1, 8, 8)]
 
 
-def _layer(hidden, dtype, upt, by, batched_from, prefetch=1, ksplit=1):
+def _layer(hidden, dtype, upt, by, batched_from, prefetch=1, ksplit=1, rows=1):
     variants.BATCHED_FROM, variants.BATCHED_UPT, variants.BATCHED_BY = batched_from, upt, by
-    variants.BATCHED_PREFETCH, variants.BATCHED_KSPLIT = prefetch, ksplit
+    variants.BATCHED_PREFETCH, variants.BATCHED_KSPLIT, variants.BATCHED_ROWS = prefetch, ksplit, rows
     W, R, B = _weights("LSTM", hidden, hidden, 2, dtype)
     return ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
 
@@ -65,7 +70,8 @@ def main(argv=None) -> int:
     ap.add_argument("--small", action="store_true", help="shapes lavapipe runs in seconds")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--shapes", type=int, default=None, help="only the first N shapes")
-    ap.add_argument("--tilings", default=None, help="UPTxBYxPREFETCHxKSPLIT,... (default: a built-in list)")
+    ap.add_argument("--tilings", default=None,
+                    help="UPTxBYxPREFETCHxKSPLIT[xROWS],... (ROWS > 1: the register tile; default: a built-in list)")
     args = ap.parse_args(argv)
     shapes = SMALL if args.small else SHAPES
     shapes = shapes[:args.shapes] if args.shapes else shapes
@@ -84,11 +90,11 @@ def main(argv=None) -> int:
             name = f"LSTM {seq}×{batch}×{hidden} bidir {np.dtype(dtype).name}"
             total, steps, ref = _time(_layer(hidden, dtype, 1, 8, LANES), X, args.runs)
             row = {"shape": name, "lanes": (total, steps), "batched": {}}
-            for upt, by, pf, ks in tilings:
-                t, st, out = _time(_layer(hidden, dtype, upt, by, 1, pf, ks), X, args.runs)
+            for tiling in tilings:
+                t, st, out = _time(_layer(hidden, dtype, tiling[0], tiling[1], 1, *tiling[2:]), X, args.runs)
                 same = all(a.tobytes() == b.tobytes() for a, b in zip(ref, out))
                 mismatches += not same
-                row["batched"][f"{upt}x{by}x{pf}x{ks}"] = (t, st, same)
+                row["batched"]["x".join(map(str, tiling))] = (t, st, same)
             row["cudnn"] = _cudnn(batch, hidden, X, args.runs)
             rows.append(row)
             best = min(row["batched"].items(), key=lambda kv: kv[1][0])
@@ -109,7 +115,8 @@ def main(argv=None) -> int:
         lines.append(f"| {r['shape']} | " + " | ".join(cells) + " |")
     dev = ortops.devices()[0]
     text = (f"Device: {dev.name} ({dev.driver_info}); medians of {args.runs} runs; GPU ms "
-            f"(steps ms in parentheses).\n\n" + "\n".join(lines) + "\n")
+            f"(steps ms in parentheses). Tilings: units per thread x groups x prefetch x split "
+            f"[x batch rows per thread: glsl/step_tiled.comp].\n\n" + "\n".join(lines) + "\n")
     write_report(args.out, "step_kernels", {"rows": rows, "runs": args.runs}, text)
     print(text)
     if mismatches:

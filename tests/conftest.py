@@ -112,7 +112,7 @@ NO_DEVICE = {
 #: whole modules that together take tens of seconds: module -> None (all) or test names.
 SLOW = {
     "test_kernels": None,          # the kernel matrix (about 60 s), the recognizer shapes
-    "test_step_kernels": {"test_batched_kernel_gives_the_lanes_kernels_bits",   # 24 cases x 3 layers: ~40 s
+    "test_step_kernels": {"test_batched_kernel_gives_the_lanes_kernels_bits",   # 24 cases x 5 layers: ~65 s
                           "test_special_values_give_the_lanes_kernels_bits"},  # exact-mode pipelines
     "test_exact_digests": {"test_exact_digest"},
     "test_exact_functions": None,

@@ -39,6 +39,26 @@ def test_batched_kernel_choice_follows_the_tunables(monkeypatch):
     v = variants.batched_variant(512, "float16")
     assert (v.upt, v.by, v.ksplit, v.units) == (2, 2, 8, 4)
     assert variants.batched_variant(1, "float32").units == 1   # never more units than the layer has
+    assert v.rows == 1 and v.shader == "step_batched"          # v5 is not a default yet
+    # More than one batch row a thread: the register tile (glsl/step_tiled.comp), rows x upt
+    # units a unit group, its shared memory within 16 KiB (rows x upt x by x ksplit / 2 <= 32).
+    monkeypatch.setattr(variants, "BATCHED_ROWS", {"float32": 4, "float16": 1})
+    monkeypatch.setattr(variants, "BATCHED_UPT", 2)
+    monkeypatch.setattr(variants, "BATCHED_BY", 4)
+    v = variants.batched_variant(512, "float32")
+    assert (v.rows, v.upt, v.by, v.units, v.shader) == (4, 2, 1, 8, "step_tiled")
+    assert variants.batched_variant(512, "float16").shader == "step_batched"
+    monkeypatch.setattr(variants, "BATCHED_KSPLIT", 2)
+    assert variants.batched_variant(512, "float32").by == 4
+    monkeypatch.setattr(variants, "BATCHED_ROWS", 8)
+    monkeypatch.setattr(variants, "BATCHED_KSPLIT", 8)
+    v = variants.batched_variant(512, "float32")
+    assert (v.rows, v.upt, v.by, v.units) == (8, 1, 1, 8)
+    assert variants.batched_variant(7, "float16").units == 8   # one unit group (8 lanes) covers 7 units
+    monkeypatch.setattr(variants, "BATCHED_ROWS", 3)
+    with pytest.raises(ValueError, match="BATCHED_ROWS must be 1, 2, 4 or 8, got 3"):
+        variants.batched_variant(64)
+    monkeypatch.setattr(variants, "BATCHED_ROWS", 1)
     monkeypatch.setattr(variants, "BATCHED_KSPLIT", 3)
     with pytest.raises(ValueError, match="BATCHED_KSPLIT must be 1, 2, 4 or 8, got 3"):
         variants.batched_variant(64)

@@ -1,11 +1,13 @@
-"""The batched step kernel (glsl/step_batched.comp) against the lanes kernel (glsl/step.comp).
+"""The batched step kernels (glsl/step_batched.comp, v4, and glsl/step_tiled.comp, v5's
+register tile) against the lanes kernel (glsl/step.comp).
 
-Both compute every recurrent product as 32 class sums combined by the same halving tree; the
-batched kernel only assigns the work differently (a thread per whole product, R in its own
-layout). So a layer must give the same bits with either kernel, and with every tiling of the
-batched one, case by case: every cell and pass, options, activation sets, hidden sizes around
-the class length (7, 32, 33, 45, 100), batches that leave a tile partly empty, float32 and
-float16, sequence lengths (zeros included), initial states, both modes.
+All compute every recurrent product as 32 class sums combined by the same halving tree; the
+batched kernels only assign the work differently (whole products in a thread's registers, R
+in its own layout; v5 several batch rows and units a thread). So a layer must give the same
+bits with any of them, and with every tiling, case by case: every cell and pass, options,
+activation sets, hidden sizes around the class length (7, 32, 33, 45, 100), batches that leave
+a tile partly empty, float32 and float16, sequence lengths (zeros included), initial states,
+both modes.
 """
 
 import numpy as np
@@ -41,7 +43,7 @@ def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
 
 def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, tiling=None, mode=None, **kw):
     """The layer's outputs with the batched kernel from ``batched_from`` and ``tiling``
-    (upt, by, prefetch, ksplit: ortops.variants.BATCHED_*; None: the shipped defaults)."""
+    (upt, by, prefetch, ksplit, rows: ortops.variants.BATCHED_*; None: the shipped defaults)."""
     monkeypatch.setattr(variants, "BATCHED_FROM", batched_from)
     for name, value in (tiling or {}).items():
         monkeypatch.setattr(variants, "BATCHED_" + name.upper(), value)
@@ -92,16 +94,20 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
     arrays, lens = _case(op, direction, hidden, batch, dtype)
     kw = _options(op, direction, options)
     lanes = _run(monkeypatch, op, direction, arrays, lens, batched_from=LANES, mode=mode, **kw)
-    # Each case with the shipped tiling (before any other is set), with one thread per sum and
-    # with the walk split over 4 threads.
+    # Each case with the shipped tiling (before any other is set), with one thread per sum, with
+    # the walk split over 4 threads, and with v5's register tile (4 rows x 2 units a thread,
+    # the walk split over 8: the tile the H200 measures first).
     shipped = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode, **kw)
     batched = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
                    tiling=dict(upt=1, by=8, prefetch=1, ksplit=1), **kw)
     split = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
                  tiling=dict(upt=1, by=8, prefetch=1, ksplit=4), **kw)
+    tiled = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
+                 tiling=dict(upt=2, by=1, prefetch=1, ksplit=8, rows=4), **kw)
     _assert_same_bits(lanes, shipped)
     _assert_same_bits(lanes, batched)
     _assert_same_bits(lanes, split)
+    _assert_same_bits(lanes, tiled)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -132,7 +138,7 @@ def _nan_as_canonical(outputs):
 @pytest.mark.parametrize("op,options", SPECIAL_CASES)
 def test_special_values_give_the_lanes_kernels_bits(monkeypatch, op, options, mode):
     # NaN, +-Inf and -0 in X, the initial state and R (tests/test_special_values.py checks the
-    # lanes kernel against the float64 reference and ORT CPU; the batched kernel must give its
+    # lanes kernel against the float64 reference and ORT CPU; the batched kernels must give its
     # bits: zero signs and Inf included, NaN at the same places; exact mode writes every NaN
     # as the canonical one, so there every bit), at a batch of 37 (two lane groups).
     arrays, lens = _case(op, "bidirectional", 33, 37, np.float32)
@@ -143,20 +149,52 @@ def test_special_values_give_the_lanes_kernels_bits(monkeypatch, op, options, mo
                  **options)
     batched = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
                    **options)
+    tiled = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
+                 tiling=dict(upt=2, by=1, prefetch=1, ksplit=8, rows=4), **options)
     assert any(np.isnan(y).any() for y in lanes)     # the special values reached the outputs
     if mode == "deterministic":
-        lanes, batched = _nan_as_canonical(lanes), _nan_as_canonical(batched)
+        lanes, batched, tiled = (_nan_as_canonical(lanes), _nan_as_canonical(batched),
+                                 _nan_as_canonical(tiled))
     _assert_same_bits(lanes, batched)
+    _assert_same_bits(lanes, tiled)
 
 
-@pytest.mark.parametrize("upt,by,prefetch,ksplit", [
-    (1, 1, 1, 1), (2, 8, 4, 1), (4, 4, 2, 2), (3, 2, 3, 4), (1, 8, 8, 1), (1, 4, 1, 8), (2, 2, 2, 8)])
-def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit):
+@pytest.mark.parametrize("upt,by,prefetch,ksplit,rows", [
+    (1, 1, 1, 1, 1), (2, 8, 4, 1, 1), (4, 4, 2, 2, 1), (3, 2, 3, 4, 1), (1, 8, 8, 1, 1), (1, 4, 1, 8, 1),
+    (2, 2, 2, 8, 1),
+    # v5 (glsl/step_tiled.comp): 2, 4 and 8 rows a thread; every split of the walk (1 and 2 put
+    # 5 and 4 pending levels in registers, 4 and 8 meet in 2 and 3 rounds); several units and
+    # unit groups (3 units do not divide 45); prefetch that does not divide a class's length.
+    (1, 1, 1, 1, 4), (2, 1, 1, 8, 4), (1, 2, 1, 8, 4), (2, 2, 2, 8, 2), (1, 1, 1, 8, 8),
+    (3, 1, 3, 2, 2), (1, 2, 2, 4, 4), (4, 4, 1, 8, 4)])
+def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit, rows):
     arrays, lens = _case("LSTM", "bidirectional", 45, 37, np.float32)   # two lane groups
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
     tiled = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=1,
-                 tiling=dict(upt=upt, by=by, prefetch=prefetch, ksplit=ksplit))
+                 tiling=dict(upt=upt, by=by, prefetch=prefetch, ksplit=ksplit, rows=rows))
     _assert_same_bits(lanes, tiled)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("rows", [2, 4, 8])
+def test_register_tile_reads_h_at_any_alignment(monkeypatch, rows, dtype):
+    # v5 reads the rows of h as one 8- or 16-byte word where the transposed planes start on
+    # one (HT_OFFSET, from the state region's offset), word by word elsewhere: a caller's state
+    # region 4, 8 and 12 bytes into its buffer takes every path; each gives the lanes' bits.
+    # Hidden 64, batch 40: every class as long (a constant trip count), a tile partly empty.
+    arrays, lens = _case("LSTM", "bidirectional", 64, 40, dtype)
+    lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
+    monkeypatch.setattr(variants, "BATCHED_FROM", 1)
+    for name, value in dict(upt=1, by=2, prefetch=2, ksplit=8, rows=rows).items():
+        monkeypatch.setattr(variants, "BATCHED_" + name.upper(), value)
+    weights = {k: arrays[k] for k in ("W", "R", "B", "P")}
+    layer = ortops.RecurrentLayer("LSTM", **weights, direction="bidirectional")
+    assert variants.batched_variant(64, np.dtype(dtype).name).shader == "step_tiled"
+    sizes = layer.scratch_sizes(5, 40)
+    states = {k: arrays[k] for k in ("initial_h", "initial_c")}
+    for offset in (0, 4, 8, 12):
+        state = (layer.allocate(sizes.state + offset), offset)
+        _assert_same_bits(lanes, layer(arrays["X"], lens, **states, state_scratch=state))
 
 
 def test_batched_r_layout():

@@ -234,7 +234,8 @@ def run(cfg: Config, progress: bool = True, on_point=None) -> Dict[str, object]:
 def kernels() -> Dict[str, object]:
     """The kernel choices in effect (module settings a run may change): fast mode's float16
     projection (ortops.fast.ENABLED, ORTOPS_COOPMAT=1) and the batch from which the step runs
-    glsl/step_batched.comp, with its tiling (ortops.variants)."""
+    glsl/step_batched.comp (glsl/step_tiled.comp for more than one row a thread), with its
+    tiling (ortops.variants)."""
     from ortops import fast, variants
 
     return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
@@ -412,9 +413,14 @@ def _kernels_line(kern) -> str:
     tiling = kern["batched_tiling"]
     if isinstance(tiling, dict):
         tiling = ", ".join(f"{d} {t}" for d, t in tiling.items())
+    # Reports made before the register tile (v5) have four fields; a fifth is batch rows per
+    # thread, and above 1 the kernel is glsl/step_tiled.comp.
+    fields = "units per thread x groups x prefetch x split"
+    if any(t.count("x") == 4 for t in tiling.split(", ")):
+        fields += " x rows per thread (above 1: glsl/step_tiled.comp)"
     step = ("glsl/step.comp at every batch" if kern["batched_from"] is None else
-            f"glsl/step_batched.comp from batch {kern['batched_from']} (units per thread x "
-            f"groups x prefetch x split: {tiling}), glsl/step.comp below")
+            f"glsl/step_batched.comp from batch {kern['batched_from']} ({fields}: {tiling}), "
+            f"glsl/step.comp below")
     return f"Kernels: fast mode's float16 projection {kern['fast_projection']}; step {step}."
 
 

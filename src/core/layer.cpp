@@ -555,8 +555,8 @@ LayerImpl::upload(const std::map<std::string, std::pair<const void*, uint64_t>>&
     return stored.empty() ? nullptr : stored.back().second;
 }
 
-// R [dirs, gates * hidden, hidden] in the batched step kernel's layout
-// RB[dir][position][unit][gate] (glsl/step_batched.comp): position p = t * NI + i holds
+// R [dirs, gates * hidden, hidden] in the batched step kernels' layout
+// RB[dir][position][unit][gate] (glsl/batched.glsl): position p = t * NI + i holds
 // k = l + 32 i of the class l at tree position t (l = t with its five bits reversed), so a
 // thread reads its sums' terms in order; positions past the hidden size hold 0.
 std::vector<uint8_t>
@@ -805,13 +805,19 @@ struct Recording
         std::vector<std::pair<std::shared_ptr<Program>, std::array<uint64_t, 3>>> passes;
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), G)) {
             if (batched) {
+                // v4 (step_batched, a batch row a lane) or v5 (step_tiled, TB rows a thread):
+                // the same layouts and constants, v5 with its rows per thread.
                 BatchedVariant v = batchedVariant(H, s.float16, settings.variants);
                 std::array<uint64_t, 3> groups{ ceilDiv(H, v.units()), D, ceilDiv(batch, 32) };
                 limits.checkGroups("the step pass", groups);
-                auto p = program("step_batched", { xw, weight("RB"), weight("B"), weight("P"), lensB, st }, 1,
-                                 join(join(common, { { "PASS", pass }, { "UPT", v.upt }, { "BY", v.by },
-                                                     { "PREFETCH", v.prefetch }, { "KSPLIT", v.ksplit } }),
-                                      transposed()));
+                Constants tiling = { { "PASS", pass }, { "UPT", v.upt }, { "BY", v.by },
+                                     { "PREFETCH", v.prefetch }, { "KSPLIT", v.ksplit } };
+                if (v.rows > 1) {
+                    tiling.push_back({ "TB", v.rows });
+                }
+                auto p = program(std::string(v.shader()),
+                                 { xw, weight("RB"), weight("B"), weight("P"), lensB, st }, 1,
+                                 join(join(common, tiling), transposed()));
                 passes.push_back({ p, groups });
             } else {
                 StepVariant v = stepVariant(batch, gatesInPass);
@@ -1312,8 +1318,14 @@ void
 Layer::setSettings(const LayerSettings& s)
 {
     uint32_t k = s.variants.batchedKsplit;
-    if (k != 1 && k != 2 && k != 4 && k != 8) {
+    if (!validSplit(k)) {
         throw std::invalid_argument("ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8, got " + std::to_string(k));
+    }
+    for (uint32_t rows : { s.variants.batchedRowsFloat32, s.variants.batchedRowsFloat16 }) {
+        if (!validSplit(rows)) {
+            throw std::invalid_argument("ortops.variants.BATCHED_ROWS must be 1, 2, 4 or 8, got " +
+                                        std::to_string(rows));
+        }
     }
     if (s.maxConcurrent < 1 || s.planCache < 1 || s.variants.maxGroups < 1) {
         throw std::invalid_argument("ortops: max_concurrent and the plan cache must be positive");

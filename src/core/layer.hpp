@@ -187,8 +187,8 @@ struct CoreCounters
 CoreCounters
 coreCounters();
 
-// R [dirs, gates * hidden, hidden] in the batched step kernel's layout
-// RB[dir][position][unit][gate] (glsl/step_batched.comp): position p = t * NI + i holds
+// R [dirs, gates * hidden, hidden] in the batched step kernels' layout
+// RB[dir][position][unit][gate] (glsl/batched.glsl): position p = t * NI + i holds
 // k = l + 32 i of the class l at tree position t (l = t with its five bits reversed), so a
 // thread reads its sums' terms in order; positions past the hidden size hold 0.
 std::vector<uint8_t>

@@ -20,7 +20,7 @@ extern const EmbeddedSpirv EMBEDDED_SPIRV[];
 bool
 isFloatPass(std::string_view shader)
 {
-    for (std::string_view p : { "input_projection", "state_init", "step", "step_batched",
+    for (std::string_view p : { "input_projection", "state_init", "step", "step_batched", "step_tiled",
                                 "output_sequence", "output_state" }) {
         if (shader == p) {
             return true;

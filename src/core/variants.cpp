@@ -21,12 +21,24 @@ variantSettings()
     return g_settings;
 }
 
+bool
+validSplit(uint32_t k)
+{
+    return k == 1 || k == 2 || k == 4 || k == 8;
+}
+
 void
 setVariantSettings(const VariantSettings& s)
 {
-    if (s.batchedKsplit != 1 && s.batchedKsplit != 2 && s.batchedKsplit != 4 && s.batchedKsplit != 8) {
+    if (!validSplit(s.batchedKsplit)) {
         throw std::invalid_argument("ortops: the batched kernel's ksplit must be 1, 2, 4 or 8, got " +
                                     std::to_string(s.batchedKsplit));
+    }
+    for (uint32_t rows : { s.batchedRowsFloat32, s.batchedRowsFloat16 }) {
+        if (!validSplit(rows)) {
+            throw std::invalid_argument("ortops: the batched kernel's rows per thread must be 1, 2, 4 or 8, got " +
+                                        std::to_string(rows));
+        }
     }
     if (s.maxGroups == 0) {
         throw std::invalid_argument("ortops: max_groups must be positive");
@@ -56,11 +68,23 @@ stepKernel(uint32_t batch, const VariantSettings& s)
 BatchedVariant
 batchedVariant(uint32_t hidden, bool float16, const VariantSettings& s)
 {
+    uint32_t rows = float16 ? s.batchedRowsFloat16 : s.batchedRowsFloat32;
     uint32_t upt = float16 ? s.batchedUptFloat16 : s.batchedUptFloat32;
     upt = std::max<uint32_t>(1, std::min(upt, hidden));
-    uint32_t by = std::max<uint32_t>(
-      1, std::min<uint32_t>({ s.batchedBy, static_cast<uint32_t>(ceilDiv(hidden, upt)), 32 / s.batchedKsplit }));
-    return { upt, by, std::max<uint32_t>(1, s.batchedPrefetch), s.batchedKsplit };
+    // At most 1024 threads a workgroup (32 x by x ksplit), and no more unit groups than units.
+    uint32_t by = std::min<uint32_t>(
+      { s.batchedBy, static_cast<uint32_t>(ceilDiv(hidden, upt * rows)), 32 / s.batchedKsplit });
+    if (rows > 1) {
+        // step_tiled.comp's shared memory, max(ksplit / 2, 1) slots of by x 32 threads' sums
+        // (rows x upt x 4 floats each), within TILED_SHARED_BYTES: rows x upt x by x slots
+        // <= 32. Fewer units a thread first (rows x slots <= 32 always fits), then fewer groups.
+        uint32_t slots = std::max<uint32_t>(1, s.batchedKsplit / 2);
+        uint32_t most = TILED_SHARED_BYTES / (4 * 32 * 4);
+        upt = std::max<uint32_t>(1, std::min(upt, most / (rows * slots)));
+        by = std::min<uint32_t>({ s.batchedBy, static_cast<uint32_t>(ceilDiv(hidden, upt * rows)),
+                                  32 / s.batchedKsplit, most / (rows * upt * slots) });
+    }
+    return { upt, std::max<uint32_t>(1, by), std::max<uint32_t>(1, s.batchedPrefetch), s.batchedKsplit, rows };
 }
 
 StepVariant

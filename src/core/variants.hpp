@@ -26,6 +26,10 @@ inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which
 // split over 8 threads beats step.comp from batch 32 up — 200x64x512 7.86 / 8.77 against
 // 12.51 / 13.35, 100x64x1024 17.0 / 17.8 against 24.7 / 23.3 — and ties or loses at 16; two
 // units per thread gain 5-11 % in float16 and nothing reliable in float32.
+// `batchedRows` (float32 / float16) batch rows per thread: 1 runs glsl/step_batched.comp (v4,
+// a lane per batch row); 2, 4 or 8 run glsl/step_tiled.comp (v5, a register tile of rows x
+// units x gates a thread, so one read of h and of R feeds several multiply-adds). v5 stays
+// off by default until the H200 has measured it (docs/perf.md, "Batched steps").
 struct VariantSettings
 {
     uint32_t batchedFrom = 32;
@@ -34,6 +38,8 @@ struct VariantSettings
     uint32_t batchedBy = 2;
     uint32_t batchedPrefetch = 1;
     uint32_t batchedKsplit = 8;
+    uint32_t batchedRowsFloat32 = 1;
+    uint32_t batchedRowsFloat16 = 1;
     uint64_t largeProjection = LARGE_PROJECTION;
     uint32_t maxGroups = MAX_GROUPS;
 };
@@ -69,13 +75,26 @@ struct StepVariant
     uint32_t ty() const { return rows / rpt; }
 };
 
+// The batched kernels' split: 32 batch rows per workgroup, `by` groups of `rows` x `upt`
+// units (rows: batch rows per thread, and so lanes along the units), `ksplit` threads a walk.
 struct BatchedVariant
 {
-    uint32_t upt, by, prefetch, ksplit;
-    uint32_t units() const { return upt * by; }
+    uint32_t upt, by, prefetch, ksplit, rows;
+    uint32_t units() const { return upt * by * rows; }
+    // The shader: the register tile (v5) for more than one row a thread.
+    std::string_view shader() const { return rows > 1 ? "step_tiled" : "step_batched"; }
 };
 
-// "step" (lanes split each product; latency-bound small batches) or "step_batched".
+// The shared memory glsl/step_tiled.comp may use: Vulkan's guaranteed minimum of
+// maxComputeSharedMemorySize (its tiles are clamped to fit on every device).
+inline constexpr uint32_t TILED_SHARED_BYTES = 16384;
+
+// Whether `k` is a valid batchedKsplit (1, 2, 4, 8) / batchedRows (1, 2, 4, 8) value.
+bool
+validSplit(uint32_t k);
+
+// "step" (lanes split each product; latency-bound small batches) or "step_batched" (the
+// batched layouts: R as RB, h in transposed planes; the shader is BatchedVariant::shader()).
 std::string_view
 stepKernel(uint32_t batch, const VariantSettings& s);
 

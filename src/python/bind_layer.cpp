@@ -114,6 +114,8 @@ settingsFromDict(const py::dict& d, LayerSettings s)
     get("batched_by", s.variants.batchedBy);
     get("batched_prefetch", s.variants.batchedPrefetch);
     get("batched_ksplit", s.variants.batchedKsplit);
+    get("batched_rows_float32", s.variants.batchedRowsFloat32);
+    get("batched_rows_float16", s.variants.batchedRowsFloat16);
     get("large_projection", s.variants.largeProjection);
     get("max_groups", s.variants.maxGroups);
     get("plan_cache", s.planCache);
@@ -144,6 +146,8 @@ settingsDict(const LayerSettings& s)
     d["batched_by"] = s.variants.batchedBy;
     d["batched_prefetch"] = s.variants.batchedPrefetch;
     d["batched_ksplit"] = s.variants.batchedKsplit;
+    d["batched_rows_float32"] = s.variants.batchedRowsFloat32;
+    d["batched_rows_float16"] = s.variants.batchedRowsFloat16;
     d["large_projection"] = s.variants.largeProjection;
     d["max_groups"] = s.variants.maxGroups;
     d["plan_cache"] = s.planCache;
@@ -274,7 +278,7 @@ bindLayer(py::module_& m)
           [](uint32_t hidden, bool float16, const py::dict& settings) {
               LayerSettings s = settingsFromDict(settings, LayerSettings{});
               BatchedVariant v = batchedVariant(hidden, float16, s.variants);
-              return py::make_tuple(v.upt, v.by, v.prefetch, v.ksplit);
+              return py::make_tuple(v.upt, v.by, v.prefetch, v.ksplit, v.rows);
           },
           py::arg("hidden"), py::arg("float16"), py::arg("settings"));
     m.def("step_kernel",
