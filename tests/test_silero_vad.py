@@ -93,7 +93,7 @@ def test_stream_bench_reports_every_engine(tmp_path, capsys):
     import json
 
     report = json.loads((tmp_path / "stream.json").read_text())
-    assert set(report["engines"]) == {"ortops", "ORT CPU", "ORT CPU 1 thread"} and report["realtime"]
+    assert set(report["engines"]) == {"ortops", "ortops auto", "ORT CPU", "ORT CPU 1 thread"} and report["realtime"]
     for stats in report["engines"].values():
         assert stats["frames"] == 20 and 0 < stats["median_us"] <= stats["p99_us"] <= stats["max_us"]
     assert report["scaled_error"] <= TOL
