@@ -177,6 +177,9 @@ if has servewheels || has serve; then
   # jars and dashboard web client) and .whl-ray2/ (what else ray[serve] needs that the image
   # lacks), over 64 MiB together with .gl/ and .whl/, so in two calls on one warm machine;
   # each call installs the folders it finds (a folder carried earlier stays on the machine).
+  # scripts/ray_wheels.sh makes both folders (and says what it strips from ray); call 1: carry .gl .whl
+  # build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime .whl-ray1 (all of build/deps leaves too little
+  # room), STAGE=servewheels; call 2, on the warm machine: the same with .whl-ray2, STAGE=serve SERVE_ARGS=...
   for d in .whl-ray*/; do
     compgen -G "$d*.whl" > /dev/null && python3 -m pip install -q --no-index --no-deps --no-compile \
       --no-cache-dir --upgrade --target /tmp/site-ray "$d"*.whl
