@@ -150,6 +150,13 @@ FULL_ONLY = {
     # host_import_bench (issue 21, item 4) measures a copy path the package does not ship; every
     # test builds it first (its own CMake project: 6 s on a fresh clone), the checks take 0.4 s.
     "test_host_import": None,
+    # The fuzzers' smoke tests (43 s together): scripts/test_full.sh's packaging job fuzzes the
+    # same entry points for 60 s (fuzz_python.py) and replays the decoder's corpus under ASan.
+    "test_fuzz_smoke": {"test_mutated_models_give_clean_errors",
+                        "test_mutated_feeds_give_clean_errors_and_leave_the_layers_right"},
+    # 22-39 s: the single-thread growth tests of the module stay in the quick run (sessions,
+    # layers, converted models); this one repeats the sessions' loop from 4 threads.
+    "test_memory_growth": {"test_sessions_made_in_threads_release_their_memory"},
 }
 
 #: Slow matrices whose cases are so long (tens of seconds each on lavapipe under validation)
