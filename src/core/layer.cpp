@@ -415,7 +415,7 @@ coopmatRequested()
 }
 
 uint32_t
-coalesceRowsRequested(const char* variable, uint32_t fallback)
+coalesceSettingFromEnv(const char* variable, uint32_t fallback)
 {
     const char* env = std::getenv(variable);
     if (env && *env) {

@@ -94,7 +94,7 @@ coopmatRequested();
 // runs may be coalesced into, 1 switches coalescing off; ORTOPS_COALESCE_IN_FLIGHT), else
 // `fallback`.
 uint32_t
-coalesceRowsRequested(const char* variable, uint32_t fallback);
+coalesceSettingFromEnv(const char* variable, uint32_t fallback);
 
 // A caller's scratch region: a device buffer (Context's "storage" buffers) and a byte offset
 // (a multiple of 4) from which the region runs.
@@ -139,8 +139,8 @@ struct LayerSettings
     // rows a run (1: never; default ORTOPS_COALESCE_ROWS, else 32), with at most
     // `coalesceInFlight` runs of the layer in flight while requests wait to be coalesced
     // (default ORTOPS_COALESCE_IN_FLIGHT, else 1).
-    uint32_t coalesceRows = coalesceRowsRequested("ORTOPS_COALESCE_ROWS", 32);
-    uint32_t coalesceInFlight = coalesceRowsRequested("ORTOPS_COALESCE_IN_FLIGHT", 1);
+    uint32_t coalesceRows = coalesceSettingFromEnv("ORTOPS_COALESCE_ROWS", 32);
+    uint32_t coalesceInFlight = coalesceSettingFromEnv("ORTOPS_COALESCE_IN_FLIGHT", 1);
 };
 
 // One run's GPU time in milliseconds: the whole and its split (projection and state set-up,
