@@ -294,10 +294,8 @@ class RecurrentLayer:
 
     @staticmethod
     def _settings_dict(t: tuple) -> dict:
-        keys = ("batched_from", "batched_upt_float32", "batched_upt_float16", "batched_by", "batched_prefetch",
-                "batched_ksplit", "batched_rows_float32", "batched_rows_float16", "large_projection",
-                "max_groups", "plan_cache", "storage_range", "max_concurrent", "timestamps", "coopmat",
-                "workgroup_count")
+        keys = (*variants.SETTINGS_KEYS, "large_projection", "max_groups", "plan_cache", "storage_range",
+                "max_concurrent", "timestamps", "coopmat", "workgroup_count")
         return dict(zip(keys, t))
 
     def _sync_settings(self) -> None:

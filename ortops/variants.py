@@ -1,10 +1,11 @@
 """Kernel variants: the tunables a plan is recorded with, and the native core's heuristics.
 
 The heuristics that choose a variant (rows per thread, units, batch tile, Gemm tile, which
-step kernel) live once, in the native core (``src/core/variants.hpp``, with the H200
-measurements behind them); the functions here ask it. The module-level tunables are read by
-:class:`ortops.RecurrentLayer` at each call and passed to its native layer, so tests and
-benchmarks may set them. Every choice changes only how work is split over threads and
+step kernel, and the batched step kernels' tile by element type and batch) live once, in the
+native core (``src/core/variants.hpp``, with the H200 measurements behind them, and its table
+of batched tiles, ``BATCHED_TILES``); the functions here ask it. The module-level tunables
+are read by :class:`ortops.RecurrentLayer` at each call and passed to its native layer, so
+tests and benchmarks may set them (a batched tunable left at None takes the table's value). Every choice changes only how work is split over threads and
 workgroups, never the order in which a sum is taken, so every variant gives the same bits
 (tests/test_determinism.py, tests/test_step_kernels.py).
 """
@@ -18,20 +19,36 @@ GROUP = 64          # local size of the state and output passes (variants.hpp)
 MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
 LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 128 x 128 tile is used
 
-# The batched step kernel (glsl/step_batched.comp): from which batch it runs (None: never),
-# its tiling (units per thread, by element type or one for both; groups of them per
-# workgroup; positions loaded at once; threads sharing a sum's class walk). The defaults are
-# the native core's (variants.hpp says what the H200 measured).
-BATCHED_FROM: int | None = 32
-BATCHED_UPT: int | Dict[str, int] = {"float32": 1, "float16": 2}
-BATCHED_BY = 2
-BATCHED_PREFETCH = 1
-BATCHED_KSPLIT = 8
-# Batch rows per thread (by element type or one for both): 1 runs glsl/step_batched.comp (v4, a
-# lane per batch row); 2, 4 or 8 run glsl/step_tiled.comp (v5, the register tile: a thread
-# holds rows x units x gates of sums). v5 is not the default until the H200 has measured it
-# (docs/perf.md, "Batched steps"); tests and scripts/step_kernels.py select it here.
-BATCHED_ROWS: int | Dict[str, int] = 1
+# The batched step kernels (glsl/step_batched.comp, v4; glsl/step_tiled.comp, v5's register
+# tile). BATCHED_FROM: the batch from which the step runs one (None: never; below it the lanes
+# kernel, glsl/step.comp). Their tile comes from the native core's table of measured tiles
+# (BATCHED_TILES in src/core/variants.hpp, by element type and batch; :func:`batched_tiles`
+# lists it): float32 2x1x1x8x4 below batch 64 and 2x2x1x8x2 from 64, float16 2x1x1x8x4 at every
+# batch (UPTxBYxPREFETCHxKSPLITxROWS; measured on the H200, docs/perf.md "Batched steps").
+# Each BATCHED_* below overrides one field of that tile; None leaves the table's value (for
+# BATCHED_FROM alone None means never). By element type ({"float32": .., "float16": ..}, a
+# None value leaving that type's to the table) or one value for both:
+#   BATCHED_UPT       units per thread
+#   BATCHED_BY        groups of rows x units per workgroup
+#   BATCHED_ROWS      batch rows per thread: 1 runs glsl/step_batched.comp (v4, a lane per
+#                     batch row); 2, 4 or 8 run glsl/step_tiled.comp (v5, the register tile: a
+#                     thread holds rows x units x gates of sums)
+# One value for both:
+#   BATCHED_PREFETCH  positions whose terms are loaded at once
+#   BATCHED_KSPLIT    threads sharing one sum's class walk (1, 2, 4 or 8)
+# Tests and scripts/step_kernels.py set explicit tilings here; every tiling gives the same bits.
+BATCHED_FROM: int | None = 16
+BATCHED_UPT: int | None | Dict[str, int | None] = None
+BATCHED_BY: int | None | Dict[str, int | None] = None
+BATCHED_PREFETCH: int | None = None
+BATCHED_KSPLIT: int | None = None
+BATCHED_ROWS: int | None | Dict[str, int | None] = None
+
+# The native settings' keys that settings() fills, in the order ortops.layer sends them.
+SETTINGS_KEYS = ("batched_from", "batched_upt_float32", "batched_upt_float16", "batched_by_float32",
+                 "batched_by_float16", "batched_prefetch", "batched_ksplit", "batched_rows_float32",
+                 "batched_rows_float16")
+_TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
 def _native():
@@ -45,22 +62,30 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def settings() -> dict:
-    """The batched-kernel tunables now in force, as the native layer settings take them."""
-    if BATCHED_KSPLIT not in (1, 2, 4, 8):
-        raise ValueError(f"ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8, got {BATCHED_KSPLIT!r}")
+    """The batched-kernel tunables now in force, as the native layer settings take them (0 for
+    a field left to the table)."""
+    if BATCHED_KSPLIT not in (None, 1, 2, 4, 8):
+        raise ValueError(f"ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8 (or None), got {BATCHED_KSPLIT!r}")
     upt32, upt16 = _by_dtype(BATCHED_UPT)
+    by32, by16 = _by_dtype(BATCHED_BY)
     rows32, rows16 = _by_dtype(BATCHED_ROWS)
-    if rows32 not in (1, 2, 4, 8) or rows16 not in (1, 2, 4, 8):
-        raise ValueError(f"ortops.variants.BATCHED_ROWS must be 1, 2, 4 or 8, got {BATCHED_ROWS!r}")
-    # The order is the native settings' (ortops.layer sends the values in it).
-    return {"batched_from": BATCHED_FROM or 0, "batched_upt_float32": upt32, "batched_upt_float16": upt16,
-            "batched_by": BATCHED_BY, "batched_prefetch": max(1, BATCHED_PREFETCH),
-            "batched_ksplit": BATCHED_KSPLIT, "batched_rows_float32": rows32, "batched_rows_float16": rows16}
+    if rows32 not in (None, 1, 2, 4, 8) or rows16 not in (None, 1, 2, 4, 8):
+        raise ValueError(f"ortops.variants.BATCHED_ROWS must be 1, 2, 4 or 8 (or None), got {BATCHED_ROWS!r}")
+    # (PREFETCH 0 has always meant 1.)
+    for name, values, least in (("BATCHED_UPT", (upt32, upt16), 1), ("BATCHED_BY", (by32, by16), 1),
+                                ("BATCHED_PREFETCH", (BATCHED_PREFETCH,), 0)):
+        if any(v is not None and (isinstance(v, bool) or int(v) != v or v < least) for v in values):
+            raise ValueError(f"ortops.variants.{name} must be a positive integer (or None), got "
+                             f"{globals()[name]!r}")
+    values = (BATCHED_FROM or 0, upt32, upt16, by32, by16,
+              None if BATCHED_PREFETCH is None else max(1, BATCHED_PREFETCH),
+              BATCHED_KSPLIT, rows32, rows16)
+    return {k: _TABLE if v is None else int(v) for k, v in zip(SETTINGS_KEYS, values)}
 
 
 def _by_dtype(value) -> tuple:
     """(float32, float16) of a tunable given by element type or as one value for both."""
-    return (value["float32"], value["float16"]) if isinstance(value, dict) else (value, value)
+    return (value.get("float32"), value.get("float16")) if isinstance(value, dict) else (value, value)
 
 
 def grid_groups(n: int, max_groups: int = MAX_GROUPS) -> int:
@@ -119,13 +144,31 @@ class BatchedVariant:
 def step_kernel(batch: int) -> str:
     """Which step kernel a batch runs: "step" (lanes split each product; latency-bound
     small batches) or "step_batched" (whole products in a thread's registers, R and h in the
-    batched layouts; :func:`batched_variant`'s ``shader`` says which of the two kernels)."""
+    batched layouts; :func:`batched_variant`'s ``shader`` says which of the two kernels, by
+    element type and batch)."""
     return _native().step_kernel(batch, settings())
 
 
-def batched_variant(hidden: int, dtype: str = "float32") -> BatchedVariant:
-    """The batched kernel's tiling for a layer of this hidden size and element type."""
-    return BatchedVariant(*_native().batched_variant(hidden, dtype == "float16", settings()))
+def batched_variant(hidden: int, dtype: str = "float32", *, batch: int) -> BatchedVariant:
+    """The batched kernel's tiling for a layer of this hidden size and element type at this
+    batch: the native table's tile (:func:`batched_tiles`), each field a BATCHED_* tunable
+    sets replaced, clamped to the layer (no more units than it has) and to what every device
+    allows (1024 invocations, the register tile's shared memory within 16 KiB)."""
+    return BatchedVariant(*_native().batched_variant(hidden, batch, dtype == "float16", settings()))
+
+
+def batched_tiles() -> list:
+    """The native core's table of default tiles (src/core/variants.hpp, BATCHED_TILES, with
+    the H200 measurements behind it): (dtype, from_batch, BatchedVariant) rows, each tile in
+    force from its batch up to the next row of its element type (from BATCHED_FROM on: below,
+    the lanes kernel runs)."""
+    return [(dtype, int(start), BatchedVariant(*tile))
+            for dtype, start, tile in _native().batched_tiles()["tiles"]]
+
+
+def default_batched_from() -> int:
+    """The native core's default BATCHED_FROM (src/core/variants.hpp)."""
+    return int(_native().batched_tiles()["batched_from"])
 
 
 def step_variant(batch: int, gates_in_pass: int) -> StepVariant:

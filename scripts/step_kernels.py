@@ -2,9 +2,12 @@
 and of the batched kernels (glsl/step_batched.comp, v4; glsl/step_tiled.comp, v5's register
 tile, for tilings of more than one row a thread) in several tilings, every output checked bit
 for bit against the lanes kernel's, with cuDNN (strict float32, TF32, float16) measured in the
-same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh.
+same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh. The tiling
+`default` runs what ships, nothing set: the batched kernel from ortops.variants' BATCHED_FROM
+with the native table's tile for the shape's element type and batch (src/core/variants.hpp,
+BATCHED_TILES), the lanes kernel below.
 
-    python scripts/step_kernels.py --out DIR [--small] [--runs N] [--tilings 1x2x1x8,2x1x1x8x4]
+    python scripts/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
 """
 
 from __future__ import annotations
@@ -27,12 +30,18 @@ LANES = None   # every batch on the lanes kernel
 SHAPES = [(200, 64, 512), (200, 16, 512), (200, 32, 512), (200, 128, 512), (100, 256, 512),
           (100, 64, 1024), (100, 64, 256)]
 SMALL = [(6, 16, 33), (5, 12, 64)]
-# (units per thread, groups, prefetch, class split[, batch rows per thread]): v4's shipped
-# tilings (float32 1x2x1x8, float16 2x2x1x8) as the baseline, then v5's register tiles
-# (glsl/step_tiled.comp): 4 rows x 2 units (32 sums a thread, the tile docs/perf.md proposed),
-# with 2 positions' loads in flight, 4 x 1 and 2 x 2 (16 sums, twice the warps), 8 x 1.
+# (units per thread, groups, prefetch, class split[, batch rows per thread]): v4's former
+# defaults (float32 1x2x1x8, float16 2x2x1x8) as the baseline, then v5's register tiles
+# (glsl/step_tiled.comp): 4 rows x 2 units (32 sums a thread, the tile docs/perf.md proposed;
+# the default of float16 and of float32 below batch 64), with 2 positions' loads in flight,
+# 4 x 1 and 2 x 2 (16 sums, twice the warps; 2x2x1x8x2 the float32 default from batch 64),
+# 8 x 1. Every tiling is set in full here, so the table's defaults (src/core/variants.hpp,
+# BATCHED_TILES) never fill a field; a 4-field tiling is v4 (rows 1).
 TILINGS = [(1, 2, 1, 8), (2, 2, 1, 8), (2, 1, 1, 8, 4), (2, 1, 2, 8, 4), (1, 2, 1, 8, 4), (1, 2, 2, 8, 4),
            (2, 2, 1, 8, 2), (1, 1, 1, 8, 8)]
+
+
+DEFAULT = ("default",)   # nothing set: what ships
 
 
 def _layer(hidden, dtype, upt, by, batched_from, prefetch=1, ksplit=1, rows=1):
@@ -75,7 +84,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     shapes = SMALL if args.small else SHAPES
     shapes = shapes[:args.shapes] if args.shapes else shapes
-    tilings = TILINGS if not args.tilings else [tuple(int(v) for v in t.split("x"))
+    tilings = TILINGS if not args.tilings else [DEFAULT if t == "default" else tuple(int(v) for v in t.split("x"))
                                                   for t in args.tilings.split(",")]
     rows, mismatches = [], 0
     # Warm the GPU: the first shape's lanes kernel for 3 s (docs/perf.md, "GPU clocks").
@@ -91,7 +100,12 @@ def main(argv=None) -> int:
             total, steps, ref = _time(_layer(hidden, dtype, 1, 8, LANES), X, args.runs)
             row = {"shape": name, "lanes": (total, steps), "batched": {}}
             for tiling in tilings:
-                t, st, out = _time(_layer(hidden, dtype, tiling[0], tiling[1], 1, *tiling[2:]), X, args.runs)
+                if tiling == DEFAULT:
+                    layer = _layer(hidden, dtype, None, None, variants.default_batched_from(), None, None, None)
+                else:
+                    layer = _layer(hidden, dtype, tiling[0], tiling[1], 1, *tiling[2:])
+                t, st, out = _time(layer, X, args.runs)
+                del layer
                 same = all(a.tobytes() == b.tobytes() for a, b in zip(ref, out))
                 mismatches += not same
                 row["batched"]["x".join(map(str, tiling))] = (t, st, same)

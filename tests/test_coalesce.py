@@ -3,7 +3,7 @@
 A request carried in a coalesced run must get exactly the bits it gets alone: every batch row
 is computed by the same operations in the same order whatever the batch, across the step
 variants the batch picks (latency-bound rows from batch 1, throughput-bound from 9, the
-batched kernel from 32). ``Layer.run_coalesced`` runs requests as one batch the way the
+batched kernel from 16, its float32 tile changing at 64). ``Layer.run_coalesced`` runs requests as one batch the way the
 coalescer does (inputs concatenated along the batch axis, outputs split back), so the bits are
 checked deterministically here; the threaded tests then check that coalescing really happens
 under load and that every threaded result equals the serial one.
@@ -77,7 +77,7 @@ def _check_coalesced_equals_alone(layer, batches, seq=4, pad_to=0, **kw):
 def test_coalesced_requests_get_their_own_bits(op, dtype, layout):
     layer = _layer(op, dtype, layout)
     # Totals 6 (latency-bound step variant; alone each is below it too), 12 (throughput-bound,
-    # from batch 9) and 35 (the batched step kernel, from batch 32).
+    # from batch 9) and 35 (the batched step kernel, from batch 16).
     for batches in ([1, 3, 2], [1, 1, 8, 2], [20, 1, 14]):
         _check_coalesced_equals_alone(layer, batches)
     # Padded with zero rows to the next power of two, as the coalescer runs them.

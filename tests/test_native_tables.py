@@ -39,3 +39,12 @@ def test_specialization_layouts_are_the_native_layouts():
         constants, local = native[shader]
         assert {k: tuple(v) for k, v in constants.items()} == layout.constants, shader
         assert local == layout.local_size, shader
+
+
+def test_batched_defaults_are_the_native_defaults():
+    # ortops.variants' BATCHED_FROM is the native default (variants.hpp's BATCHED_FROM, which
+    # the custom-op library's layers use); its tiles are the native table's (None: not mirrored).
+    from ortops import variants
+
+    assert variants.BATCHED_FROM == _vk.batched_tiles()["batched_from"]
+    assert all(getattr(variants, "BATCHED_" + name) is None for name in ("UPT", "BY", "PREFETCH", "KSPLIT", "ROWS"))

@@ -32,33 +32,100 @@ def test_projection_tile_and_passes():
     assert variants.grid_groups(65, max_groups=2) == 2 and variants.grid_groups(1) == 1
 
 
+# The measured table (src/core/variants.hpp, BATCHED_TILES; docs/perf.md "Batched steps", the
+# H200 table of 2026-12-01 21:43-21:48 UTC): UPT x BY x PREFETCH x KSPLIT x ROWS.
+F32_SMALL = (2, 1, 1, 8, 4)   # float32 below batch 64: 4 rows x 2 units (200x32x512 3.48 ms, 2x2x1x8x2 4.11)
+F32_LARGE = (2, 2, 1, 8, 2)   # float32 from batch 64: 2 rows x 2 units x 2 groups (200x64x512 5.65, 2x1x1x8x4 6.31)
+F16 = (2, 1, 1, 8, 4)         # float16 at every batch (200x64x512 6.24, 2x2x1x8x2 7.31)
+
+
+def _tile(v):
+    return (v.upt, v.by, v.prefetch, v.ksplit, v.rows)
+
+
+@pytest.mark.parametrize("batch, dtype, expected", [
+    (16, "float32", F32_SMALL), (32, "float32", F32_SMALL), (63, "float32", F32_SMALL),
+    (64, "float32", F32_LARGE), (256, "float32", F32_LARGE),
+    (16, "float16", F16), (32, "float16", F16), (63, "float16", F16), (64, "float16", F16),
+    (256, "float16", F16),
+])
+def test_the_table_picks_what_the_h200_measured(batch, dtype, expected):
+    # From batch 16 the batched kernel (v5's 4-row tile beat the lanes kernel there by 21 % in
+    # float32, 16 % in float16), with the measured tile of its element type and batch; at
+    # hidden 512 (the measured size) nothing is clamped, so the tile is the table's as written.
+    assert variants.BATCHED_FROM == 16 and variants.default_batched_from() == 16
+    assert variants.step_kernel(batch) == "step_batched"
+    v = variants.batched_variant(512, dtype, batch=batch)
+    assert _tile(v) == expected and v.shader == "step_tiled" and v.units == 8
+
+
+def test_the_table_and_its_limits():
+    assert variants.step_kernel(15) == "step" and variants.step_kernel(16) == "step_batched"
+    tiles = [(d, b, _tile(t)) for d, b, t in variants.batched_tiles()]
+    assert tiles == [("float32", 0, F32_SMALL), ("float32", 64, F32_LARGE), ("float16", 0, F16)]
+    for _, _, t in variants.batched_tiles():
+        # Portable: within Vulkan's guaranteed 16 KiB of shared memory (the register tile's
+        # parts meet in max(ksplit / 2, 1) slots of by x 32 threads x rows x upt x 4 floats;
+        # both tiles use all of it) and 1024 invocations (32 x by x ksplit: 256 and 512).
+        slots = max(t.ksplit // 2, 1)
+        assert t.rows * t.upt * t.by * 32 * 4 * 4 * slots <= 16384
+        assert 32 * t.by * t.ksplit <= 1024
+    # Every field left to the table by default; the native settings' 0 means the table's.
+    s = variants.settings()
+    assert s["batched_from"] == 16 and all(v == 0 for k, v in s.items() if k != "batched_from")
+    # A small layer: the table's tile clamped to it (one unit group: rows lanes along the units).
+    assert _tile(variants.batched_variant(1, "float32", batch=16)) == (1, 1, 1, 8, 4)
+    assert _tile(variants.batched_variant(1, "float32", batch=64)) == (1, 1, 1, 8, 2)
+    assert variants.batched_variant(7, "float16", batch=16).units == 8
+
+
 def test_batched_kernel_choice_follows_the_tunables(monkeypatch):
+    monkeypatch.setattr(variants, "BATCHED_FROM", 32)
     assert variants.step_kernel(31) == "step" and variants.step_kernel(32) == "step_batched"
     monkeypatch.setattr(variants, "BATCHED_FROM", None)
     assert variants.step_kernel(4096) == "step"
-    v = variants.batched_variant(512, "float16")
-    assert (v.upt, v.by, v.ksplit, v.units) == (2, 2, 8, 4)
-    assert variants.batched_variant(1, "float32").units == 1   # never more units than the layer has
-    assert v.rows == 1 and v.shader == "step_batched"          # v5 is not a default yet
+    # BATCHED_ROWS = 1 is v4 (glsl/step_batched.comp), the rest of the tile the table's.
+    monkeypatch.setattr(variants, "BATCHED_ROWS", 1)
+    v = variants.batched_variant(512, "float32", batch=64)
+    assert _tile(v) == (2, 2, 1, 8, 1) and v.shader == "step_batched" and v.units == 4
+    assert variants.batched_variant(1, "float32", batch=64).units == 1   # never more units than the layer has
+    # By element type, None leaving a type to the table.
+    monkeypatch.setattr(variants, "BATCHED_ROWS", {"float32": 1, "float16": None})
+    assert variants.batched_variant(512, "float16", batch=64).shader == "step_tiled"
+    monkeypatch.setattr(variants, "BATCHED_BY", {"float32": 3})
+    assert _tile(variants.batched_variant(512, "float32", batch=16)) == (2, 3, 1, 8, 1)
+    assert _tile(variants.batched_variant(512, "float16", batch=16)) == F16
+    # v4's shipped tilings (until issue 22) set in full, as scripts/step_kernels.py does.
+    monkeypatch.setattr(variants, "BATCHED_UPT", {"float32": 1, "float16": 2})
+    monkeypatch.setattr(variants, "BATCHED_BY", 2)
+    monkeypatch.setattr(variants, "BATCHED_PREFETCH", 1)
+    monkeypatch.setattr(variants, "BATCHED_KSPLIT", 8)
+    monkeypatch.setattr(variants, "BATCHED_ROWS", 1)
+    assert _tile(variants.batched_variant(512, "float32", batch=256)) == (1, 2, 1, 8, 1)
+    assert _tile(variants.batched_variant(512, "float16", batch=16)) == (2, 2, 1, 8, 1)
     # More than one batch row a thread: the register tile (glsl/step_tiled.comp), rows x upt
     # units a unit group, its shared memory within 16 KiB (rows x upt x by x ksplit / 2 <= 32).
     monkeypatch.setattr(variants, "BATCHED_ROWS", {"float32": 4, "float16": 1})
     monkeypatch.setattr(variants, "BATCHED_UPT", 2)
     monkeypatch.setattr(variants, "BATCHED_BY", 4)
-    v = variants.batched_variant(512, "float32")
+    v = variants.batched_variant(512, "float32", batch=64)
     assert (v.rows, v.upt, v.by, v.units, v.shader) == (4, 2, 1, 8, "step_tiled")
-    assert variants.batched_variant(512, "float16").shader == "step_batched"
+    assert variants.batched_variant(512, "float16", batch=64).shader == "step_batched"
     monkeypatch.setattr(variants, "BATCHED_KSPLIT", 2)
-    assert variants.batched_variant(512, "float32").by == 4
+    assert variants.batched_variant(512, "float32", batch=64).by == 4
     monkeypatch.setattr(variants, "BATCHED_ROWS", 8)
     monkeypatch.setattr(variants, "BATCHED_KSPLIT", 8)
-    v = variants.batched_variant(512, "float32")
+    v = variants.batched_variant(512, "float32", batch=64)
     assert (v.rows, v.upt, v.by, v.units) == (8, 1, 1, 8)
-    assert variants.batched_variant(7, "float16").units == 8   # one unit group (8 lanes) covers 7 units
+    assert variants.batched_variant(7, "float16", batch=64).units == 8   # one unit group (8 lanes) covers 7 units
     monkeypatch.setattr(variants, "BATCHED_ROWS", 3)
-    with pytest.raises(ValueError, match="BATCHED_ROWS must be 1, 2, 4 or 8, got 3"):
-        variants.batched_variant(64)
+    with pytest.raises(ValueError, match="BATCHED_ROWS must be 1, 2, 4 or 8"):
+        variants.batched_variant(64, batch=64)
     monkeypatch.setattr(variants, "BATCHED_ROWS", 1)
     monkeypatch.setattr(variants, "BATCHED_KSPLIT", 3)
-    with pytest.raises(ValueError, match="BATCHED_KSPLIT must be 1, 2, 4 or 8, got 3"):
-        variants.batched_variant(64)
+    with pytest.raises(ValueError, match="BATCHED_KSPLIT must be 1, 2, 4 or 8"):
+        variants.batched_variant(64, batch=64)
+    monkeypatch.setattr(variants, "BATCHED_KSPLIT", None)
+    monkeypatch.setattr(variants, "BATCHED_BY", {"float16": 0})
+    with pytest.raises(ValueError, match="BATCHED_BY must be a positive integer"):
+        variants.batched_variant(64, batch=64)

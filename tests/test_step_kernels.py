@@ -94,16 +94,17 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
     arrays, lens = _case(op, direction, hidden, batch, dtype)
     kw = _options(op, direction, options)
     lanes = _run(monkeypatch, op, direction, arrays, lens, batched_from=LANES, mode=mode, **kw)
-    # Each case with the shipped tiling (before any other is set), with one thread per sum, with
-    # the walk split over 4 threads, and with v5's register tile (4 rows x 2 units a thread,
-    # the walk split over 8: the tile the H200 measures first).
+    # Each case with the shipped tiling (before any other is set: at these batches, below 64,
+    # v5's 4 rows x 2 units a thread, the walk split over 8, in both precisions), with v4's one
+    # thread per sum and its walk split over 4 threads, and with the float32 default from batch
+    # 64 (2 rows x 2 units x 2 groups).
     shipped = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode, **kw)
     batched = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
-                   tiling=dict(upt=1, by=8, prefetch=1, ksplit=1), **kw)
+                   tiling=dict(upt=1, by=8, prefetch=1, ksplit=1, rows=1), **kw)
     split = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
-                 tiling=dict(upt=1, by=8, prefetch=1, ksplit=4), **kw)
+                 tiling=dict(upt=1, by=8, prefetch=1, ksplit=4, rows=1), **kw)
     tiled = _run(monkeypatch, op, direction, arrays, lens, batched_from=1, mode=mode,
-                 tiling=dict(upt=2, by=1, prefetch=1, ksplit=8, rows=4), **kw)
+                 tiling=dict(upt=2, by=2, prefetch=1, ksplit=8, rows=2), **kw)
     _assert_same_bits(lanes, shipped)
     _assert_same_bits(lanes, batched)
     _assert_same_bits(lanes, split)
@@ -111,15 +112,20 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_shipped_defaults_at_a_large_batch(monkeypatch, dtype):
-    # Nothing set: a batch of 37 (two lane groups) runs whatever ortops.variants ships, the
-    # batched kernel from batch 32 (its R layout uploaded), with the lanes kernel's bits.
-    arrays, lens = _case("LSTM", "bidirectional", 45, 37, dtype)
+@pytest.mark.parametrize("batch", [20, 70])
+def test_shipped_defaults(monkeypatch, dtype, batch):
+    # Nothing set: a batch of 20 (from BATCHED_FROM, 16: one lane group, partly empty) and of
+    # 70 (three lane groups; in float32 the table's tile from batch 64) run whatever
+    # ortops.variants ships, the batched kernel (its R layout uploaded), with the lanes
+    # kernel's bits.
+    arrays, lens = _case("LSTM", "bidirectional", 45, batch, dtype)
     weights = {k: arrays[k] for k in ("W", "R", "B", "P")}
     states = {k: arrays[k] for k in ("initial_h", "initial_c")}
     layer = ortops.RecurrentLayer("LSTM", **weights, direction="bidirectional")
     shipped = layer(arrays["X"], lens, **states)
-    assert ("RB" in layer._weights) == (variants.step_kernel(37) == "step_batched")
+    assert variants.step_kernel(batch) == "step_batched" and "RB" in layer._weights
+    v = variants.batched_variant(45, np.dtype(dtype).name, batch=batch)
+    assert v.shader == "step_tiled" and v.rows == (2 if batch >= 64 and dtype == np.float32 else 4)
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
     _assert_same_bits(lanes, shipped)
 
@@ -147,14 +153,19 @@ def test_special_values_give_the_lanes_kernels_bits(monkeypatch, op, options, mo
     arrays["R"][0, 7, 3], arrays["R"][1, 20, 32] = np.nan, -np.inf
     lanes = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES, mode=mode,
                  **options)
-    batched = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
+    # The shipped tile (batch 37, float32: 4 rows x 2 units), v4's former default (1x2x1x8)
+    # and the float32 tile from batch 64 (2 rows x 2 units x 2 groups).
+    shipped = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
                    **options)
+    batched = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
+                   tiling=dict(upt=1, by=2, prefetch=1, ksplit=8, rows=1), **options)
     tiled = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
-                 tiling=dict(upt=2, by=1, prefetch=1, ksplit=8, rows=4), **options)
+                 tiling=dict(upt=2, by=2, prefetch=1, ksplit=8, rows=2), **options)
     assert any(np.isnan(y).any() for y in lanes)     # the special values reached the outputs
     if mode == "deterministic":
-        lanes, batched, tiled = (_nan_as_canonical(lanes), _nan_as_canonical(batched),
-                                 _nan_as_canonical(tiled))
+        lanes, shipped, batched, tiled = (_nan_as_canonical(lanes), _nan_as_canonical(shipped),
+                                          _nan_as_canonical(batched), _nan_as_canonical(tiled))
+    _assert_same_bits(lanes, shipped)
     _assert_same_bits(lanes, batched)
     _assert_same_bits(lanes, tiled)
 
@@ -189,7 +200,7 @@ def test_register_tile_reads_h_at_any_alignment(monkeypatch, rows, dtype):
         monkeypatch.setattr(variants, "BATCHED_" + name.upper(), value)
     weights = {k: arrays[k] for k in ("W", "R", "B", "P")}
     layer = ortops.RecurrentLayer("LSTM", **weights, direction="bidirectional")
-    assert variants.batched_variant(64, np.dtype(dtype).name).shader == "step_tiled"
+    assert variants.batched_variant(64, np.dtype(dtype).name, batch=40).shader == "step_tiled"
     sizes = layer.scratch_sizes(5, 40)
     states = {k: arrays[k] for k in ("initial_h", "initial_c")}
     for offset in (0, 4, 8, 12):

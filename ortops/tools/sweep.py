@@ -24,6 +24,7 @@ import gc
 import logging
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -235,13 +236,29 @@ def kernels() -> Dict[str, object]:
     """The kernel choices in effect (module settings a run may change): fast mode's float16
     projection (ortops.fast.ENABLED, ORTOPS_COOPMAT=1) and the batch from which the step runs
     glsl/step_batched.comp (glsl/step_tiled.comp for more than one row a thread), with its
-    tiling (ortops.variants)."""
+    tiling by element type and batch (ortops.variants; at hidden 1024, where no tile is
+    clamped): "2x1x1x8x4, from batch 64 2x2x1x8x2"."""
     from ortops import fast, variants
 
     return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
             "batched_from": variants.BATCHED_FROM,
-            "batched_tiling": {d: "x".join(map(str, astuple(variants.batched_variant(1024, d))))
-                               for d in ("float32", "float16")}}
+            "batched_tiling": {d: _tiling_by_batch(d) for d in ("float32", "float16")}}
+
+
+def _tiling_by_batch(dtype) -> str:
+    """The batched tile of each batch range (from BATCHED_FROM, then where the table's tile
+    changes), as "UPTxBYxPREFETCHxKSPLITxROWS[, from batch N ...]"."""
+    from ortops import variants
+
+    start = variants.BATCHED_FROM or 1
+    batches = [start] + sorted({b for d, b, _ in variants.batched_tiles() if d == dtype and b > start})
+    parts, last = [], None
+    for b in batches:
+        tile = "x".join(map(str, astuple(variants.batched_variant(1024, dtype, batch=b))))
+        if tile != last:
+            parts.append(tile if not parts else f"from batch {b} {tile}")
+            last = tile
+    return ", ".join(parts)
 
 
 def _summary(p):
@@ -412,11 +429,12 @@ def markdown(report) -> str:
 def _kernels_line(kern) -> str:
     tiling = kern["batched_tiling"]
     if isinstance(tiling, dict):
-        tiling = ", ".join(f"{d} {t}" for d, t in tiling.items())
+        tiling = "; ".join(f"{d} {t}" for d, t in tiling.items())
     # Reports made before the register tile (v5) have four fields; a fifth is batch rows per
-    # thread, and above 1 the kernel is glsl/step_tiled.comp.
+    # thread, and above 1 the kernel is glsl/step_tiled.comp. Since the tile depends on the
+    # batch (ortops.variants.batched_tiles) a type's tiling may list several.
     fields = "units per thread x groups x prefetch x split"
-    if any(t.count("x") == 4 for t in tiling.split(", ")):
+    if any(t.count("x") == 4 for t in re.findall(r"\d+(?:x\d+)+", tiling)):
         fields += " x rows per thread (above 1: glsl/step_tiled.comp)"
     step = ("glsl/step.comp at every batch" if kern["batched_from"] is None else
             f"glsl/step_batched.comp from batch {kern['batched_from']} ({fields}: {tiling}), "

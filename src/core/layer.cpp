@@ -806,8 +806,9 @@ struct Recording
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), G)) {
             if (batched) {
                 // v4 (step_batched, a batch row a lane) or v5 (step_tiled, TB rows a thread):
-                // the same layouts and constants, v5 with its rows per thread.
-                BatchedVariant v = batchedVariant(H, s.float16, settings.variants);
+                // the same layouts and constants, v5 with its rows per thread; the tile by
+                // element type and batch (variants.hpp's table, or the settings' overrides).
+                BatchedVariant v = batchedVariant(H, batch, s.float16, settings.variants);
                 std::array<uint64_t, 3> groups{ ceilDiv(H, v.units()), D, ceilDiv(batch, 32) };
                 limits.checkGroups("the step pass", groups);
                 Constants tiling = { { "PASS", pass }, { "UPT", v.upt }, { "BY", v.by },
@@ -1318,11 +1319,11 @@ void
 Layer::setSettings(const LayerSettings& s)
 {
     uint32_t k = s.variants.batchedKsplit;
-    if (!validSplit(k)) {
+    if (k != BATCHED_TABLE && !validSplit(k)) {
         throw std::invalid_argument("ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8, got " + std::to_string(k));
     }
     for (uint32_t rows : { s.variants.batchedRowsFloat32, s.variants.batchedRowsFloat16 }) {
-        if (!validSplit(rows)) {
+        if (rows != BATCHED_TABLE && !validSplit(rows)) {
             throw std::invalid_argument("ortops.variants.BATCHED_ROWS must be 1, 2, 4 or 8, got " +
                                         std::to_string(rows));
         }

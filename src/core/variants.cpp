@@ -21,21 +21,15 @@ variantSettings()
     return g_settings;
 }
 
-bool
-validSplit(uint32_t k)
-{
-    return k == 1 || k == 2 || k == 4 || k == 8;
-}
-
 void
 setVariantSettings(const VariantSettings& s)
 {
-    if (!validSplit(s.batchedKsplit)) {
+    if (s.batchedKsplit != BATCHED_TABLE && !validSplit(s.batchedKsplit)) {
         throw std::invalid_argument("ortops: the batched kernel's ksplit must be 1, 2, 4 or 8, got " +
                                     std::to_string(s.batchedKsplit));
     }
     for (uint32_t rows : { s.batchedRowsFloat32, s.batchedRowsFloat16 }) {
-        if (!validSplit(rows)) {
+        if (rows != BATCHED_TABLE && !validSplit(rows)) {
             throw std::invalid_argument("ortops: the batched kernel's rows per thread must be 1, 2, 4 or 8, got " +
                                         std::to_string(rows));
         }
@@ -65,26 +59,51 @@ stepKernel(uint32_t batch, const VariantSettings& s)
     return (s.batchedFrom != 0 && batch >= s.batchedFrom) ? "step_batched" : "step";
 }
 
-BatchedVariant
-batchedVariant(uint32_t hidden, bool float16, const VariantSettings& s)
+BatchedTile
+defaultBatchedTile(uint32_t batch, bool float16)
 {
-    uint32_t rows = float16 ? s.batchedRowsFloat16 : s.batchedRowsFloat32;
-    uint32_t upt = float16 ? s.batchedUptFloat16 : s.batchedUptFloat32;
-    upt = std::max<uint32_t>(1, std::min(upt, hidden));
+    // The last row of this element type that starts at or below the batch (each type has a
+    // row from batch 0, in increasing order: variants.hpp's static_assert).
+    const BatchedTile* tile = nullptr;
+    for (const auto& r : BATCHED_TILES) {
+        if (r.float16 == float16 && r.fromBatch <= batch) {
+            tile = &r.tile;
+        }
+    }
+    return *tile;
+}
+
+BatchedVariant
+batchedVariant(uint32_t hidden, uint32_t batch, bool float16, const VariantSettings& s)
+{
+    BatchedTile t = defaultBatchedTile(batch, float16);
+    auto set = [](uint32_t& field, uint32_t override) {
+        if (override != BATCHED_TABLE) {
+            field = override;
+        }
+    };
+    set(t.upt, float16 ? s.batchedUptFloat16 : s.batchedUptFloat32);
+    set(t.by, float16 ? s.batchedByFloat16 : s.batchedByFloat32);
+    set(t.prefetch, s.batchedPrefetch);
+    set(t.ksplit, s.batchedKsplit);
+    set(t.rows, float16 ? s.batchedRowsFloat16 : s.batchedRowsFloat32);
+    uint32_t rows = t.rows;
+    uint32_t upt = std::max<uint32_t>(1, std::min(t.upt, hidden));
     // At most 1024 threads a workgroup (32 x by x ksplit), and no more unit groups than units.
     uint32_t by = std::min<uint32_t>(
-      { s.batchedBy, static_cast<uint32_t>(ceilDiv(hidden, upt * rows)), 32 / s.batchedKsplit });
+      { t.by, static_cast<uint32_t>(ceilDiv(hidden, upt * rows)), BATCHED_MAX_INVOCATIONS / 32 / t.ksplit });
     if (rows > 1) {
         // step_tiled.comp's shared memory, max(ksplit / 2, 1) slots of by x 32 threads' sums
         // (rows x upt x 4 floats each), within TILED_SHARED_BYTES: rows x upt x by x slots
         // <= 32. Fewer units a thread first (rows x slots <= 32 always fits), then fewer groups.
-        uint32_t slots = std::max<uint32_t>(1, s.batchedKsplit / 2);
+        // The table's tiles need no clamp here (variants.hpp's static_assert); overrides may.
+        uint32_t slots = std::max<uint32_t>(1, t.ksplit / 2);
         uint32_t most = TILED_SHARED_BYTES / (4 * 32 * 4);
         upt = std::max<uint32_t>(1, std::min(upt, most / (rows * slots)));
-        by = std::min<uint32_t>({ s.batchedBy, static_cast<uint32_t>(ceilDiv(hidden, upt * rows)),
-                                  32 / s.batchedKsplit, most / (rows * upt * slots) });
+        by = std::min<uint32_t>({ t.by, static_cast<uint32_t>(ceilDiv(hidden, upt * rows)),
+                                  BATCHED_MAX_INVOCATIONS / 32 / t.ksplit, most / (rows * upt * slots) });
     }
-    return { upt, std::max<uint32_t>(1, by), std::max<uint32_t>(1, s.batchedPrefetch), s.batchedKsplit, rows };
+    return { upt, std::max<uint32_t>(1, by), std::max<uint32_t>(1, t.prefetch), t.ksplit, rows };
 }
 
 StepVariant

@@ -18,28 +18,152 @@ inline constexpr uint32_t MAX_ROWS = 8;         // R rows per step workgroup (x 
 inline constexpr uint32_t MAX_NB = 8;           // batch rows per step workgroup
 inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which the 128 x 128 tile is used
 
-// The tunables a plan reads when it is recorded (tests and benchmarks may change them).
-// The batched step kernel (glsl/step_batched.comp) runs from batch `batchedFrom` (0: never)
-// with `batchedUpt` units per thread (float32 / float16), `batchedBy` groups of them per
-// workgroup, `batchedPrefetch` positions loaded at once and `batchedKsplit` threads sharing a
-// sum's class walk. On the H200 (2026-11-30, GPU ms of a BiLSTM, float32 / float16) the walk
-// split over 8 threads beats step.comp from batch 32 up — 200x64x512 7.86 / 8.77 against
-// 12.51 / 13.35, 100x64x1024 17.0 / 17.8 against 24.7 / 23.3 — and ties or loses at 16; two
-// units per thread gain 5-11 % in float16 and nothing reliable in float32.
-// `batchedRows` (float32 / float16) batch rows per thread: 1 runs glsl/step_batched.comp (v4,
-// a lane per batch row); 2, 4 or 8 run glsl/step_tiled.comp (v5, a register tile of rows x
-// units x gates a thread, so one read of h and of R feeds several multiply-adds). v5 stays
-// off by default until the H200 has measured it (docs/perf.md, "Batched steps").
+// ---------------------------------------------------------------- the batched step kernels
+//
+// A tile of the batched kernels (glsl/step_batched.comp, v4; glsl/step_tiled.comp, v5): `upt`
+// units a thread, `by` groups of rows x upt units a workgroup, `prefetch` positions loaded at
+// once, `ksplit` threads sharing a sum's class walk (1, 2, 4, 8), `rows` batch rows a thread
+// (1: v4, a lane per batch row; 2, 4 or 8: v5's register tile of rows x units x gates sums).
+// Written UPTxBYxPREFETCHxKSPLITxROWS in docs/perf.md and scripts/step_kernels.py.
+struct BatchedTile
+{
+    uint32_t upt, by, prefetch, ksplit, rows;
+};
+
+// One row of the table of default tiles: for `float16` (or float32) layers, from batch
+// `fromBatch` up to the next row of the same element type.
+struct BatchedTileRule
+{
+    bool float16;
+    uint32_t fromBatch;
+    BatchedTile tile;
+};
+
+// The step kernel from batch BATCHED_FROM up is a batched one (below it, glsl/step.comp, the
+// lanes kernel), and its tile is the table's (issue 22: chosen by measured heuristics per
+// device; measured on the H200 only so far). Every tile gives step.comp's bits (the same
+// class sums and halving tree, tests/test_step_kernels.py), so this table chooses speed only.
+//
+// What the H200 measured (2026-12-01 21:43-21:48 UTC, commit 8bf1ca4, docs/perf.md "Batched
+// steps"; GPU ms of a bidirectional LSTM, input = hidden, steps in parentheses; every output
+// bit-equal to step.comp's):
+// - float32, batch 64 up: 2x2x1x8x2 (2 rows x 2 units x 4 gates = 16 sums a thread, 512
+//   threads a workgroup) is the fastest tile: 200x64x512 5.65 (3.88) against 6.31 (4.54) for
+//   2x1x1x8x4 and 7.86 (6.09) for v4's 1x2x1x8; 200x128x512 10.55 against 11.82; 100x256x512
+//   10.17 against 11.52. Two exceptions at batch 64, both won by 2x1x1x8x4: 100x64x1024
+//   11.97 against 11.60 (3 %) and 100x64x256 1.37 against 1.26 (8 %); see "Why" below for
+//   what they may mean. Not made rules: one shape each.
+// - float32 below 64: 2x1x1x8x4 (4 rows x 2 units, 32 sums a thread, 256 threads):
+//   200x32x512 3.48 against 4.11 (2x2x1x8x2) and 4.38 (v4); 200x16x512 2.93 against 3.55, and
+//   against 3.69 for step.comp (21 % faster: hence BATCHED_FROM 16, where v4's 32-row tile,
+//   half empty, had only tied with step.comp: 3.73 against 3.72).
+// - float16, every batch: 2x1x1x8x4: 200x64x512 6.24 (3.58) against 7.31 for 2x2x1x8x2 and
+//   8.79 for v4's 2x2x1x8; 200x128x512 11.72 against 13.41; 100x256x512 11.36 against 12.91;
+//   200x16x512 3.32 against 3.94 for step.comp (16 % faster). At batch 16 and 32 1x2x2x8x4
+//   measured 3.30 and 4.08 against 3.32 and 4.12 (1 %, noise): one tile for every batch.
+// Why, as far as the figures say (a reading, not a model the numbers were fitted to): a tile
+// of TB rows x UPT units feeds TB x UPT x 4 multiply-adds with one read of h and UPT of R, so
+// more sums a thread cut the loads that set v4's time; 32 sums need about 100 registers, and
+// their workgroup has half the threads of the 16-sum tile's (both cover 32 batch rows x 8
+// units). At hidden 512, bidirectional, batch 64 makes 256 workgroups (about two an H200 SM,
+// 132 SMs), 128 and 256 more; there the 16-sum tile's twice as many threads in flight hide
+// R's float32 loads better. At batch 32 and below (128 workgroups, one an SM at most) each
+// thread's loads per multiply-add decide, and 32 sums win. That reading fits hidden 256 at
+// batch 64 too (128 workgroups: 32 sums won), not hidden 1024 (512 workgroups, 32 sums 3 %
+// ahead): the workgroup count may be a better rule than the batch, which the H200 has yet to
+// say. Float16 R is half the bytes a load, and the 32-sum tile won at every batch measured.
+// Batches 33-63 are not measured: they make as many workgroups as 64 (the second 32 rows
+// partly empty), so the float32 switch may belong lower than 64; the table keeps the measured
+// boundary until a shape between is measured.
+//
+// Portability. Every tile here is checked below (static_assert) against what batchedVariant
+// keeps on every device: step_tiled.comp's shared memory, max(ksplit / 2, 1) slots of by x 32
+// threads' rows x upt x 4 float sums, within TILED_SHARED_BYTES, Vulkan's guaranteed 16 KiB
+// (both tiles use exactly 16 KiB: rows x upt x by x ksplit / 2 = 32), and at most 1024
+// invocations a workgroup (256 and 512 here; v4's 1x2x1x8 default used 512 already). Vulkan
+// guarantees only 128 invocations: every desktop driver and lavapipe give 1024, and
+// batchedVariant does not yet clamp to a device's own maxComputeWorkGroupInvocations. The
+// kernels use no subgroup operations: a "warp" is the workgroup's x dimension of 32 lanes,
+// so on a device whose subgroups are 64 wide (AMD wave64) or narrower than 32 (Intel's 8-32,
+// lavapipe's 8, where the tests run) the bits are the same and only the speed differs (two
+// 32-lane rows a wave64 subgroup, or a row over several narrow ones; the h and R reads of one
+// row stay contiguous either way). Those tiles' speed there is
+// unmeasured: a device other than the H200 runs the H200's choice until it is measured
+// (scripts/step_kernels.py, `STAGE=steps`), and any tile can be set by hand (the overrides in
+// VariantSettings, ortops.variants.BATCHED_* from Python).
+inline constexpr uint32_t BATCHED_FROM = 16;
+inline constexpr BatchedTileRule BATCHED_TILES[] = {
+    { false, 0, { 2, 1, 1, 8, 4 } },    // float32 below batch 64: 4 rows x 2 units
+    { false, 64, { 2, 2, 1, 8, 2 } },   // float32 from batch 64: 2 rows x 2 units, 2 groups
+    { true, 0, { 2, 1, 1, 8, 4 } },     // float16, every batch: 4 rows x 2 units
+};
+
+// The shared memory glsl/step_tiled.comp may use: Vulkan's guaranteed minimum of
+// maxComputeSharedMemorySize (its tiles are clamped to fit on every device).
+inline constexpr uint32_t TILED_SHARED_BYTES = 16384;
+// Invocations a batched-kernel workgroup (32 x by x ksplit) may have.
+inline constexpr uint32_t BATCHED_MAX_INVOCATIONS = 1024;
+
+// Whether `k` is a valid batchedKsplit (1, 2, 4, 8) / batchedRows (1, 2, 4, 8) value.
+constexpr bool
+validSplit(uint32_t k)
+{
+    return k == 1 || k == 2 || k == 4 || k == 8;
+}
+
+// Whether a tile is valid and runs as it is written: batchedVariant clamps nothing of it at a
+// hidden size of at least rows x upt x by.
+constexpr bool
+tileFits(const BatchedTile& t)
+{
+    uint32_t slots = t.ksplit > 1 ? t.ksplit / 2 : 1;
+    bool shared = t.rows == 1 || t.rows * t.upt * 4 * t.by * 32 * slots * 4 <= TILED_SHARED_BYTES;
+    return validSplit(t.ksplit) && validSplit(t.rows) && t.upt >= 1 && t.by >= 1 && t.prefetch >= 1 && shared &&
+           32 * t.by * t.ksplit <= BATCHED_MAX_INVOCATIONS;
+}
+
+constexpr bool
+tableIsWellFormed()
+{
+    // Each element type has a row from batch 0, its rows in increasing batch order, and every
+    // tile fits.
+    bool from0[2] = { false, false };
+    uint32_t last[2] = { 0, 0 };
+    for (const auto& r : BATCHED_TILES) {
+        int i = r.float16 ? 1 : 0;
+        if (!tileFits(r.tile) || (from0[i] && r.fromBatch <= last[i]) || (!from0[i] && r.fromBatch != 0)) {
+            return false;
+        }
+        from0[i] = true;
+        last[i] = r.fromBatch;
+    }
+    return from0[0] && from0[1];
+}
+static_assert(tableIsWellFormed(), "BATCHED_TILES: a row from batch 0 for each element type, rows in increasing "
+                                   "batch order, every tile valid and within 16 KiB and 1024 invocations");
+
+// The table's tile for a layer of this element type at this batch.
+BatchedTile
+defaultBatchedTile(uint32_t batch, bool float16);
+
+// The tunables a plan reads when it is recorded (tests and benchmarks may change them; the
+// Python door sends ortops.variants' values with every call). `batchedFrom`: the batch from
+// which the step runs a batched kernel (0: never). The tile fields override the table above
+// field by field, 0 (BATCHED_TABLE) leaving the table's value for the run's element type and
+// batch: `batchedUpt` and `batchedBy` and `batchedRows` by element type, `batchedPrefetch` and
+// `batchedKsplit` for both; `batchedRows` 1 is v4 (glsl/step_batched.comp), 2, 4 or 8 v5.
+inline constexpr uint32_t BATCHED_TABLE = 0;
 struct VariantSettings
 {
-    uint32_t batchedFrom = 32;
-    uint32_t batchedUptFloat32 = 1;
-    uint32_t batchedUptFloat16 = 2;
-    uint32_t batchedBy = 2;
-    uint32_t batchedPrefetch = 1;
-    uint32_t batchedKsplit = 8;
-    uint32_t batchedRowsFloat32 = 1;
-    uint32_t batchedRowsFloat16 = 1;
+    uint32_t batchedFrom = BATCHED_FROM;
+    uint32_t batchedUptFloat32 = BATCHED_TABLE;
+    uint32_t batchedUptFloat16 = BATCHED_TABLE;
+    uint32_t batchedByFloat32 = BATCHED_TABLE;
+    uint32_t batchedByFloat16 = BATCHED_TABLE;
+    uint32_t batchedPrefetch = BATCHED_TABLE;
+    uint32_t batchedKsplit = BATCHED_TABLE;
+    uint32_t batchedRowsFloat32 = BATCHED_TABLE;
+    uint32_t batchedRowsFloat16 = BATCHED_TABLE;
     uint64_t largeProjection = LARGE_PROJECTION;
     uint32_t maxGroups = MAX_GROUPS;
 };
@@ -75,8 +199,9 @@ struct StepVariant
     uint32_t ty() const { return rows / rpt; }
 };
 
-// The batched kernels' split: 32 batch rows per workgroup, `by` groups of `rows` x `upt`
-// units (rows: batch rows per thread, and so lanes along the units), `ksplit` threads a walk.
+// The batched kernels' split as a plan records it (the table's tile or the overrides, clamped
+// to the layer): 32 batch rows per workgroup, `by` groups of `rows` x `upt` units (rows: batch
+// rows per thread, and so lanes along the units), `ksplit` threads a walk.
 struct BatchedVariant
 {
     uint32_t upt, by, prefetch, ksplit, rows;
@@ -85,21 +210,17 @@ struct BatchedVariant
     std::string_view shader() const { return rows > 1 ? "step_tiled" : "step_batched"; }
 };
 
-// The shared memory glsl/step_tiled.comp may use: Vulkan's guaranteed minimum of
-// maxComputeSharedMemorySize (its tiles are clamped to fit on every device).
-inline constexpr uint32_t TILED_SHARED_BYTES = 16384;
-
-// Whether `k` is a valid batchedKsplit (1, 2, 4, 8) / batchedRows (1, 2, 4, 8) value.
-bool
-validSplit(uint32_t k);
-
 // "step" (lanes split each product; latency-bound small batches) or "step_batched" (the
 // batched layouts: R as RB, h in transposed planes; the shader is BatchedVariant::shader()).
 std::string_view
 stepKernel(uint32_t batch, const VariantSettings& s);
 
+// The tile of a layer of this hidden size and element type at this batch: the table's
+// (defaultBatchedTile), each field the settings override replaced, clamped to what the layer
+// and every device allow (no more units than the layer has, at most 1024 invocations, the
+// register tile's shared memory within TILED_SHARED_BYTES).
 BatchedVariant
-batchedVariant(uint32_t hidden, bool float16, const VariantSettings& s);
+batchedVariant(uint32_t hidden, uint32_t batch, bool float16, const VariantSettings& s);
 
 // Positions per class in the batched kernel's layouts: ceil(hidden / 32).
 inline uint32_t

@@ -111,7 +111,8 @@ settingsFromDict(const py::dict& d, LayerSettings s)
     get("batched_from", s.variants.batchedFrom);
     get("batched_upt_float32", s.variants.batchedUptFloat32);
     get("batched_upt_float16", s.variants.batchedUptFloat16);
-    get("batched_by", s.variants.batchedBy);
+    get("batched_by_float32", s.variants.batchedByFloat32);
+    get("batched_by_float16", s.variants.batchedByFloat16);
     get("batched_prefetch", s.variants.batchedPrefetch);
     get("batched_ksplit", s.variants.batchedKsplit);
     get("batched_rows_float32", s.variants.batchedRowsFloat32);
@@ -143,7 +144,8 @@ settingsDict(const LayerSettings& s)
     d["batched_from"] = s.variants.batchedFrom;
     d["batched_upt_float32"] = s.variants.batchedUptFloat32;
     d["batched_upt_float16"] = s.variants.batchedUptFloat16;
-    d["batched_by"] = s.variants.batchedBy;
+    d["batched_by_float32"] = s.variants.batchedByFloat32;
+    d["batched_by_float16"] = s.variants.batchedByFloat16;
     d["batched_prefetch"] = s.variants.batchedPrefetch;
     d["batched_ksplit"] = s.variants.batchedKsplit;
     d["batched_rows_float32"] = s.variants.batchedRowsFloat32;
@@ -275,12 +277,30 @@ bindLayer(py::module_& m)
           },
           py::arg("batch"), py::arg("gates_in_pass"));
     m.def("batched_variant",
-          [](uint32_t hidden, bool float16, const py::dict& settings) {
+          [](uint32_t hidden, uint32_t batch, bool float16, const py::dict& settings) {
               LayerSettings s = settingsFromDict(settings, LayerSettings{});
-              BatchedVariant v = batchedVariant(hidden, float16, s.variants);
+              BatchedVariant v = batchedVariant(hidden, batch, float16, s.variants);
               return py::make_tuple(v.upt, v.by, v.prefetch, v.ksplit, v.rows);
           },
-          py::arg("hidden"), py::arg("float16"), py::arg("settings"));
+          py::arg("hidden"), py::arg("batch"), py::arg("float16"), py::arg("settings"));
+    m.def(
+      "batched_tiles",
+      []() {
+          py::list rows;
+          for (const auto& r : BATCHED_TILES) {
+              const BatchedTile& t = r.tile;
+              rows.append(py::make_tuple(r.float16 ? "float16" : "float32", r.fromBatch,
+                                         py::make_tuple(t.upt, t.by, t.prefetch, t.ksplit, t.rows)));
+          }
+          py::dict d;
+          d["batched_from"] = BATCHED_FROM;
+          d["tiles"] = rows;
+          d["shared_bytes"] = TILED_SHARED_BYTES;
+          d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
+          return d;
+      },
+      "The batched step kernels' defaults (variants.hpp): the batch they run from and the table "
+      "of tiles, rows (element type, from batch, (upt, by, prefetch, ksplit, rows)).");
     m.def("step_kernel",
           [](uint32_t batch, const py::dict& settings) {
               return std::string(stepKernel(batch, settingsFromDict(settings, LayerSettings{}).variants));
