@@ -28,12 +28,13 @@ KERNEL = "input_projection_coopmat"
 ENABLED = os.environ.get("ORTOPS_COOPMAT", "") == "1"
 
 #: The kernel's tile edge (rows and columns of Xw per workgroup), its subgroups per workgroup
-#: and their width: 128 invocations, so compute subgroups must be 32 wide, always.
-TILE = 64
-SUBGROUPS = 4
+#: and their width: 256 invocations, so compute subgroups must be 32 wide, always.
+TILE = 128
+SUBGROUPS = 8
 SUBGROUP_SIZE = 32
-#: Shared memory the kernel declares: two 64 x 40 float16 tiles and a 64 x 68 float32 tile.
-SHARED_BYTES = 2 * TILE * 40 * 2 + TILE * 68 * 4
+#: Shared memory the kernel declares: X's and W's 128 x 32 slices (rows of 40 halves) and a
+#: 16 x 20 float staging block a subgroup (30,720 bytes; src/core/layer.cpp has the same).
+SHARED_BYTES = 2 * TILE * 40 * 2 + SUBGROUPS * 16 * 20 * 4
 
 
 class CoopMatShape(NamedTuple):

@@ -79,11 +79,16 @@ def main(argv=None) -> int:
     ap.add_argument("--small", action="store_true", help="shapes lavapipe runs in seconds")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--shapes", type=int, default=None, help="only the first N shapes")
+    ap.add_argument("--shape", default=None,
+                    help="SEQxBATCHxHIDDEN,... instead of the built-in shapes (e.g. the batches where "
+                         "the float32 tile switches)")
     ap.add_argument("--tilings", default=None,
                     help="UPTxBYxPREFETCHxKSPLIT[xROWS],... (ROWS > 1: the register tile; default: a built-in list)")
     args = ap.parse_args(argv)
     shapes = SMALL if args.small else SHAPES
     shapes = shapes[:args.shapes] if args.shapes else shapes
+    if args.shape:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shape.split(",")]
     tilings = TILINGS if not args.tilings else [DEFAULT if t == "default" else tuple(int(v) for v in t.split("x"))
                                                   for t in args.tilings.split(",")]
     rows, mismatches = [], 0

@@ -7,9 +7,10 @@ reference and give the same bits run to run; on one without it (lavapipe), fast 
 the portable projection and must give deterministic mode's bits (so too under a validation
 layer older than the extension, where the context leaves it off). Float32 layers give
 deterministic mode's bits everywhere. The shapes put edges in every dimension of the Gemm:
-M = steps x batch, N = gates x hidden and K = input not multiples of 16 (nor of the 64-wide
-tile), K above one 32-wide stage, more than one row tile, batch_first, both directions and
-sequence lengths.
+M = steps x batch, N = gates x hidden and K = input not multiples of 16 (nor of the 128-wide
+tile), K above one 32-wide slice, more than one row tile, K a multiple of 8 (16-byte loads)
+with whole tiles stored straight to Xw and without (N not a multiple of 4), batch_first, both
+directions and sequence lengths.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ CASES = [
     ("RNN", 66, 2, 16, 16, "reverse", 0, True),           # M 132: three row tiles
     ("LSTM", 3, 1, 1, 5, "forward", 0, False),            # K 1, N 20
     ("GRU", 4, 6, 130, 40, "bidirectional", 1, True),     # K 130, N 120, batch_first, lens
+    # K a multiple of 8 (16-byte staging loads) with whole 128 x 128 tiles stored straight to
+    # Xw beside edge tiles: M 320, N 192, K 64 (two slices), batch_first, lens.
+    ("LSTM", 40, 8, 64, 48, "bidirectional", 1, True),
+    # 16-byte loads but Xw rows not 16-byte aligned (N 150): every tile through the staging
+    # block; M 144.
+    ("GRU", 9, 16, 24, 50, "forward", 0, False),
 ]
 IDS = [f"{c[0]}-{c[5]}-layout{c[6]}-k{c[3]}" for c in CASES]
 
@@ -194,13 +201,17 @@ def test_fast_row_tiles_split_over_dispatches(monkeypatch):
     assert same_bits(whole, _run(case, np.float16, "fast")[1])
 
 
-def test_fast_caller_scratch_offset():
-    # XW_OFFSET: the projection written at an offset inside a caller's buffer.
-    case = CASES[0]
+@pytest.mark.parametrize("case,offset", [(CASES[0], 64), (CASES[5], 64), (CASES[5], 4)],
+                         ids=["edges-64", "whole-tiles-64", "whole-tiles-4"])
+def test_fast_caller_scratch_offset(case, offset):
+    # XW_OFFSET: the projection written at an offset inside a caller's buffer; at 4 bytes the
+    # rows of Xw are not 16-byte aligned and whole tiles go through the staging block too.
     c = _case(*case, np.float16)
     layer, owned = _run(case, np.float16, "fast")
     seq, batch = c["X"].shape[:2]
-    region = (layer.allocate(64 + layer.scratch_sizes(seq, batch).xw), 64)
+    if case[6]:
+        batch, seq = seq, batch
+    region = (layer.allocate(offset + layer.scratch_sizes(seq, batch).xw), offset)
     assert same_bits(owned, layer(c["X"], c["lens"], xw_scratch=region))
 
 

@@ -256,8 +256,11 @@ struct Limits
 // Mode "fast" (docs/modes.md): a float16 layer projects its inputs on matrix hardware
 // (glsl/input_projection_coopmat.comp) where ORTOPS_COOPMAT=1 and the device can run it; the
 // kernel measured slower than the portable one on the H200, so it is opt-in.
-constexpr uint32_t COOPMAT_TILE = 64;
-constexpr uint32_t COOPMAT_SHARED_BYTES = 2 * COOPMAT_TILE * 40 * 2 + COOPMAT_TILE * 68 * 4;
+// glsl/input_projection_coopmat.comp: a 128 x 128 tile of Xw a workgroup of eight subgroups;
+// shared memory: X's and W's 128 x 32 slices (rows of 40 halves) and eight 16 x 20 float
+// staging blocks (ortops/fast.py holds the same figures for the Python side).
+constexpr uint32_t COOPMAT_TILE = 128;
+constexpr uint32_t COOPMAT_SHARED_BYTES = 2 * COOPMAT_TILE * 40 * 2 + 8 * 16 * 20 * 4;
 
 bool
 useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool requested)
