@@ -22,9 +22,10 @@ LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 12
 # The batched step kernels (glsl/step_batched.comp, v4; glsl/step_tiled.comp, v5's register
 # tile). BATCHED_FROM: the batch from which the step runs one (None: never; below it the lanes
 # kernel, glsl/step.comp). Their tile comes from the native core's table of measured tiles
-# (BATCHED_TILES in src/core/variants.hpp, by element type and batch; :func:`batched_tiles`
-# lists it): float32 2x1x1x8x4 below batch 64 and 2x2x1x8x2 from 64, float16 2x1x1x8x4 at every
-# batch (UPTxBYxPREFETCHxKSPLITxROWS; measured on the H200, docs/perf.md "Batched steps").
+# (BATCHED_TILES in src/core/variants.hpp, by element type, batch and hidden size;
+# :func:`batched_tiles` lists it): float32 2x1x1x8x4, except 2x2x1x8x2 at hidden 384-767 from
+# batch 33; float16 2x1x1x8x4 everywhere (UPTxBYxPREFETCHxKSPLITxROWS; measured on the H200,
+# docs/perf.md "Batched steps").
 # Each BATCHED_* below overrides one field of that tile; None leaves the table's value (for
 # BATCHED_FROM alone None means never). By element type ({"float32": .., "float16": ..}, a
 # None value leaving that type's to the table) or one value for both:
@@ -157,13 +158,29 @@ def batched_variant(hidden: int, dtype: str = "float32", *, batch: int) -> Batch
     return BatchedVariant(*_native().batched_variant(hidden, batch, dtype == "float16", settings()))
 
 
+@dataclass(frozen=True)
+class TileRule:
+    """One row of the native table of default tiles: layers of ``dtype`` from batch
+    ``from_batch`` up at hidden sizes in [``from_hidden``, ``below_hidden``) (None: no upper
+    bound) get ``tile``; the last matching row of the element type decides."""
+    dtype: str
+    from_batch: int
+    from_hidden: int
+    below_hidden: int | None
+    tile: BatchedVariant
+
+    def matches(self, hidden: int, batch: int) -> bool:
+        return (batch >= self.from_batch and hidden >= self.from_hidden
+                and (self.below_hidden is None or hidden < self.below_hidden))
+
+
 def batched_tiles() -> list:
     """The native core's table of default tiles (src/core/variants.hpp, BATCHED_TILES, with
-    the H200 measurements behind it): (dtype, from_batch, BatchedVariant) rows, each tile in
-    force from its batch up to the next row of its element type (from BATCHED_FROM on: below,
-    the lanes kernel runs)."""
-    return [(dtype, int(start), BatchedVariant(*tile))
-            for dtype, start, tile in _native().batched_tiles()["tiles"]]
+    the H200 measurements behind it), as :class:`TileRule` rows in the table's order (each
+    element type's first row matches every layer; from BATCHED_FROM on: below, the lanes
+    kernel runs)."""
+    return [TileRule(dtype, int(b), int(h0), None if h1 is None else int(h1), BatchedVariant(*tile))
+            for dtype, b, h0, h1, tile in _native().batched_tiles()["tiles"]]
 
 
 def default_batched_from() -> int:

@@ -45,12 +45,28 @@ IDS = [f"{c[0]}-{c[5]}-layout{c[6]}-k{c[3]}" for c in CASES]
 
 @pytest.fixture(autouse=True)
 def coopmat_enabled(monkeypatch):
-    """The cooperative-matrix projection is off by default (ortops.fast.ENABLED: slower than the
-    portable one on the H200); these tests are about that kernel, so they turn it on: for the
-    Python API (ortops.fast.ENABLED) and for the custom-op library's kernels (ORTOPS_COOPMAT,
-    read when ONNX Runtime creates them)."""
+    """The cooperative-matrix projection is on by default (ortops.fast.ENABLED; ORTOPS_COOPMAT=0
+    turns it off); these tests are about that kernel, so they make sure it is on whatever the
+    environment says: for the Python API (ortops.fast.ENABLED) and for the custom-op library's
+    kernels (ORTOPS_COOPMAT, read when ONNX Runtime creates them)."""
     monkeypatch.setattr(fast, "ENABLED", True)
-    monkeypatch.setenv("ORTOPS_COOPMAT", "1")
+    monkeypatch.delenv("ORTOPS_COOPMAT", raising=False)
+
+
+@pytest.mark.parametrize("value, enabled", [(None, True), ("1", True), ("0", False)])
+def test_coopmat_is_on_unless_switched_off(value, enabled):
+    # On by default since its second version beat the portable projection on the H200; the
+    # environment variable switches it off (read at import, as the native core reads it).
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "ORTOPS_COOPMAT"}
+    if value is not None:
+        env["ORTOPS_COOPMAT"] = value
+    out = subprocess.run([sys.executable, "-P", "-c", "import ortops.fast as f; print(f.ENABLED)"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(enabled)
 
 
 def test_fast_runs_the_portable_projection_unless_enabled(monkeypatch):

@@ -33,37 +33,46 @@ def test_projection_tile_and_passes():
 
 
 # The measured table (src/core/variants.hpp, BATCHED_TILES; docs/perf.md "Batched steps", the
-# H200 table of 2026-12-01 21:43-21:48 UTC): UPT x BY x PREFETCH x KSPLIT x ROWS.
-F32_SMALL = (2, 1, 1, 8, 4)   # float32 below batch 64: 4 rows x 2 units (200x32x512 3.48 ms, 2x2x1x8x2 4.11)
-F32_LARGE = (2, 2, 1, 8, 2)   # float32 from batch 64: 2 rows x 2 units x 2 groups (200x64x512 5.65, 2x1x1x8x4 6.31)
-F16 = (2, 1, 1, 8, 4)         # float16 at every batch (200x64x512 6.24, 2x2x1x8x2 7.31)
+# H200 tables of 2026-12-01/02): UPT x BY x PREFETCH x KSPLIT x ROWS.
+F32 = (2, 1, 1, 8, 4)         # float32: 4 rows x 2 units (100x64x1024 11.47 ms, 2x2x1x8x2 11.80)
+F32_H512 = (2, 2, 1, 8, 2)    # float32 at hidden 384-767 from batch 33: 2 rows x 2 units x 2 groups
+                              # (200x48x512 5.12, 2x1x1x8x4 5.79)
+F16 = (2, 1, 1, 8, 4)         # float16 everywhere (200x64x512 6.25, 2x2x1x8x2 7.32)
 
 
 def _tile(v):
     return (v.upt, v.by, v.prefetch, v.ksplit, v.rows)
 
 
-@pytest.mark.parametrize("batch, dtype, expected", [
-    (16, "float32", F32_SMALL), (32, "float32", F32_SMALL), (63, "float32", F32_SMALL),
-    (64, "float32", F32_LARGE), (256, "float32", F32_LARGE),
-    (16, "float16", F16), (32, "float16", F16), (63, "float16", F16), (64, "float16", F16),
-    (256, "float16", F16),
+@pytest.mark.parametrize("hidden, batch, dtype, expected", [
+    (512, 16, "float32", F32), (512, 32, "float32", F32), (512, 33, "float32", F32_H512),
+    (512, 64, "float32", F32_H512), (512, 256, "float32", F32_H512),
+    (383, 64, "float32", F32), (384, 64, "float32", F32_H512), (767, 64, "float32", F32_H512),
+    (768, 64, "float32", F32), (1024, 64, "float32", F32), (1024, 128, "float32", F32),
+    (256, 96, "float32", F32),
+    (512, 16, "float16", F16), (512, 64, "float16", F16), (1024, 64, "float16", F16),
+    (512, 256, "float16", F16),
 ])
-def test_the_table_picks_what_the_h200_measured(batch, dtype, expected):
+def test_the_table_picks_what_the_h200_measured(hidden, batch, dtype, expected):
     # From batch 16 the batched kernel (v5's 4-row tile beat the lanes kernel there by 21 % in
-    # float32, 16 % in float16), with the measured tile of its element type and batch; at
-    # hidden 512 (the measured size) nothing is clamped, so the tile is the table's as written.
+    # float32, 16 % in float16), with the measured tile of its element type, hidden size and
+    # batch; at these sizes nothing is clamped, so the tile is the table's as written.
     assert variants.BATCHED_FROM == 16 and variants.default_batched_from() == 16
     assert variants.step_kernel(batch) == "step_batched"
-    v = variants.batched_variant(512, dtype, batch=batch)
+    v = variants.batched_variant(hidden, dtype, batch=batch)
     assert _tile(v) == expected and v.shader == "step_tiled" and v.units == 8
+    # The Python view of the table says the same: the last matching row of the element type.
+    rule = [r for r in variants.batched_tiles() if r.dtype == dtype and r.matches(hidden, batch)][-1]
+    assert _tile(rule.tile) == expected
 
 
 def test_the_table_and_its_limits():
     assert variants.step_kernel(15) == "step" and variants.step_kernel(16) == "step_batched"
-    tiles = [(d, b, _tile(t)) for d, b, t in variants.batched_tiles()]
-    assert tiles == [("float32", 0, F32_SMALL), ("float32", 64, F32_LARGE), ("float16", 0, F16)]
-    for _, _, t in variants.batched_tiles():
+    tiles = [(r.dtype, r.from_batch, r.from_hidden, r.below_hidden, _tile(r.tile))
+             for r in variants.batched_tiles()]
+    assert tiles == [("float32", 0, 0, None, F32), ("float32", 33, 384, 768, F32_H512),
+                     ("float16", 0, 0, None, F16)]
+    for t in (r.tile for r in variants.batched_tiles()):
         # Portable: within Vulkan's guaranteed 16 KiB of shared memory (the register tile's
         # parts meet in max(ksplit / 2, 1) slots of by x 32 threads x rows x upt x 4 floats;
         # both tiles use all of it) and 1024 invocations (32 x by x ksplit: 256 and 512).
@@ -75,7 +84,8 @@ def test_the_table_and_its_limits():
     assert s["batched_from"] == 16 and all(v == 0 for k, v in s.items() if k != "batched_from")
     # A small layer: the table's tile clamped to it (one unit group: rows lanes along the units).
     assert _tile(variants.batched_variant(1, "float32", batch=16)) == (1, 1, 1, 8, 4)
-    assert _tile(variants.batched_variant(1, "float32", batch=64)) == (1, 1, 1, 8, 2)
+    assert _tile(variants.batched_variant(1, "float32", batch=64)) == (1, 1, 1, 8, 4)
+    assert _tile(variants.batched_variant(400, "float32", batch=64)) == (2, 2, 1, 8, 2)
     assert variants.batched_variant(7, "float16", batch=16).units == 8
 
 

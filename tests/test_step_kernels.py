@@ -112,20 +112,21 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("batch", [20, 70])
-def test_shipped_defaults(monkeypatch, dtype, batch):
-    # Nothing set: a batch of 20 (from BATCHED_FROM, 16: one lane group, partly empty) and of
-    # 70 (three lane groups; in float32 the table's tile from batch 64) run whatever
+@pytest.mark.parametrize("hidden,batch", [(45, 20), (45, 70), (390, 34)])
+def test_shipped_defaults(monkeypatch, dtype, hidden, batch):
+    # Nothing set: a batch of 20 (from BATCHED_FROM, 16: one lane group, partly empty), of 70
+    # (three lane groups) and, at hidden 390, of 34 (in float32 the table's 2-row tile of
+    # hidden 384-767 from batch 33; its second lane group holds two rows) run whatever
     # ortops.variants ships, the batched kernel (its R layout uploaded), with the lanes
     # kernel's bits.
-    arrays, lens = _case("LSTM", "bidirectional", 45, batch, dtype)
+    arrays, lens = _case("LSTM", "bidirectional", hidden, batch, dtype, seq=3)
     weights = {k: arrays[k] for k in ("W", "R", "B", "P")}
     states = {k: arrays[k] for k in ("initial_h", "initial_c")}
     layer = ortops.RecurrentLayer("LSTM", **weights, direction="bidirectional")
     shipped = layer(arrays["X"], lens, **states)
     assert variants.step_kernel(batch) == "step_batched" and "RB" in layer._weights
-    v = variants.batched_variant(45, np.dtype(dtype).name, batch=batch)
-    assert v.shader == "step_tiled" and v.rows == (2 if batch >= 64 and dtype == np.float32 else 4)
+    v = variants.batched_variant(hidden, np.dtype(dtype).name, batch=batch)
+    assert v.shader == "step_tiled" and v.rows == (2 if hidden == 390 and dtype == np.float32 else 4)
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
     _assert_same_bits(lanes, shipped)
 
@@ -153,8 +154,8 @@ def test_special_values_give_the_lanes_kernels_bits(monkeypatch, op, options, mo
     arrays["R"][0, 7, 3], arrays["R"][1, 20, 32] = np.nan, -np.inf
     lanes = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES, mode=mode,
                  **options)
-    # The shipped tile (batch 37, float32: 4 rows x 2 units), v4's former default (1x2x1x8)
-    # and the float32 tile from batch 64 (2 rows x 2 units x 2 groups).
+    # The shipped tile (hidden 33, float32: 4 rows x 2 units), v4's former default (1x2x1x8)
+    # and the float32 tile of hidden 384-767 (2 rows x 2 units x 2 groups).
     shipped = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,
                    **options)
     batched = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1, mode=mode,

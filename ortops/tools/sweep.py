@@ -237,7 +237,7 @@ def kernels() -> Dict[str, object]:
     projection (ortops.fast.ENABLED, ORTOPS_COOPMAT=1) and the batch from which the step runs
     glsl/step_batched.comp (glsl/step_tiled.comp for more than one row a thread), with its
     tiling by element type and batch (ortops.variants; at hidden 1024, where no tile is
-    clamped): "2x1x1x8x4, from batch 64 2x2x1x8x2"."""
+    clamped): "2x1x1x8x4, from batch 33 at hidden 384-767 2x2x1x8x2"."""
     from ortops import fast, variants
 
     return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
@@ -246,18 +246,20 @@ def kernels() -> Dict[str, object]:
 
 
 def _tiling_by_batch(dtype) -> str:
-    """The batched tile of each batch range (from BATCHED_FROM, then where the table's tile
-    changes), as "UPTxBYxPREFETCHxKSPLITxROWS[, from batch N ...]"."""
+    """The table's tiles of an element type (ortops.variants.batched_tiles), as
+    "UPTxBYxPREFETCHxKSPLITxROWS[, from batch N at hidden A-B ...]"."""
     from ortops import variants
 
-    start = variants.BATCHED_FROM or 1
-    batches = [start] + sorted({b for d, b, _ in variants.batched_tiles() if d == dtype and b > start})
-    parts, last = [], None
-    for b in batches:
-        tile = "x".join(map(str, astuple(variants.batched_variant(1024, dtype, batch=b))))
-        if tile != last:
-            parts.append(tile if not parts else f"from batch {b} {tile}")
-            last = tile
+    parts = []
+    for r in variants.batched_tiles():
+        if r.dtype != dtype:
+            continue
+        tile = "x".join(map(str, astuple(r.tile)))
+        if not parts:
+            parts.append(tile)
+            continue
+        hidden = f"{r.from_hidden}-{r.below_hidden - 1}" if r.below_hidden else f"{r.from_hidden} up"
+        parts.append(f"from batch {max(r.from_batch, variants.BATCHED_FROM or 1)} at hidden {hidden} {tile}")
     return ", ".join(parts)
 
 

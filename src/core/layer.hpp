@@ -86,7 +86,7 @@ struct Weights
 
 struct Buffer;
 
-// Whether ORTOPS_COOPMAT=1 asks mode "fast" for the cooperative-matrix projection.
+// Whether mode "fast" may use the cooperative-matrix projection: yes unless ORTOPS_COOPMAT=0.
 bool
 coopmatRequested();
 
@@ -133,7 +133,7 @@ struct LayerSettings
     std::optional<std::array<uint32_t, 3>> workgroupCount;   // default: the device's maxComputeWorkGroupCount
     uint32_t maxConcurrent = 8;
     bool timestamps = false;
-    // Mode "fast" may record the cooperative-matrix projection (default: ORTOPS_COOPMAT=1).
+    // Mode "fast" may record the cooperative-matrix projection (default: yes; ORTOPS_COOPMAT=0: no).
     bool coopmat = coopmatRequested();
     // Concurrent runs coalesced into one batched run (coalesce.hpp): at most this many batch
     // rows a run (1: never; default ORTOPS_COALESCE_ROWS, else 32), with at most

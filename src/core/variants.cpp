@@ -60,13 +60,13 @@ stepKernel(uint32_t batch, const VariantSettings& s)
 }
 
 BatchedTile
-defaultBatchedTile(uint32_t batch, bool float16)
+defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16)
 {
-    // The last row of this element type that starts at or below the batch (each type has a
-    // row from batch 0, in increasing order: variants.hpp's static_assert).
+    // The last row of this element type that matches (each type's first row matches every
+    // layer: variants.hpp's static_assert).
     const BatchedTile* tile = nullptr;
     for (const auto& r : BATCHED_TILES) {
-        if (r.float16 == float16 && r.fromBatch <= batch) {
+        if (r.float16 == float16 && r.fromBatch <= batch && r.fromHidden <= hidden && hidden < r.belowHidden) {
             tile = &r.tile;
         }
     }
@@ -76,7 +76,7 @@ defaultBatchedTile(uint32_t batch, bool float16)
 BatchedVariant
 batchedVariant(uint32_t hidden, uint32_t batch, bool float16, const VariantSettings& s)
 {
-    BatchedTile t = defaultBatchedTile(batch, float16);
+    BatchedTile t = defaultBatchedTile(hidden, batch, float16);
     auto set = [](uint32_t& field, uint32_t override) {
         if (override != BATCHED_TABLE) {
             field = override;

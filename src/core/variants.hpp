@@ -30,12 +30,16 @@ struct BatchedTile
     uint32_t upt, by, prefetch, ksplit, rows;
 };
 
-// One row of the table of default tiles: for `float16` (or float32) layers, from batch
-// `fromBatch` up to the next row of the same element type.
+// One row of the table of default tiles: for `float16` (or float32) layers from batch
+// `fromBatch` up, at hidden sizes in [fromHidden, belowHidden). The last row of the element
+// type that matches a layer gives its tile; each type's first row matches every layer.
+inline constexpr uint32_t ANY_HIDDEN = 0xFFFFFFFFu;
 struct BatchedTileRule
 {
     bool float16;
     uint32_t fromBatch;
+    uint32_t fromHidden;
+    uint32_t belowHidden;
     BatchedTile tile;
 };
 
@@ -44,37 +48,37 @@ struct BatchedTileRule
 // device; measured on the H200 only so far). Every tile gives step.comp's bits (the same
 // class sums and halving tree, tests/test_step_kernels.py), so this table chooses speed only.
 //
-// What the H200 measured (2026-12-01 21:43-21:48 UTC, commit 8bf1ca4, docs/perf.md "Batched
-// steps"; GPU ms of a bidirectional LSTM, input = hidden, steps in parentheses; every output
-// bit-equal to step.comp's):
-// - float32, batch 64 up: 2x2x1x8x2 (2 rows x 2 units x 4 gates = 16 sums a thread, 512
-//   threads a workgroup) is the fastest tile: 200x64x512 5.65 (3.88) against 6.31 (4.54) for
-//   2x1x1x8x4 and 7.86 (6.09) for v4's 1x2x1x8; 200x128x512 10.55 against 11.82; 100x256x512
-//   10.17 against 11.52. Two exceptions at batch 64, both won by 2x1x1x8x4: 100x64x1024
-//   11.97 against 11.60 (3 %) and 100x64x256 1.37 against 1.26 (8 %); see "Why" below for
-//   what they may mean. Not made rules: one shape each.
-// - float32 below 64: 2x1x1x8x4 (4 rows x 2 units, 32 sums a thread, 256 threads):
-//   200x32x512 3.48 against 4.11 (2x2x1x8x2) and 4.38 (v4); 200x16x512 2.93 against 3.55, and
-//   against 3.69 for step.comp (21 % faster: hence BATCHED_FROM 16, where v4's 32-row tile,
-//   half empty, had only tied with step.comp: 3.73 against 3.72).
-// - float16, every batch: 2x1x1x8x4: 200x64x512 6.24 (3.58) against 7.31 for 2x2x1x8x2 and
-//   8.79 for v4's 2x2x1x8; 200x128x512 11.72 against 13.41; 100x256x512 11.36 against 12.91;
-//   200x16x512 3.32 against 3.94 for step.comp (16 % faster). At batch 16 and 32 1x2x2x8x4
-//   measured 3.30 and 4.08 against 3.32 and 4.12 (1 %, noise): one tile for every batch.
-// Why, as far as the figures say (a reading, not a model the numbers were fitted to): a tile
-// of TB rows x UPT units feeds TB x UPT x 4 multiply-adds with one read of h and UPT of R, so
-// more sums a thread cut the loads that set v4's time; 32 sums need about 100 registers, and
-// their workgroup has half the threads of the 16-sum tile's (both cover 32 batch rows x 8
-// units). At hidden 512, bidirectional, batch 64 makes 256 workgroups (about two an H200 SM,
-// 132 SMs), 128 and 256 more; there the 16-sum tile's twice as many threads in flight hide
-// R's float32 loads better. At batch 32 and below (128 workgroups, one an SM at most) each
-// thread's loads per multiply-add decide, and 32 sums win. That reading fits hidden 256 at
-// batch 64 too (128 workgroups: 32 sums won), not hidden 1024 (512 workgroups, 32 sums 3 %
-// ahead): the workgroup count may be a better rule than the batch, which the H200 has yet to
-// say. Float16 R is half the bytes a load, and the 32-sum tile won at every batch measured.
-// Batches 33-63 are not measured: they make as many workgroups as 64 (the second 32 rows
-// partly empty), so the float32 switch may belong lower than 64; the table keeps the measured
-// boundary until a shape between is measured.
+// What the H200 measured (docs/perf.md "Batched steps"; GPU ms of a bidirectional LSTM,
+// input = hidden, steps in parentheses; every output bit-equal to step.comp's; two calls,
+// 2026-12-01 21:43-21:48 UTC at 8bf1ca4 and 2026-12-02 00:0x UTC at 38134f4, the second
+// placing batches 48-128 to settle where float32 switches tiles):
+// - float32, hidden 512, from batch 33: 2x2x1x8x2 (2 rows x 2 units x 4 gates = 16 sums a
+//   thread, 512 threads a workgroup) wins by 10-12 % at batch 48 (5.12 against 5.79 for
+//   2x1x1x8x4), 64 (5.67 against 6.32; 5.65 against 6.31 in the first call), 128 (10.55
+//   against 11.82) and 256 (100x256x512 10.17 against 11.52). One exception: batch 96, 9.02
+//   for 2x1x1x8x4 against 10.06 (10 %), not made a rule (one shape, between wins on both
+//   sides). Batch 33-47 unmeasured: as many workgroups as 48 (two 32-row groups), so they
+//   follow 48. The hidden range is set halfway to the measured neighbours, 256 and 1024.
+// - float32 everywhere else: 2x1x1x8x4 (4 rows x 2 units, 32 sums a thread, 256 threads).
+//   Hidden 512 below batch 33: 200x32x512 3.48 against 4.11 (2x2x1x8x2); 200x16x512 2.93
+//   against 3.55, and against 3.69 for step.comp (21 % faster: hence BATCHED_FROM 16, where
+//   v4's 32-row tile, half empty, had only tied with step.comp: 3.73 against 3.72). Hidden
+//   1024: 3 % ahead at batch 48 (10.45 against 10.74), 64 (11.47 against 11.80) and 128
+//   (22.05 against 22.69). Hidden 256: 8-10 % ahead at batch 64 (1.26 against 1.37) and 96
+//   (1.95 against 2.15).
+// - float16, every batch and hidden: 2x1x1x8x4, ahead at every shape measured: 200x64x512
+//   6.25 (3.59) against 7.32 for 2x2x1x8x2 and 8.79 for v4's 2x2x1x8; 200x48x512 5.52
+//   against 6.56; 200x128x512 11.72 against 13.41; 100x256x512 11.36 against 12.91;
+//   100x64x1024 10.58 against 12.30; 200x16x512 3.32 against 3.94 for step.comp (16 %).
+// Why, as far as the figures say (a reading, not a model fitted to them): a tile of TB rows x
+// UPT units feeds TB x UPT x 4 multiply-adds with one read of h and UPT of R, so more sums a
+// thread cut the loads that set v4's time; 32 sums need about 100 registers, and their
+// workgroup has half the threads of the 16-sum tile's (both cover 32 batch rows x 8 units, so
+// both make the same number of workgroups). The 16-sum tile's twice as many threads in flight
+// hide R's float32 loads better, which paid at hidden 512 only; the workgroup count (256 at
+// 200x48x512 and 200x64x512, 512 at 200x128x512, but also 512 at 100x64x1024, where 32 sums
+// won) does not separate the shapes, so the rule is by hidden size and batch, as measured.
+// Float16 R is half the bytes a load, and the 32-sum tile won at every shape.
 //
 // Portability. Every tile here is checked below (static_assert) against what batchedVariant
 // keeps on every device: step_tiled.comp's shared memory, max(ksplit / 2, 1) slots of by x 32
@@ -93,9 +97,10 @@ struct BatchedTileRule
 // VariantSettings, ortops.variants.BATCHED_* from Python).
 inline constexpr uint32_t BATCHED_FROM = 16;
 inline constexpr BatchedTileRule BATCHED_TILES[] = {
-    { false, 0, { 2, 1, 1, 8, 4 } },    // float32 below batch 64: 4 rows x 2 units
-    { false, 64, { 2, 2, 1, 8, 2 } },   // float32 from batch 64: 2 rows x 2 units, 2 groups
-    { true, 0, { 2, 1, 1, 8, 4 } },     // float16, every batch: 4 rows x 2 units
+    { false, 0, 0, ANY_HIDDEN, { 2, 1, 1, 8, 4 } },   // float32: 4 rows x 2 units
+    { false, 33, 384, 768, { 2, 2, 1, 8, 2 } },       // float32, hidden about 512, from batch 33:
+                                                      // 2 rows x 2 units, 2 groups
+    { true, 0, 0, ANY_HIDDEN, { 2, 1, 1, 8, 4 } },    // float16: 4 rows x 2 units
 };
 
 // The shared memory glsl/step_tiled.comp may use: Vulkan's guaranteed minimum of
@@ -125,26 +130,25 @@ tileFits(const BatchedTile& t)
 constexpr bool
 tableIsWellFormed()
 {
-    // Each element type has a row from batch 0, its rows in increasing batch order, and every
-    // tile fits.
-    bool from0[2] = { false, false };
-    uint32_t last[2] = { 0, 0 };
+    // Each element type's first row matches every layer, every row's hidden range is not
+    // empty, and every tile fits.
+    bool seen[2] = { false, false };
     for (const auto& r : BATCHED_TILES) {
         int i = r.float16 ? 1 : 0;
-        if (!tileFits(r.tile) || (from0[i] && r.fromBatch <= last[i]) || (!from0[i] && r.fromBatch != 0)) {
+        bool everything = r.fromBatch == 0 && r.fromHidden == 0 && r.belowHidden == ANY_HIDDEN;
+        if (!tileFits(r.tile) || r.fromHidden >= r.belowHidden || (!seen[i] && !everything)) {
             return false;
         }
-        from0[i] = true;
-        last[i] = r.fromBatch;
+        seen[i] = true;
     }
-    return from0[0] && from0[1];
+    return seen[0] && seen[1];
 }
-static_assert(tableIsWellFormed(), "BATCHED_TILES: a row from batch 0 for each element type, rows in increasing "
-                                   "batch order, every tile valid and within 16 KiB and 1024 invocations");
+static_assert(tableIsWellFormed(), "BATCHED_TILES: each element type's first row matches every layer, hidden "
+                                   "ranges not empty, every tile valid and within 16 KiB and 1024 invocations");
 
-// The table's tile for a layer of this element type at this batch.
+// The table's tile for a layer of this hidden size and element type at this batch.
 BatchedTile
-defaultBatchedTile(uint32_t batch, bool float16);
+defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
 
 // The tunables a plan reads when it is recorded (tests and benchmarks may change them; the
 // Python door sends ortops.variants' values with every call). `batchedFrom`: the batch from

@@ -289,7 +289,8 @@ bindLayer(py::module_& m)
           py::list rows;
           for (const auto& r : BATCHED_TILES) {
               const BatchedTile& t = r.tile;
-              rows.append(py::make_tuple(r.float16 ? "float16" : "float32", r.fromBatch,
+              py::object below = r.belowHidden == ANY_HIDDEN ? py::object(py::none()) : py::int_(r.belowHidden);
+              rows.append(py::make_tuple(r.float16 ? "float16" : "float32", r.fromBatch, r.fromHidden, below,
                                          py::make_tuple(t.upt, t.by, t.prefetch, t.ksplit, t.rows)));
           }
           py::dict d;
@@ -300,7 +301,8 @@ bindLayer(py::module_& m)
           return d;
       },
       "The batched step kernels' defaults (variants.hpp): the batch they run from and the table "
-      "of tiles, rows (element type, from batch, (upt, by, prefetch, ksplit, rows)).");
+      "of tiles, rows (element type, from batch, from hidden, below hidden or None, (upt, by, prefetch, "
+      "ksplit, rows)).");
     m.def("step_kernel",
           [](uint32_t batch, const py::dict& settings) {
               return std::string(stepKernel(batch, settingsFromDict(settings, LayerSettings{}).variants));
