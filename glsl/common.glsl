@@ -43,6 +43,9 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [44
 #define LOADT(buf, i) (uintBitsToFloat(buf[i]))
 #endif
 #define LOADF(buf, i) (uintBitsToFloat(buf[i]))
+// R in the step kernels: the layer's element type, as uploaded (exact mode reads a float32
+// copy prepared at upload, exact.glsl).
+#define LOADR(buf, i) LOADT(buf, i)
 #define OUTBITS(v) floatBitsToUint(v)
 #endif
 #define STOREF(buf, i, v) (buf[i] = floatBitsToUint(v))

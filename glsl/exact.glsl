@@ -12,7 +12,8 @@
 //   - denormals: whether a device keeps or flushes float32 denormals is its choice
 //     (shaderDenormPreserveFloat32 is false on NVIDIA), so the code flushes them itself:
 //     every load and every arithmetic result below FLT_MIN in magnitude becomes a zero of
-//     its sign (ftz_). No operation ever sees a denormal operand, and a denormal result,
+//     its sign (ftz_; R, loaded at every multiply-add, is flushed once on the host instead:
+//     LOADR below). No operation ever sees a denormal operand, and a denormal result,
 //     kept by one device and flushed by another, is ±0 on both.
 //   - exp, log, reciprocal (and so division), sigmoid, tanh and softplus are built here from
 //     those operations and integer bit manipulation; their error bounds, measured against
@@ -142,6 +143,19 @@ uint float_to_half_(float f)
 #define LOADT(buf, i) ftz_(uintBitsToFloat(buf[i]))
 #endif
 #define LOADF(buf, i) ftz_(uintBitsToFloat(buf[i]))
+// R in the step kernels (glsl/step.comp's R, glsl/batched.glsl's RB), read once per
+// multiply-add of every step: in exact mode the layer uploads it as float32 words in both
+// precisions, already what LOADT would have made of each element (src/core/layer.cpp's
+// exactR, the same integer rules done once on the host): a float16 R widened by
+// half_to_float_'s rule, a float32 R with its denormals flushed by ftz_'s. So the load is a
+// plain bit cast, with no decode and no flush, and gives LOADT's bits:
+//  - float16: half_to_float_ is exact and its result is never a float32 denormal (the
+//    smallest half, 2^-24, is a normal float32), so ftz_ of it would be the identity; the
+//    kernels got these very words from the decode before, now they read them;
+//  - float32: ftz_ is idempotent, so ftz_ of an already flushed word is that word.
+// NaN payloads are kept by both rules (tests/test_exact_weights.py checks the host's rules
+// against these functions' on every half and on float32 edge patterns).
+#define LOADR(buf, i) uintBitsToFloat(buf[i])
 #define PACK2(a, b) (float_to_half_(a) | (float_to_half_(b) << 16))
 
 // An output word: a NaN's sign and payload are each device's (x86 makes 0 * Inf 0xFFC00000,

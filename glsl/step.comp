@@ -80,7 +80,7 @@ void main()
     uint hbase = stateBase(d, s);
     for (uint k = lane; k < HIDDEN; k += 32u) {
         float w[RPT];
-        [[unroll]] for (uint r = 0u; r < RPT; r++) w[r] = LOADT(R, rbase[r] + k);
+        [[unroll]] for (uint r = 0u; r < RPT; r++) w[r] = LOADR(R, rbase[r] + k);
         [[unroll]] for (uint j = 0u; j < NB; j++) {
             uint b = min(b0 + j, BATCH - 1u);     // rows past the batch compute, then drop
             float h = LOADF(S, hbase + b * HIDDEN + k);

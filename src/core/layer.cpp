@@ -80,6 +80,9 @@ struct Spec
     std::string mode;
 
     bool gruTwoPass() const { return op == "GRU" && !lbr; }
+    // Bytes per element of R (and RB) on the device: exact mode's step kernels read float32
+    // words in both precisions (exactR).
+    uint32_t rItem() const { return mode == "exact" ? 4 : item; }
     ElementType type() const { return float16 ? ElementType::Float16 : ElementType::Float32; }
 };
 
@@ -501,7 +504,15 @@ LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSetting
         arrays[name] = { t.data, static_cast<uint64_t>(t.elements()) * spec.item };
     };
     add("W", w.W);
-    add("R", w.R);
+    // Exact mode: R as the exact step kernels read it, float32 words prepared once here
+    // (exactR; glsl/exact.glsl's LOADR says why the bits are the same).
+    std::vector<uint32_t> preparedR;
+    if (spec.mode == "exact") {
+        preparedR = exactR(w.R.data, w.R.elements(), spec.float16);
+        arrays["R"] = { preparedR.data(), static_cast<uint64_t>(preparedR.size()) * 4 };
+    } else {
+        add("R", w.R);
+    }
     if (w.B) {
         add("B", *w.B);
     }
@@ -509,8 +520,8 @@ LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSetting
         add("P", *w.P);
     }
     upload(arrays);
-    const auto* r = static_cast<const uint8_t*>(w.R.data);
-    hostR.assign(r, r + w.R.elements() * spec.item);
+    const auto* r = static_cast<const uint8_t*>(arrays["R"].first);
+    hostR.assign(r, r + arrays["R"].second);
     dummy = std::make_shared<Buffer>(ctx, 4, "storage");
 }
 
@@ -559,6 +570,51 @@ LayerImpl::upload(const std::map<std::string, std::pair<const void*, uint64_t>>&
     return stored.empty() ? nullptr : stored.back().second;
 }
 
+// The exact kernels' decoding of one element, as integer code (glsl/exact.glsl's
+// half_to_float_ and ftz_, rule for rule).
+static uint32_t
+exactHalfBits(uint16_t h)
+{
+    uint32_t s = static_cast<uint32_t>(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu;
+    uint32_t m = h & 0x3FFu;
+    if (e == 0x1Fu) {
+        return s | 0x7F800000u | (m << 13);   // Inf, NaN: payload and quiet bit kept
+    }
+    if (e != 0) {
+        return s | ((e + 112) << 23) | (m << 13);
+    }
+    if (m == 0) {
+        return s;
+    }
+    uint32_t p = 31 - static_cast<uint32_t>(__builtin_clz(m));   // findMSB
+    return s | ((p + 103) << 23) | ((m << (23 - p)) & 0x7FFFFFu);
+}
+
+static uint32_t
+exactFlushBits(uint32_t u)
+{
+    return (u & 0x7F800000u) == 0 ? (u & 0x80000000u) : u;
+}
+
+std::vector<uint32_t>
+exactR(const void* R, size_t n, bool float16)
+{
+    std::vector<uint32_t> out(n);
+    if (float16) {
+        const auto* h = static_cast<const uint16_t*>(R);
+        for (size_t i = 0; i < n; i++) {
+            out[i] = exactHalfBits(h[i]);
+        }
+    } else {
+        const auto* f = static_cast<const uint32_t*>(R);
+        for (size_t i = 0; i < n; i++) {
+            out[i] = exactFlushBits(f[i]);
+        }
+    }
+    return out;
+}
+
 // R [dirs, gates * hidden, hidden] in the batched step kernels' layout
 // RB[dir][position][unit][gate] (glsl/batched.glsl): position p = t * NI + i holds
 // k = l + 32 i of the class l at tree position t (l = t with its five bits reversed), so a
@@ -601,7 +657,7 @@ LayerImpl::uploadBatchedR()
     if (weights.count("RB")) {
         return;
     }
-    std::vector<uint8_t> rb = batchedR(hostR.data(), spec.dirs, spec.gates, spec.hidden, spec.item);
+    std::vector<uint8_t> rb = batchedR(hostR.data(), spec.dirs, spec.gates, spec.hidden, spec.rItem());
     std::map<std::string, std::pair<const void*, uint64_t>> arrays{ { "RB", { rb.data(), rb.size() } } };
     upload(arrays);
     hostR.clear();
@@ -1388,6 +1444,17 @@ Layer::weightNames() const
     std::vector<std::string> out;
     for (const auto& [name, buf] : impl->weights) {
         out.push_back(name);
+    }
+    return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>>
+Layer::weightBytes() const
+{
+    std::lock_guard<std::mutex> lock(impl->batchedLock);
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const auto& [name, buf] : impl->weights) {
+        out.emplace_back(name, buf->bytes);
     }
     return out;
 }

@@ -194,6 +194,15 @@ coreCounters();
 std::vector<uint8_t>
 batchedR(const void* R, uint32_t dirs, uint32_t gates, uint32_t hidden, uint32_t item);
 
+// Exact mode's R on the device (glsl/exact.glsl's LOADR): the n elements of R (float16 or
+// float32, the layer's dtype) as the float32 words the exact kernels' LOADT makes of them,
+// done once at upload instead of at every load of every step: a half widened by
+// half_to_float_'s integer rule (exact; Inf and NaN keep their payload), a float32 with its
+// denormals flushed to a zero of their sign (ftz_). The batched layout (batchedR) is made
+// from these words, item 4.
+std::vector<uint32_t>
+exactR(const void* R, size_t n, bool float16);
+
 // Test hook (both doors): every run after this fails ("fail": InputError "failure injected
 // by the test") or has its float outputs changed ("scale": times value, "add": plus value),
 // so that tests can check how a wrong or failing node is reported. "" switches it off.
@@ -238,6 +247,9 @@ class Layer
     // The weights on the device by name (W, R, B, P; RB once the batched kernel's layout of R
     // is uploaded).
     std::vector<std::string> weightNames() const;
+    // Their sizes on the device in bytes, by name (exact mode's R and RB hold float32 words
+    // in both precisions: exactR).
+    std::vector<std::pair<std::string, uint64_t>> weightBytes() const;
     // Bytes of the two scratch regions (Xw, state) a run of this shape needs.
     std::pair<uint64_t, uint64_t> scratchSizes(uint32_t seq, uint32_t batch) const;
     const DeviceDescription& device() const;

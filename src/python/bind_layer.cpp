@@ -269,6 +269,20 @@ bindLayer(py::module_& m)
           return out;
       },
       py::arg("R"), "R in the batched step kernel's layout (layer.hpp's batchedR).");
+    m.def(
+      "exact_r",
+      [](py::array R) {
+          HostTensor t = tensor(R);
+          if (t.type != ElementType::Float16 && t.type != ElementType::Float32) {
+              throw std::invalid_argument("ortops: exact_r takes float16 or float32");
+          }
+          std::vector<uint32_t> words = exactR(t.data, t.elements(), t.type == ElementType::Float16);
+          std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
+          py::array_t<uint32_t> out(shape);
+          std::memcpy(out.mutable_data(), words.data(), words.size() * 4);
+          return out;
+      },
+      py::arg("R"), "R as exact mode uploads it (layer.hpp's exactR): the float32 bits, as uint32.");
     // Kernel-variant heuristics (variants.hpp), for ortops.variants and the tools.
     m.def("step_variant",
           [](uint32_t batch, uint32_t gates) {
@@ -368,6 +382,7 @@ bindLayer(py::module_& m)
            },
            "The plans held per shape (least recently used first): key fields, count, free plans' projection.")
       .def("weight_names", &Layer::weightNames)
+      .def("weight_bytes", &Layer::weightBytes, "[(name, bytes on the device)] of the weights (W, R, B, P, RB).")
       .def("scratch_sizes", &Layer::scratchSizes, py::arg("seq"), py::arg("batch"))
       .def(
         "__call__",
