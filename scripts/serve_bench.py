@@ -34,30 +34,35 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEEDS = 16
 
 
-def _model(small: bool):
+def _model(small: bool, tiny: bool = False):
     sys.path.insert(0, str(ROOT / "scripts"))
     import make_models   # noqa: E402 - the repository's sample models
 
     # --small: a recognizer lavapipe runs in milliseconds, to try the script on a CPU.
+    # --tiny: one whose run on lavapipe (about 1.8 ms) is as short as the full recognizer's on
+    # the H200 (1.1 ms), so that the serving path's own cost shows as it does there.
+    if tiny:
+        return make_models.recognizer(seq=2, inp=4, hidden=4, classes=2)
     return make_models.recognizer(seq=20, inp=16, hidden=16, classes=8) if small else make_models.recognizer()
 
 
 def _requests(model, rows: int):
-    """FEEDS request bodies (.npz) and ORT CPU's logits for each."""
+    """FEEDS request bodies (.npz), ORT CPU's logits for each and the feeds themselves."""
     import onnxruntime as ort
 
     x = model.graph.input[0]
     dims = [d.dim_value if d.HasField("dim_value") else rows for d in x.type.tensor_type.shape.dim]
     cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(5)
-    bodies, want = [], []
+    bodies, want, feeds = [], [], []
     for _ in range(FEEDS):
         a = rng.uniform(-1, 1, dims).astype(np.float32)
         buf = io.BytesIO()
         np.savez(buf, **{x.name: a})
         bodies.append(buf.getvalue())
+        feeds.append({x.name: a})
         want.append(cpu.run(None, {x.name: a})[0])
-    return bodies, want
+    return bodies, want, feeds
 
 
 async def _load(url, bodies, want, clients: int, seconds: float, warmup: float) -> dict:
@@ -67,7 +72,6 @@ async def _load(url, bodies, want, clients: int, seconds: float, warmup: float) 
     from ortops.compare import scaled_error, tolerance
 
     tol = tolerance(np.float32)
-    lat, rows_seen, errors = [], [], []
     t_start = time.perf_counter() + warmup
     t_end = t_start + seconds
 
@@ -81,7 +85,7 @@ async def _load(url, bodies, want, clients: int, seconds: float, warmup: float) 
             t0 = time.perf_counter()
             async with session.post(url, data=body, headers={"Content-Type": "application/x-npz"}) as r:
                 payload = await r.read()
-                status, rows = r.status, r.headers.get("x-ortops-rows")
+                status, rows, timing = r.status, r.headers.get("x-ortops-rows"), r.headers.get("server-timing")
             t1 = time.perf_counter()
             if status != 200:
                 errors.append(f"HTTP {status}: {payload[:200]!r}")
@@ -93,17 +97,67 @@ async def _load(url, bodies, want, clients: int, seconds: float, warmup: float) 
             if t0 >= t_start and t1 <= t_end:
                 lat.append(t1 - t0)
                 rows_seen.append(int(rows or 0))
+                parts.append(_server_timing(timing))
             i += clients
 
+    lat, rows_seen, errors, parts = [], [], [], []
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=300)) as session:
         await asyncio.gather(*(client(k, session) for k in range(clients)))
+    return _summary(lat, rows_seen, errors, parts, seconds)
+
+
+def _server_timing(value: str | None) -> dict:
+    """``{name: ms}`` from a Server-Timing header (the replica's decode, queue, run, back, encode)."""
+    out = {}
+    for part in (value or "").split(","):
+        name, _, dur = part.strip().partition(";dur=")
+        if dur:
+            out[name] = float(dur)
+    return out
+
+
+def _summary(lat, rows_seen, errors, parts, seconds) -> dict:
     ms = np.array(lat) * 1e3
+    names = dict.fromkeys(k for p in parts for k in p)
     return {"requests": len(lat), "requests_per_s": round(len(lat) / seconds, 1),
             "p50_ms": round(float(np.percentile(ms, 50)), 2) if len(ms) else None,
             "p99_ms": round(float(np.percentile(ms, 99)), 2) if len(ms) else None,
             "mean_rows_per_run": round(float(np.mean(rows_seen)), 2) if rows_seen else None,
+            # The replica's own share of a request (Server-Timing), median ms of each part.
+            "replica_p50_ms": {k: round(float(np.median([p.get(k, 0.0) for p in parts])), 3) for k in names},
             "errors": len(errors), "first_errors": errors[:3]}
+
+
+async def _load_handle(handle, feeds, want, clients: int, seconds: float, warmup: float) -> dict:
+    """As _load, through a DeploymentHandle's ``predict`` (arrays, no HTTP, no Ray proxy)."""
+    from ortops.compare import scaled_error, tolerance
+
+    tol = tolerance(np.float32)
+    t_start = time.perf_counter() + warmup
+    t_end = t_start + seconds
+    lat, errors = [], []
+
+    async def client(k):
+        i = k
+        while time.perf_counter() < t_end:
+            t0 = time.perf_counter()
+            try:
+                out = await handle.predict.remote(feeds[i % FEEDS])
+            except Exception as e:  # noqa: BLE001 - counted and shown
+                errors.append(repr(e)[:200])
+                out = None
+            t1 = time.perf_counter()
+            if out is not None:
+                err = scaled_error(next(iter(out.values())), want[i % FEEDS])
+                if not err <= tol:
+                    errors.append(f"answer {i % FEEDS}: scaled error {err:.3g} > {tol:g}")
+            if t0 >= t_start and t1 <= t_end:
+                lat.append(t1 - t0)
+            i += clients
+
+    await asyncio.gather(*(client(k) for k in range(clients)))
+    return _summary(lat, [], errors, [], seconds)
 
 
 def _replica_devices(handle, replicas: int) -> dict:
@@ -119,17 +173,22 @@ def _replica_devices(handle, replicas: int) -> dict:
 
 def _markdown(report: dict) -> str:
     lines = [f"# ortops.serve on Ray Serve ({report['kind']}, {report['gpus']} NVIDIA GPU(s))", "",
-             f"Recognizer{' (small)' if report['small'] else ''}, {report['rows']} row(s) a request as .npz over loopback HTTP, {report['seconds']} s "
-             f"per row after {report['warmup']} s warm-up; serve.batch max {report['max_batch_size']} requests, "
-             f"wait {report['batch_wait_ms']} ms; ray {report['ray']}.", "",
-             "| replicas | clients | requests/s | p50 ms | p99 ms | rows per run | errors | devices |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"Recognizer{' (tiny)' if report.get('tiny') else ' (small)' if report['small'] else ''}, {report['rows']} row(s) a request "
+             + ("as arrays through a DeploymentHandle's predict (no HTTP)" if report.get("handle")
+                else "as .npz over loopback HTTP")
+             + f", {report['seconds']} s per row after {report['warmup']} s warm-up; batches of at most "
+             f"{report['max_batch_size']} requests, wait {report['batch_wait_ms']} ms, "
+             f"{report.get('concurrent_runs', 1)} run(s) at once; ray {report['ray']}. Replica ms: the median "
+             "of the replica's Server-Timing parts (decode, queue, run, back, encode).", "",
+             "| replicas | clients | requests/s | p50 ms | p99 ms | rows per run | replica ms | errors | devices |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows_measured"]:
         if "not_run" in r:
-            lines.append(f"| {r['replicas']} | - | - | - | - | - | - | not run: {r['not_run']} |")
+            lines.append(f"| {r['replicas']} | - | - | - | - | - | - | - | not run: {r['not_run']} |")
             continue
+        parts = " ".join(f"{k} {v:g}" for k, v in (r.get("replica_p50_ms") or {}).items()) or "-"
         lines.append(f"| {r['replicas']} | {r['clients']} | {r['requests_per_s']} | {r['p50_ms']} | {r['p99_ms']} | "
-                     f"{r['mean_rows_per_run']} | {r['errors']} | {r['devices']} |")
+                     f"{r['mean_rows_per_run']} | {parts} | {r['errors']} | {r['devices']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -141,9 +200,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="timed seconds per row (default 10)")
     ap.add_argument("--warmup", type=float, default=2.0, help="untimed seconds first (default 2)")
     ap.add_argument("--max-batch-size", type=int, default=8, help="serve.batch's max_batch_size (default 8)")
-    ap.add_argument("--batch-wait-ms", type=float, default=2.0, help="serve.batch's wait, ms (default 2)")
+    ap.add_argument("--batch-wait-ms", type=float, default=0.0,
+                    help="how long a batch's first request waits for more, ms (default 0: none)")
+    ap.add_argument("--concurrent-runs", type=int, default=1, help="batches a replica runs at once (default 1)")
+    ap.add_argument("--handle", action="store_true",
+                    help="call the replicas' predict through a DeploymentHandle (no HTTP, no Ray proxy) "
+                         "instead of POSTing .npz; separates the proxy's cost")
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--small", action="store_true", help="a small recognizer (to try the script on lavapipe)")
+    ap.add_argument("--tiny", action="store_true",
+                    help="a tiny recognizer (its run on lavapipe is about as short as the full one's on the H200)")
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu-out"))
     args = ap.parse_args(argv)
 
@@ -155,8 +221,8 @@ def main(argv=None) -> int:
 
     gpus = ortops.serve.nvidia_gpus()
     kind = "nvidia" if gpus else "no NVIDIA GPU (replicas share the default Vulkan device)"
-    model = _model(args.small)
-    bodies, want = _requests(model, args.rows)
+    model = _model(args.small, args.tiny)
+    bodies, want, feeds = _requests(model, args.rows)
     here = os.getcwd()
     os.chdir(tempfile.mkdtemp(prefix="ortops-ray-"))   # Ray puts the driver's cwd on workers' sys.path
     try:
@@ -175,13 +241,17 @@ def main(argv=None) -> int:
                 rows.append({"replicas": replicas, "not_run": "no NVIDIA GPUs: replicas would share one device"})
                 continue
             handle = serve.run(ortops.serve.app(model, num_replicas=replicas, max_batch_size=args.max_batch_size,
-                                                batch_wait_timeout_s=args.batch_wait_ms / 1e3),
+                                                batch_wait_timeout_s=args.batch_wait_ms / 1e3,
+                                                concurrent_runs=args.concurrent_runs),
                                name="bench", route_prefix="/bench")
             devices = _replica_devices(handle, replicas)
             pinned = len(set(devices.values())) == replicas or not gpus
             failed |= not pinned
             for clients in [int(t) for t in args.clients.split(",")]:
-                r = asyncio.run(_load(url, bodies, want, clients, args.seconds, args.warmup))
+                if args.handle:
+                    r = asyncio.run(_load_handle(handle, feeds, want, clients, args.seconds, args.warmup))
+                else:
+                    r = asyncio.run(_load(url, bodies, want, clients, args.seconds, args.warmup))
                 r.update(replicas=replicas, clients=clients,
                          devices=", ".join(sorted(u[:8] for u in devices.values())) + ("" if pinned else " (NOT one per GPU)"))
                 failed |= bool(r["errors"])
@@ -191,9 +261,9 @@ def main(argv=None) -> int:
     finally:
         serve.shutdown()
         ray.shutdown()
-    report = {"kind": kind, "small": args.small, "gpus": gpus, "rows": args.rows, "seconds": args.seconds, "warmup": args.warmup,
+    report = {"kind": kind, "small": args.small, "tiny": args.tiny, "gpus": gpus, "rows": args.rows, "seconds": args.seconds, "warmup": args.warmup,
               "max_batch_size": args.max_batch_size, "batch_wait_ms": args.batch_wait_ms,
-              "ray": ray.__version__, "rows_measured": rows}
+              "concurrent_runs": args.concurrent_runs, "handle": args.handle, "ray": ray.__version__, "rows_measured": rows}
     write_report(args.out, "serve_bench", report, _markdown(report))
     print(_markdown(report))
     return 1 if failed else 0

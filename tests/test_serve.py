@@ -120,6 +120,9 @@ def test_two_replicas_answer_concurrent_requests_like_ort_cpu(served):
         assert got.shape == want.shape
         assert scaled_error(got, want) <= tolerance(np.float32), (kind, x.shape[1])
         replicas.add(headers["x-ortops-replica"])
+        # The replica's share of the request, for scripts/serve_bench.py's breakdown.
+        assert [p.split(";")[0].strip() for p in headers["server-timing"].split(",")] == \
+            ["decode", "queue", "run", "back", "encode"]
         stacked += int(headers["x-ortops-rows"]) > x.shape[1]
     assert len(replicas) == 2, f"answers came from {replicas} only"
     assert stacked > 0, "no request was batched with another"
