@@ -65,8 +65,9 @@ def _requests(model, rows: int):
     return bodies, want, feeds
 
 
-async def _load(url, bodies, want, clients: int, seconds: float, warmup: float) -> dict:
-    """``clients`` concurrent clients for ``warmup`` + ``seconds``; latencies of the timed part."""
+async def _load(urls, bodies, want, clients: int, seconds: float, warmup: float) -> dict:
+    """``clients`` concurrent clients for ``warmup`` + ``seconds``; latencies of the timed part.
+    Client k posts to ``urls[k % len(urls)]`` (one URL, or each replica's own with --direct)."""
     import aiohttp
 
     from ortops.compare import scaled_error, tolerance
@@ -83,7 +84,7 @@ async def _load(url, bodies, want, clients: int, seconds: float, warmup: float) 
                 return
             body = bodies[i % FEEDS]
             t0 = time.perf_counter()
-            async with session.post(url, data=body, headers={"Content-Type": "application/x-npz"}) as r:
+            async with session.post(urls[k % len(urls)], data=body, headers={"Content-Type": "application/x-npz"}) as r:
                 payload = await r.read()
                 status, rows, timing = r.status, r.headers.get("x-ortops-rows"), r.headers.get("server-timing")
             t1 = time.perf_counter()
@@ -160,6 +161,37 @@ async def _load_handle(handle, feeds, want, clients: int, seconds: float, warmup
     return _summary(lat, [], errors, [], seconds)
 
 
+def _direct_ports(body: bytes, replicas: int) -> list[int]:
+    """The HTTP ports of the replicas themselves under Ray Serve's direct ingress (each ingress
+    replica listens on one port of RAY_SERVE_DIRECT_INGRESS_MIN/MAX_HTTP_PORT, 30000-31000 by
+    default; Ray does not tell the driver which): the ports there that answer the bench's route
+    with an ortops replica's header, one a replica."""
+    import socket
+    import urllib.request
+
+    low = int(os.environ.get("RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT", "30000"))
+    high = int(os.environ.get("RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT", "31000"))
+    for _ in range(60):
+        found = {}
+        for port in range(low, high):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) != 0:
+                    continue
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/bench", data=body, method="POST",
+                                         headers={"Content-Type": "application/x-npz"})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    tag = r.headers.get("x-ortops-replica")
+            except OSError:
+                continue
+            if tag:
+                found.setdefault(tag, port)
+        if len(found) >= replicas:
+            return sorted(found.values())
+        time.sleep(1)
+    raise SystemExit(f"--direct: found {len(found)} of {replicas} replicas' ports in {low}-{high}")
+
+
 def _replica_devices(handle, replicas: int) -> dict:
     """Each replica's device UUID, by replica tag (asks until all answered, at most 100 calls)."""
     seen = {}
@@ -175,7 +207,8 @@ def _markdown(report: dict) -> str:
     lines = [f"# ortops.serve on Ray Serve ({report['kind']}, {report['gpus']} NVIDIA GPU(s))", "",
              f"Recognizer{' (tiny)' if report.get('tiny') else ' (small)' if report['small'] else ''}, {report['rows']} row(s) a request "
              + ("as arrays through a DeploymentHandle's predict (no HTTP)" if report.get("handle")
-                else "as .npz over loopback HTTP")
+                else "as .npz over loopback HTTP" + (" straight to the replicas (direct ingress)" if report.get("direct")
+                                                     else " through Ray's proxy"))
              + f", {report['seconds']} s per row after {report['warmup']} s warm-up; batches of at most "
              f"{report['max_batch_size']} requests, wait {report['batch_wait_ms']} ms, "
              f"{report.get('concurrent_runs', 1)} run(s) at once; ray {report['ray']}. Replica ms: the median "
@@ -208,12 +241,24 @@ def main(argv=None) -> int:
                          "instead of POSTing .npz; separates the proxy's cost")
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--small", action="store_true", help="a small recognizer (to try the script on lavapipe)")
+    ap.add_argument("--direct", action="store_true",
+                    help="Ray Serve's throughput-optimized mode (RAY_SERVE_THROUGHPUT_OPTIMIZED=1: direct "
+                         "ingress, gRPC between Serve's processes); clients post to each replica's own port, "
+                         "not to Ray's proxy")
     ap.add_argument("--tiny", action="store_true",
                     help="a tiny recognizer (its run on lavapipe is about as short as the full one's on the H200)")
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu-out"))
     args = ap.parse_args(argv)
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if args.direct:
+        # Read when ray.serve is imported, here and (inherited) in Ray's processes. The router
+        # stays in its own loop: this script calls handles outside asyncio too (info).
+        os.environ["RAY_SERVE_THROUGHPUT_OPTIMIZED"] = "1"
+        os.environ.setdefault("RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP", "1")
+        # A replica with direct ingress drains 30 s before it stops (ray 2.60), which made
+        # every replica count's teardown here take 33 s; nothing is in flight by then.
+        os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
     import ray
     from ray import serve
 
@@ -230,7 +275,7 @@ def main(argv=None) -> int:
     finally:
         os.chdir(here)
     serve.start(http_options={"host": "127.0.0.1", "port": args.port})
-    url = f"http://127.0.0.1:{args.port}/bench"
+    urls = [f"http://127.0.0.1:{args.port}/bench"]
     rows, failed = [], False
     try:
         for replicas in [int(t) for t in args.replicas.split(",")]:
@@ -251,7 +296,9 @@ def main(argv=None) -> int:
                 if args.handle:
                     r = asyncio.run(_load_handle(handle, feeds, want, clients, args.seconds, args.warmup))
                 else:
-                    r = asyncio.run(_load(url, bodies, want, clients, args.seconds, args.warmup))
+                    if args.direct:
+                        urls = [f"http://127.0.0.1:{p}/bench" for p in _direct_ports(bodies[0], replicas)]
+                    r = asyncio.run(_load(urls, bodies, want, clients, args.seconds, args.warmup))
                 r.update(replicas=replicas, clients=clients,
                          devices=", ".join(sorted(u[:8] for u in devices.values())) + ("" if pinned else " (NOT one per GPU)"))
                 failed |= bool(r["errors"])
@@ -263,7 +310,7 @@ def main(argv=None) -> int:
         ray.shutdown()
     report = {"kind": kind, "small": args.small, "tiny": args.tiny, "gpus": gpus, "rows": args.rows, "seconds": args.seconds, "warmup": args.warmup,
               "max_batch_size": args.max_batch_size, "batch_wait_ms": args.batch_wait_ms,
-              "concurrent_runs": args.concurrent_runs, "handle": args.handle, "ray": ray.__version__, "rows_measured": rows}
+              "concurrent_runs": args.concurrent_runs, "handle": args.handle, "direct": args.direct, "ray": ray.__version__, "rows_measured": rows}
     write_report(args.out, "serve_bench", report, _markdown(report))
     print(_markdown(report))
     return 1 if failed else 0
