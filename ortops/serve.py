@@ -278,10 +278,12 @@ class Batcher:
     ``max_batch_size`` are queued.
 
     Why not ``serve.batch``: it waits ``batch_wait_timeout_s`` after every first request, a
-    lone one included (2-5 ms a request for nothing with one client), and it forms the next
-    batch during the current run, then queues it for the run slot: with a short wait, a batch
-    closes after a few ms however long the run takes, so under load many small batches queued
-    one behind another (1.86 rows a run at 32 clients on lavapipe, docs/serving.md).
+    lone one included (2.2 ms a request with the bench's 2 ms wait and one client on
+    lavapipe; app()'s default was 5 ms), and it forms the next batch during the current run,
+    then queues it for the run slot: a batch closes after its short wait however long the run
+    takes, so under load small batches queued one behind another (1.0 rows a run at 8 clients,
+    1.9 at 32, with the small recognizer on lavapipe; 4.5 and 8.0 with this, and 2.7 x and
+    2.5 x the requests/s: docs/serving.md, "Where a request's time goes").
 
     ``run_many(feeds)`` returns one result per feed (Replica.run_many); ``submit`` answers
     ``(result, timings)``, timings being seconds queued and seconds the batch ran.
@@ -305,6 +307,7 @@ class Batcher:
         self._task = None
         self._arrived = None     # set when a request is queued
         self._slots = None       # run slots free
+        self._running: set = set()   # the runs' tasks (the loop keeps only weak references)
 
     async def submit(self, feed):
         loop = asyncio.get_running_loop()
@@ -343,7 +346,9 @@ class Batcher:
             if not batch:
                 self._slots.release()
                 continue
-            self._loop.create_task(self._run(batch))
+            task = self._loop.create_task(self._run(batch))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
 
     async def _run(self, batch):
         start = time.perf_counter()

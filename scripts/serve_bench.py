@@ -9,6 +9,12 @@ clients (asyncio + aiohttp, keep-alive connections, in this process) each send o
 ONNX Runtime's CPU result for the same input (scaled error within the float32 tolerance,
 ortops.compare); a wrong answer or an HTTP error fails the script (exit status 1).
 
+Each row also gives the median of the replica's own parts (its Server-Timing header: decode,
+queue, run, back, encode). ``--handle`` calls ``predict`` through a DeploymentHandle instead
+(no HTTP, no Ray proxy); ``--direct`` runs Ray Serve's throughput-optimized mode and posts to
+each replica's own port (direct ingress); ``--tiny`` serves a recognizer whose run on lavapipe
+is as short as the full one's on the H200. docs/serving.md, "Where a request's time goes".
+
 With NVIDIA GPUs each replica asks Ray for one GPU, and the script checks through each
 replica's ``info`` that two replicas run on two different Vulkan devices (by UUID).
 Writes serve_bench.json and serve_bench.md under ``--out`` (default $OUT, else ./gpu-out).
