@@ -238,7 +238,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=1, help="rows (batch) of each request (default 1)")
     ap.add_argument("--seconds", type=float, default=10.0, help="timed seconds per row (default 10)")
     ap.add_argument("--warmup", type=float, default=2.0, help="untimed seconds first (default 2)")
-    ap.add_argument("--max-batch-size", type=int, default=8, help="serve.batch's max_batch_size (default 8)")
+    ap.add_argument("--max-batch-size", type=int, default=8, help="requests a batch holds at most (default 8)")
     ap.add_argument("--batch-wait-ms", type=float, default=0.0,
                     help="how long a batch's first request waits for more, ms (default 0: none)")
     ap.add_argument("--concurrent-runs", type=int, default=1, help="batches a replica runs at once (default 1)")
