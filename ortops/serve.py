@@ -18,7 +18,8 @@ no GPU from Ray and choose as usual (``device=``, ``ORTOPS_DEVICE``, the default
 
 Batching: where every input and every output of the model has one symbolic dimension of the
 same name (the recognizer's ``batch``: X ``[seq, batch, inp]`` -> logits ``[seq, batch,
-classes]``), concurrent requests are stacked along it (``serve.batch``) and run as one; each
+classes]``), concurrent requests are stacked along it and run as one (:class:`Batcher`: a
+batch is what queued while the previous run ran, so a lone request runs at once); each
 request gets its own rows back. Requests whose other dimensions differ run in separate
 stacks. Other models run request by request.
 
@@ -28,8 +29,9 @@ model; floats written by ``json`` round-trip float32 exactly) answered with ``{"
 ``numpy.savez`` writes) answered with one; or, for a one-input model, an ``.npy`` body
 (``application/x-npy``) answered with an ``.npz``. A bad request (unknown or missing input,
 wrong element type or dimension) is answered 400 with the reason; the response headers
-name the replica (``x-ortops-replica``), its device (``x-ortops-device``) and how many
-rows ran together (``x-ortops-rows``).
+name the replica (``x-ortops-replica``), its device (``x-ortops-device``), how many
+rows ran together (``x-ortops-rows``) and where the replica's time went (``Server-Timing``:
+decode, queue, run, back, encode, in ms).
 
 The wire format, the batching and the pinning are plain functions here (tested without
 Ray); :func:`app` builds the Ray Serve application.
@@ -42,13 +44,14 @@ import io
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 log = logging.getLogger("ortops")
 
-__all__ = ["app", "replica_device", "BatchAxes", "batch_axes", "stack", "split",
+__all__ = ["app", "replica_device", "BatchAxes", "batch_axes", "stack", "split", "Batcher",
            "decode_request", "encode_response", "RequestError"]
 
 
@@ -266,34 +269,132 @@ class Replica:
         return done
 
 
+class Batcher:
+    """Runs queued requests in batches, one batch at a time (``concurrent_runs``) on worker
+    threads of its own: a batch is what is queued (up to ``max_batch_size``) when a run slot
+    frees, so a lone request at an idle replica runs at once, and under load a batch holds
+    what arrived during the previous run. ``batch_wait_timeout_s`` > 0 also holds the first
+    request of a batch that long for more (Ray's ``serve.batch`` rule) while fewer than
+    ``max_batch_size`` are queued.
+
+    Why not ``serve.batch``: it waits ``batch_wait_timeout_s`` after every first request, a
+    lone one included (2.2 ms a request with the bench's 2 ms wait and one client on
+    lavapipe; app()'s default was 5 ms), and it forms the next batch during the current run,
+    then queues it for the run slot: a batch closes after its short wait however long the run
+    takes, so under load small batches queued one behind another (1.0 rows a run at 8 clients,
+    1.9 at 32, with the small recognizer on lavapipe; 4.5 and 8.0 with this, and 2.7 x and
+    2.5 x the requests/s: docs/serving.md, "Where a request's time goes").
+
+    ``run_many(feeds)`` returns one result per feed (Replica.run_many); ``submit`` answers
+    ``(result, timings)``, timings being seconds queued and seconds the batch ran.
+    """
+
+    def __init__(self, run_many, *, max_batch_size: int = 8, batch_wait_timeout_s: float = 0.0,
+                 concurrent_runs: int = 1):
+        if max_batch_size < 1 or concurrent_runs < 1 or batch_wait_timeout_s < 0:
+            raise ValueError("max_batch_size and concurrent_runs must be at least 1, batch_wait_timeout_s not negative")
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.run_many = run_many
+        self.max_batch_size = max_batch_size
+        self.batch_wait_timeout_s = batch_wait_timeout_s
+        self.concurrent_runs = concurrent_runs
+        # Threads made once (not one a request): the same thread runs a replica's session.
+        self._executor = ThreadPoolExecutor(concurrent_runs, thread_name_prefix="ortops-run")
+        self._queue: deque = deque()
+        self._loop = None
+        self._task = None
+        self._arrived = None     # set when a request is queued
+        self._slots = None       # run slots free
+        self._running: set = set()   # the runs' tasks (the loop keeps only weak references)
+
+    async def submit(self, feed):
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._task is None or self._task.done():
+            self._start(loop)
+        future = loop.create_future()
+        self._queue.append((feed, future, time.perf_counter()))
+        self._arrived.set()
+        return await future
+
+    def _start(self, loop):
+        self._loop = loop
+        self._arrived = asyncio.Event()
+        self._slots = asyncio.Semaphore(self.concurrent_runs)
+        self._task = loop.create_task(self._serve())
+
+    async def _serve(self):
+        while True:
+            await self._slots.acquire()
+            while not self._queue:
+                self._arrived.clear()
+                await self._arrived.wait()
+            if self.batch_wait_timeout_s > 0:
+                deadline = time.perf_counter() + self.batch_wait_timeout_s
+                while len(self._queue) < self.max_batch_size and (left := deadline - time.perf_counter()) > 0:
+                    self._arrived.clear()
+                    try:
+                        await asyncio.wait_for(self._arrived.wait(), left)
+                    except asyncio.TimeoutError:
+                        break
+            batch = []
+            while self._queue and len(batch) < self.max_batch_size:
+                item = self._queue.popleft()
+                if not item[1].done():       # a request cancelled while queued is not run
+                    batch.append(item)
+            if not batch:
+                self._slots.release()
+                continue
+            task = self._loop.create_task(self._run(batch))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    async def _run(self, batch):
+        start = time.perf_counter()
+        try:
+            results = await self._loop.run_in_executor(self._executor, self.run_many, [b[0] for b in batch])
+        except Exception as e:  # noqa: BLE001 - every request of the batch gets the error
+            for _, future, _ in batch:
+                if not future.done():
+                    future.set_exception(e)
+            return
+        finally:
+            self._slots.release()
+        ran = time.perf_counter() - start
+        for (_, future, queued), result in zip(batch, results):
+            if not future.done():
+                future.set_result((result, {"queue": start - queued, "run": ran}))
+
+
+def server_timing(timings: dict) -> str:
+    """A ``Server-Timing`` header value (milliseconds) from seconds by name."""
+    return ", ".join(f"{k};dur={v * 1e3:.3f}" for k, v in timings.items())
+
+
 def _deployment_class():
     """The Ray Serve deployment (built on first use: Ray is an optional dependency)."""
     from ray import serve
     from starlette.responses import Response
 
     class OrtopsDeployment:
-        def __init__(self, model, device=None, max_batch_size=8, batch_wait_timeout_s=0.005,
-                     providers=None):
+        def __init__(self, model, device=None, max_batch_size=8, batch_wait_timeout_s=0.0,
+                     providers=None, concurrent_runs=1):
             self.replica = Replica(model, device=device, providers=providers)
-            self._batched.set_max_batch_size(max_batch_size)
-            self._batched.set_batch_wait_timeout_s(batch_wait_timeout_s)
+            # Models without a batch axis run one request a batch, through the same queue.
+            run_many = self.replica.run_many if self.replica.axes else (lambda feeds: [(self.replica.run(f), 1) for f in feeds])
+            self.batcher = Batcher(run_many, max_batch_size=max_batch_size if self.replica.axes else 1,
+                                   batch_wait_timeout_s=batch_wait_timeout_s if self.replica.axes else 0.0,
+                                   concurrent_runs=concurrent_runs)
             try:
                 self.tag = serve.get_replica_context().replica_tag
             except Exception:  # noqa: BLE001 - outside a replica (tests)
                 self.tag = str(os.getpid())
 
-        @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
-        async def _batched(self, feeds: list[dict]) -> list:
-            # The session releases the GIL in ONNX Runtime and the Vulkan wait; a worker
-            # thread keeps the replica's event loop answering while the batch runs.
-            return await asyncio.to_thread(self.replica.run_many, feeds)
-
         async def predict(self, feed: dict) -> dict:
             """For DeploymentHandle callers: a feed of arrays -> the outputs by name."""
             feed = check_feed(feed, self.replica.signature)
-            if self.replica.axes is None:
-                return await asyncio.to_thread(self.replica.run, feed)
-            out, _ = await self._batched(feed)
+            (out, _), _ = await self.batcher.submit(feed)
             return out
 
         def info(self) -> dict:
@@ -305,18 +406,24 @@ def _deployment_class():
 
         async def __call__(self, request) -> Response:
             kind = request.headers.get("content-type")
+            body = await request.body()
+            t0 = time.perf_counter()
             try:
-                feed = decode_request(await request.body(), kind, self.replica.signature)
-                if self.replica.axes is None:
-                    out, rows = await asyncio.to_thread(self.replica.run, feed), 1
-                else:
-                    out, rows = await self._batched(feed)
+                feed = decode_request(body, kind, self.replica.signature)
+                t1 = time.perf_counter()
+                (out, rows), timings = await self.batcher.submit(feed)
             except (RequestError, ValueError) as e:
                 return Response(json.dumps({"error": str(e)}), status_code=400, media_type="application/json")
+            t2 = time.perf_counter()
             body, media = encode_response(out, kind)
+            t3 = time.perf_counter()
+            # decode, queue (waiting for a run slot), run (the batch's run_many on the worker
+            # thread), back (the hand-back from that thread to this loop), encode: in ms.
+            timing = server_timing({"decode": t1 - t0, "queue": timings["queue"], "run": timings["run"],
+                                    "back": (t2 - t1) - timings["queue"] - timings["run"], "encode": t3 - t2})
             return Response(body, media_type=media, headers={
                 "x-ortops-replica": self.tag, "x-ortops-device": self.replica.device_uuid,
-                "x-ortops-rows": str(rows)})
+                "x-ortops-rows": str(rows), "server-timing": timing})
 
     return OrtopsDeployment
 
@@ -330,8 +437,8 @@ MAX_ONGOING_REQUESTS = 256
 
 
 def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=None, max_batch_size: int = 8,
-        batch_wait_timeout_s: float = 0.005, max_ongoing_requests: int | None = None, name: str = "ortops",
-        providers=None):
+        batch_wait_timeout_s: float = 0.0, concurrent_runs: int = 1, max_ongoing_requests: int | None = None,
+        name: str = "ortops", providers=None):
     """A Ray Serve application serving ``model`` (a path, bytes or ModelProto).
 
     num_gpus: GPUs Ray gives each replica; default 1 where this process sees NVIDIA Vulkan
@@ -340,6 +447,9 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
     replica accepts at once (default :data:`MAX_ONGOING_REQUESTS`): they wait in the replica's
     batch queue, which costs nothing while they wait; requests beyond it wait in Ray's proxy,
     whose retries with backoff against a full replica collapsed throughput (docs/serving.md).
+    max_batch_size, batch_wait_timeout_s, concurrent_runs: the replica's :class:`Batcher` (a
+    batch is what queued while the previous run ran; a lone request runs at once unless
+    batch_wait_timeout_s asks to hold it for company).
     """
     from ray import serve
 
@@ -354,4 +464,4 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
         _deployment_class(), name=name, num_replicas=num_replicas,
         ray_actor_options={"num_cpus": 0, "num_gpus": num_gpus},
         max_ongoing_requests=max_ongoing_requests or MAX_ONGOING_REQUESTS)
-    return deployment.bind(body, device, max_batch_size, batch_wait_timeout_s, providers)
+    return deployment.bind(body, device, max_batch_size, batch_wait_timeout_s, providers, concurrent_runs)

@@ -139,7 +139,8 @@ SLOW = {
     "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
                     "test_placement_script_quick"},
     "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},
-    "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe)
+    "test_serve": None,            # a local Ray instance with two replicas (12-25 s on lavapipe),
+                                   # and serve_bench.py --direct in a process of its own (17 s)
     "test_memory_growth": None,    # a fresh process, 25-30 sessions or layers: 3-7 s a test;
                                    # 50 x 4 sessions from threads: 22-39 s
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each

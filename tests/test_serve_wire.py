@@ -125,3 +125,117 @@ def test_replica_device_takes_the_given_one_else_the_assigned_gpu(monkeypatch):
     assert serve.replica_device(None, env={"CUDA_VISIBLE_DEVICES": f"GPU-{A.uuid}"}) is A
     assert serve.replica_device(None, env={"CUDA_VISIBLE_DEVICES": ""}) is None    # no GPU: choose as usual
     assert serve.replica_device(None, env={}) is None
+
+
+# ---------------------------------------------------------------- the replica's batcher
+
+
+class _Runs:
+    """A fake run_many that records each batch and, when gated, holds the run until released."""
+
+    def __init__(self, gated=False):
+        import threading
+
+        self.batches, self.started = [], threading.Event()
+        self.gate = threading.Event()
+        if not gated:
+            self.gate.set()
+
+    def __call__(self, feeds):
+        self.batches.append(list(feeds))
+        self.started.set()
+        assert self.gate.wait(10)
+        if any(f == "bad" for f in feeds):
+            raise ValueError("a bad feed")
+        return [f"out {f}" for f in feeds]
+
+
+def _run(coro):
+    import asyncio
+
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+def test_a_lone_request_runs_at_once_not_after_the_batch_wait():
+    """serve.batch held every first request for batch_wait_timeout_s, a lone one included; the
+    Batcher's default (0) runs it at once, and a wait is only what is asked for."""
+    import asyncio
+    import inspect
+    import time
+
+    async def one(**kw):
+        runs = _Runs()
+        b = serve.Batcher(runs, max_batch_size=8, **kw)
+        t0 = time.perf_counter()
+        result, timings = await b.submit("a")
+        return result, timings, time.perf_counter() - t0, runs.batches
+
+    result, timings, took, batches = _run(one())
+    assert result == "out a" and batches == [["a"]] and set(timings) == {"queue", "run"}
+    assert took < 0.5 and timings["queue"] < 0.5      # not held (a wait of 2 s would show)
+    _, timings, took, _ = _run(one(batch_wait_timeout_s=2.0))
+    assert took >= 1.9 and timings["queue"] >= 1.9     # held only when asked to
+    assert inspect.signature(serve.app).parameters["batch_wait_timeout_s"].default == 0.0
+    assert asyncio.iscoroutinefunction(serve.Batcher.submit)
+
+
+def test_requests_arriving_during_a_run_form_the_next_batch_up_to_its_size():
+    import asyncio
+
+    async def go():
+        runs = _Runs(gated=True)
+        b = serve.Batcher(runs, max_batch_size=4)
+        first = asyncio.ensure_future(b.submit(0))
+        await asyncio.to_thread(runs.started.wait, 10)      # 0 runs alone, straight away
+        rest = [asyncio.ensure_future(b.submit(i)) for i in range(1, 7)]
+        await asyncio.sleep(0.05)
+        assert runs.batches == [[0]]                        # one run at a time
+        runs.gate.set()
+        answers = await asyncio.gather(first, *rest)
+        return runs.batches, answers
+
+    batches, answers = _run(go())
+    assert batches == [[0], [1, 2, 3, 4], [5, 6]]
+    assert [a[0] for a in answers] == [f"out {i}" for i in range(7)]
+
+
+def test_a_failed_run_fails_its_batch_and_a_cancelled_request_is_not_run():
+    import asyncio
+
+    async def go():
+        runs = _Runs(gated=True)
+        b = serve.Batcher(runs, max_batch_size=8)
+        first = asyncio.ensure_future(b.submit("x"))
+        await asyncio.to_thread(runs.started.wait, 10)
+        gone = asyncio.ensure_future(b.submit("gone"))
+        bad = [asyncio.ensure_future(b.submit(f)) for f in ("y", "bad")]
+        await asyncio.sleep(0.01)
+        gone.cancel()
+        runs.gate.set()
+        assert (await first)[0] == "out x"
+        for f in bad:
+            with pytest.raises(ValueError, match="a bad feed"):
+                await f
+        assert (await b.submit("z"))[0] == "out z"          # the batcher goes on after a failure
+        return runs.batches
+
+    assert _run(go()) == [["x"], ["y", "bad"], ["z"]]
+
+
+def test_concurrent_runs_run_batches_side_by_side():
+    import asyncio
+    import threading
+
+    both = threading.Barrier(2, timeout=10)
+
+    def run_many(feeds):
+        both.wait()                  # returns only when two runs are in flight at once
+        return feeds
+
+    async def go():
+        b = serve.Batcher(run_many, max_batch_size=1, concurrent_runs=2)
+        return [r for r, _ in await asyncio.gather(b.submit(1), b.submit(2))]
+
+    assert _run(go()) == [1, 2]
+    with pytest.raises(ValueError):
+        serve.Batcher(run_many, max_batch_size=0)
