@@ -191,6 +191,12 @@ if has serve; then
   # checked against ONNX Runtime CPU; the replicas' devices are checked to differ.
   py -c "import ray; print('ray', ray.__version__)" || exit 1
   py scripts/serve_bench.py --out "$OUT" ${SERVE_ARGS:-} 2>&1 | tee "$OUT/serve_bench_log.txt"
+  # SERVE_DIRECT_ARGS: a second run in the same call (e.g. "--direct": Ray's direct ingress,
+  # docs/serving.md), its files under $OUT/direct.
+  if [ -n "${SERVE_DIRECT_ARGS:-}" ]; then
+    mkdir -p "$OUT/direct"
+    py scripts/serve_bench.py --out "$OUT/direct" ${SERVE_DIRECT_ARGS} 2>&1 | tee "$OUT/direct/serve_bench_log.txt"
+  fi
 fi
 if has stream; then
   # A streaming model (silero-vad, LSTM hidden 128 inside If nodes): per-frame latency with the
