@@ -28,7 +28,8 @@ py -m ortops devices > "$OUT/devices.txt" 2>&1 || \
   py -c "import ortops; [print(d.describe()) for d in ortops.devices()]" > "$OUT/devices.txt" 2>&1
 cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
-STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation),
+STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
+                      # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability,
                       # multigpu, servewheels, serve, stream, exact, fast, cudaep, steps, host,
                       # import (none: build only)
@@ -83,6 +84,15 @@ fi
 if has test || has test_validation; then
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
     tests ${TESTS_ARGS:-} > "$OUT/pytest_validation.txt" 2>&1; tail -3 "$OUT/pytest_validation.txt"
+fi
+if has shards; then
+  # The suite in parallel processes (scripts/parallel_suite.py says why): plainly in SHARDS
+  # shards and under validation in VALIDATION_SHARDS at the same time (VALIDATION_FROM: only the
+  # files from that one on, the rest of a cut validation run).
+  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py scripts/parallel_suite.py --out "$OUT/shards" \
+    --shards ${SHARDS:-6} --validation-shards ${VALIDATION_SHARDS:-2} \
+    ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} --timeout ${SHARDS_TIMEOUT:-480} \
+    2>&1 | tee "$OUT/shards.txt"
 fi
 if has exact; then
   # Exact mode (docs/exact.md): the committed digests must come out here too (exit status 1
