@@ -75,7 +75,7 @@ absl-py accelerate==1.15.0 aiofiles aiohappyeyeballs aiohttp aiosignal annotated
 botorch==0.18.1 build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy
 coverage cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x==14.2.0 cycler cython
 diffrax e3nn einops equinox etils execnet filelock flatbuffers flax fonttools formulaic frozenlist
-fsspec gpytorch==1.15.2 grpcio h11 h5py hf-xet httpcore httpx huggingface-hub==1.33.0 humanize
+fsspec gpytorch==1.15.2 grpcio==1.84.0 h11 h5py hf-xet httpcore httpx huggingface-hub==1.33.0 humanize
 hypothesis idna imageio iniconfig interface-meta jax==0.11.2 jax-cuda13-pjrt==0.11.2
 jax-cuda13-plugin==0.11.2 jaxlib==0.11.2 jaxtyping==0.3.11 jinja2 joblib kiwisolver lazy-loader
 lightning lightning-utilities linear-operator lineax llvmlite lxml markdown markdown-it-py
@@ -98,6 +98,9 @@ torchvision==0.26.0 tqdm transformers==5.17.0 treescope triton==3.6.0 typer typi
 typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
 EOF
 fi
+# grpcio==1.84.0: seen on the image on 2026-12-02, when the grpcio-reflection that ray[serve]
+# pulled in unpinned (1.85.1) refused to import against it ("depends on grpcio>=1.85.1");
+# pinning grpcio pins grpcio-reflection to the same release.
 # Pins for the resolver: NAME==VERSION entries, where pip can read the version.
 tr ' ' '\n' < "$work/image.txt" | grep -E '^[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][A-Za-z0-9.!]*$' \
   > "$work/constraints.txt" || true

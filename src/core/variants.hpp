@@ -50,7 +50,7 @@ struct BatchedTileRule
 //
 // What the H200 measured (docs/perf.md "Batched steps"; GPU ms of a bidirectional LSTM,
 // input = hidden, steps in parentheses; every output bit-equal to step.comp's; two calls,
-// 2026-12-01 21:43-21:48 UTC at 8bf1ca4 and 2026-12-02 00:0x UTC at 38134f4, the second
+// 2026-12-01 21:43-21:48 UTC at 8bf1ca4 and 2026-12-01 about 23:22 UTC at 38134f4, the second
 // placing batches 48-128 to settle where float32 switches tiles):
 // - float32, hidden 512, from batch 33: 2x2x1x8x2 (2 rows x 2 units x 4 gates = 16 sums a
 //   thread, 512 threads a workgroup) wins by 10-12 % at batch 48 (5.12 against 5.79 for
