@@ -381,9 +381,10 @@ def _deployment_class():
         def __init__(self, model, device=None, max_batch_size=8, batch_wait_timeout_s=0.0,
                      providers=None, concurrent_runs=1):
             self.replica = Replica(model, device=device, providers=providers)
-            # Models without a batch axis run one request a batch, through the same queue.
-            run_many = self.replica.run_many if self.replica.axes else (lambda feeds: [(self.replica.run(f), 1) for f in feeds])
-            self.batcher = Batcher(run_many, max_batch_size=max_batch_size if self.replica.axes else 1,
+            # Models without a batch axis run one request a batch, through the same queue
+            # (Replica.run_many runs such feeds one by one; a batch of one keeps each answer
+            # from waiting for the others).
+            self.batcher = Batcher(self.replica.run_many, max_batch_size=max_batch_size if self.replica.axes else 1,
                                    batch_wait_timeout_s=batch_wait_timeout_s if self.replica.axes else 0.0,
                                    concurrent_runs=concurrent_runs)
             try:
