@@ -20,8 +20,9 @@ MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device acce
 LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 128 x 128 tile is used
 
 # The batched step kernels (glsl/step_batched.comp, v4; glsl/step_tiled.comp, v5's register
-# tile). BATCHED_FROM: the batch from which the step runs one (None: never; below it the lanes
-# kernel, glsl/step.comp). Their tile comes from the native core's table of measured tiles
+# tile). BATCHED_FROM: the batch from which the step runs one (below it the lanes kernel,
+# glsl/step.comp): TABLE, the native core's by hidden size (16 from hidden 384, 32 below;
+# :func:`batched_from` says a layer's), None never, a number from that batch at every size. Their tile comes from the native core's table of measured tiles
 # (BATCHED_TILES in src/core/variants.hpp, by element type, batch and hidden size;
 # :func:`batched_tiles` lists it): float32 2x1x1x8x4, except 2x2x1x8x2 at hidden 384-767 from
 # batch 33; float16 2x1x1x8x4 everywhere (UPTxBYxPREFETCHxKSPLITxROWS; measured on the H200,
@@ -38,7 +39,8 @@ LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 12
 #   BATCHED_PREFETCH  positions whose terms are loaded at once
 #   BATCHED_KSPLIT    threads sharing one sum's class walk (1, 2, 4 or 8)
 # Tests and scripts/step_kernels.py set explicit tilings here; every tiling gives the same bits.
-BATCHED_FROM: int | None = 16
+TABLE = "table"
+BATCHED_FROM: int | str | None = TABLE
 BATCHED_UPT: int | None | Dict[str, int | None] = None
 BATCHED_BY: int | None | Dict[str, int | None] = None
 BATCHED_PREFETCH: int | None = None
@@ -78,7 +80,16 @@ def settings() -> dict:
         if any(v is not None and (isinstance(v, bool) or int(v) != v or v < least) for v in values):
             raise ValueError(f"ortops.variants.{name} must be a positive integer (or None), got "
                              f"{globals()[name]!r}")
-    values = (BATCHED_FROM or 0, upt32, upt16, by32, by16,
+    if BATCHED_FROM == TABLE:
+        batched_from = _native().batched_tiles()["batched_from_table"]
+    elif BATCHED_FROM is None:
+        batched_from = 0
+    elif isinstance(BATCHED_FROM, bool) or not isinstance(BATCHED_FROM, int) or BATCHED_FROM < 1:
+        raise ValueError(f"ortops.variants.BATCHED_FROM must be a positive integer, None or "
+                         f"ortops.variants.TABLE, got {BATCHED_FROM!r}")
+    else:
+        batched_from = BATCHED_FROM
+    values = (batched_from, upt32, upt16, by32, by16,
               None if BATCHED_PREFETCH is None else max(1, BATCHED_PREFETCH),
               BATCHED_KSPLIT, rows32, rows16)
     return {k: _TABLE if v is None else int(v) for k, v in zip(SETTINGS_KEYS, values)}
@@ -142,12 +153,18 @@ class BatchedVariant:
         return "step_tiled" if self.rows > 1 else "step_batched"
 
 
-def step_kernel(batch: int) -> str:
-    """Which step kernel a batch runs: "step" (lanes split each product; latency-bound
-    small batches) or "step_batched" (whole products in a thread's registers, R and h in the
-    batched layouts; :func:`batched_variant`'s ``shader`` says which of the two kernels, by
-    element type and batch)."""
-    return _native().step_kernel(batch, settings())
+def step_kernel(batch: int, hidden: int) -> str:
+    """Which step kernel a batch of a layer of this hidden size runs: "step" (lanes split each
+    product; latency-bound small batches) or "step_batched" (whole products in a thread's
+    registers, R and h in the batched layouts; :func:`batched_variant`'s ``shader`` says which
+    of the two kernels, by element type, hidden size and batch)."""
+    return _native().step_kernel(batch, hidden, settings())
+
+
+def batched_from(hidden: int) -> int:
+    """The batch from which a layer of this hidden size runs a batched kernel under the
+    settings in force (0: never)."""
+    return int(_native().batched_from(hidden, settings()))
 
 
 def batched_variant(hidden: int, dtype: str = "float32", *, batch: int) -> BatchedVariant:
@@ -183,9 +200,10 @@ def batched_tiles() -> list:
             for dtype, b, h0, h1, tile in _native().batched_tiles()["tiles"]]
 
 
-def default_batched_from() -> int:
-    """The native core's default BATCHED_FROM (src/core/variants.hpp)."""
-    return int(_native().batched_tiles()["batched_from"])
+def default_batched_from() -> list:
+    """The native core's default BATCHED_FROM table (src/core/variants.hpp): (from hidden,
+    batch) rows, the last whose hidden size is at most a layer's deciding."""
+    return [tuple(int(v) for v in r) for r in _native().batched_tiles()["batched_from"]]
 
 
 def step_variant(batch: int, gates_in_pass: int) -> StepVariant:

@@ -106,7 +106,7 @@ def main(argv=None) -> int:
             row = {"shape": name, "lanes": (total, steps), "batched": {}}
             for tiling in tilings:
                 if tiling == DEFAULT:
-                    layer = _layer(hidden, dtype, None, None, variants.default_batched_from(), None, None, None)
+                    layer = _layer(hidden, dtype, None, None, variants.TABLE, None, None, None)
                 else:
                     layer = _layer(hidden, dtype, tiling[0], tiling[1], 1, *tiling[2:])
                 t, st, out = _time(layer, X, args.runs)

@@ -42,9 +42,11 @@ def test_specialization_layouts_are_the_native_layouts():
 
 
 def test_batched_defaults_are_the_native_defaults():
-    # ortops.variants' BATCHED_FROM is the native default (variants.hpp's BATCHED_FROM, which
-    # the custom-op library's layers use); its tiles are the native table's (None: not mirrored).
+    # ortops.variants' BATCHED_FROM is the native default (variants.hpp's BATCHED_FROM table by
+    # hidden size, which the custom-op library's layers use); its tiles are the native table's
+    # (None: not mirrored).
     from ortops import variants
 
-    assert variants.BATCHED_FROM == _vk.batched_tiles()["batched_from"]
+    assert variants.BATCHED_FROM == variants.TABLE
+    assert variants.settings()["batched_from"] == _vk.batched_tiles()["batched_from_table"]
     assert all(getattr(variants, "BATCHED_" + name) is None for name in ("UPT", "BY", "PREFETCH", "KSPLIT", "ROWS"))

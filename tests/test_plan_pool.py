@@ -54,11 +54,14 @@ def _tile(v):
     (512, 256, "float16", F16),
 ])
 def test_the_table_picks_what_the_h200_measured(hidden, batch, dtype, expected):
-    # From batch 16 the batched kernel (v5's 4-row tile beat the lanes kernel there by 21 % in
-    # float32, 16 % in float16), with the measured tile of its element type, hidden size and
-    # batch; at these sizes nothing is clamped, so the tile is the table's as written.
-    assert variants.BATCHED_FROM == 16 and variants.default_batched_from() == 16
-    assert variants.step_kernel(batch) == "step_batched"
+    # From batch 16 at hidden 384 up (v5's 4-row tile beat the lanes kernel at 200x16x512 by
+    # 21 % in float32, 16 % in float16) and from 32 below, the batched kernel, with the measured
+    # tile of its element type, hidden size and batch; at these sizes nothing is clamped, so
+    # the tile is the table's as written.
+    assert variants.BATCHED_FROM == variants.TABLE
+    assert variants.default_batched_from() == [(0, 32), (384, 16)]
+    assert variants.step_kernel(batch, hidden) == ("step_batched" if batch >= variants.batched_from(hidden)
+                                                   else "step")
     v = variants.batched_variant(hidden, dtype, batch=batch)
     assert _tile(v) == expected and v.shader == "step_tiled" and v.units == 8
     # The Python view of the table says the same: the last matching row of the element type.
@@ -67,7 +70,11 @@ def test_the_table_picks_what_the_h200_measured(hidden, batch, dtype, expected):
 
 
 def test_the_table_and_its_limits():
-    assert variants.step_kernel(15) == "step" and variants.step_kernel(16) == "step_batched"
+    # The batched kernel from batch 16 at hidden 384 up, from 32 below (variants.hpp's
+    # BATCHED_FROM: at hidden 128-256 step.comp won at batch 16 on the H200).
+    assert variants.step_kernel(15, 384) == "step" and variants.step_kernel(16, 384) == "step_batched"
+    assert variants.step_kernel(31, 383) == "step" and variants.step_kernel(32, 383) == "step_batched"
+    assert variants.batched_from(1) == 32 and variants.batched_from(4096) == 16
     tiles = [(r.dtype, r.from_batch, r.from_hidden, r.below_hidden, _tile(r.tile))
              for r in variants.batched_tiles()]
     assert tiles == [("float32", 0, 0, None, F32), ("float32", 33, 384, 768, F32_H512),
@@ -81,7 +88,7 @@ def test_the_table_and_its_limits():
         assert 32 * t.by * t.ksplit <= 1024
     # Every field left to the table by default; the native settings' 0 means the table's.
     s = variants.settings()
-    assert s["batched_from"] == 16 and all(v == 0 for k, v in s.items() if k != "batched_from")
+    assert s["batched_from"] == 0xFFFFFFFF and all(v == 0 for k, v in s.items() if k != "batched_from")
     # A small layer: the table's tile clamped to it (one unit group: rows lanes along the units).
     assert _tile(variants.batched_variant(1, "float32", batch=16)) == (1, 1, 1, 8, 4)
     assert _tile(variants.batched_variant(1, "float32", batch=64)) == (1, 1, 1, 8, 4)
@@ -91,9 +98,13 @@ def test_the_table_and_its_limits():
 
 def test_batched_kernel_choice_follows_the_tunables(monkeypatch):
     monkeypatch.setattr(variants, "BATCHED_FROM", 32)
-    assert variants.step_kernel(31) == "step" and variants.step_kernel(32) == "step_batched"
+    assert variants.step_kernel(31, 512) == "step" and variants.step_kernel(32, 512) == "step_batched"
     monkeypatch.setattr(variants, "BATCHED_FROM", None)
-    assert variants.step_kernel(4096) == "step"
+    assert variants.step_kernel(4096, 512) == "step"
+    monkeypatch.setattr(variants, "BATCHED_FROM", 0)
+    with pytest.raises(ValueError, match="BATCHED_FROM"):
+        variants.settings()
+    monkeypatch.setattr(variants, "BATCHED_FROM", variants.TABLE)
     # BATCHED_ROWS = 1 is v4 (glsl/step_batched.comp), the rest of the tile the table's.
     monkeypatch.setattr(variants, "BATCHED_ROWS", 1)
     v = variants.batched_variant(512, "float32", batch=64)

@@ -112,21 +112,24 @@ def test_batched_kernel_gives_the_lanes_kernels_bits(monkeypatch, op, direction,
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("hidden,batch", [(45, 20), (45, 70), (390, 34)])
+@pytest.mark.parametrize("hidden,batch", [(45, 20), (45, 40), (45, 70), (390, 16), (390, 34)])
 def test_shipped_defaults(monkeypatch, dtype, hidden, batch):
-    # Nothing set: a batch of 20 (from BATCHED_FROM, 16: one lane group, partly empty), of 70
-    # (three lane groups) and, at hidden 390, of 34 (in float32 the table's 2-row tile of
-    # hidden 384-767 from batch 33; its second lane group holds two rows) run whatever
-    # ortops.variants ships, the batched kernel (its R layout uploaded), with the lanes
-    # kernel's bits.
+    # Nothing set: what ortops.variants ships runs with the lanes kernel's bits. At hidden 45 the
+    # batched kernel from batch 32 (a batch of 20 stays on the lanes kernel; 40: two lane
+    # groups, the second partly empty; 70: three), at hidden 390 from batch 16 (16: one lane
+    # group, partly empty; 34: in float32 the table's 2-row tile of hidden 384-767 from batch 33).
     arrays, lens = _case("LSTM", "bidirectional", hidden, batch, dtype, seq=3)
     weights = {k: arrays[k] for k in ("W", "R", "B", "P")}
     states = {k: arrays[k] for k in ("initial_h", "initial_c")}
     layer = ortops.RecurrentLayer("LSTM", **weights, direction="bidirectional")
     shipped = layer(arrays["X"], lens, **states)
-    assert variants.step_kernel(batch) == "step_batched" and "RB" in layer._weights
-    v = variants.batched_variant(hidden, np.dtype(dtype).name, batch=batch)
-    assert v.shader == "step_tiled" and v.rows == (2 if hidden == 390 and dtype == np.float32 else 4)
+    batched = batch >= (16 if hidden >= 384 else 32)
+    assert variants.step_kernel(batch, hidden) == ("step_batched" if batched else "step")
+    assert ("RB" in layer._weights) == batched
+    if batched:
+        v = variants.batched_variant(hidden, np.dtype(dtype).name, batch=batch)
+        assert v.shader == "step_tiled" and v.rows == (2 if hidden == 390 and batch >= 33 and dtype == np.float32
+                                                       else 4)
     lanes = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES)
     _assert_same_bits(lanes, shipped)
 

@@ -138,7 +138,7 @@ def _ortops_point(hidden, batch, dtype, mode, X, cfg: Config):
 
     return dict(gpu_ms=f["gpu_ms"], call_ms=f["layer_call_ms"], session_ms=session,
                 error=f["error"], runs=f["runs"], gpu_profile=f["gpu_profile"],
-                step_kernel=variants.step_kernel(batch))
+                step_kernel=variants.step_kernel(batch, hidden))
 
 
 def _session_ms(hidden, batch, dtype, mode, X, cfg: Config):
@@ -241,8 +241,19 @@ def kernels() -> Dict[str, object]:
     from ortops import fast, variants
 
     return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
-            "batched_from": variants.BATCHED_FROM,
+            "batched_from": _batched_from(),
             "batched_tiling": {d: _tiling_by_batch(d) for d in ("float32", "float16")}}
+
+
+def _batched_from():
+    """BATCHED_FROM as the report names it: None (never), a batch, or the native table's rows
+    as "16 at hidden 384 up, 32 below" (the kernels line reads "from batch 16 at ...")."""
+    from ortops import variants
+
+    if variants.BATCHED_FROM != variants.TABLE:
+        return variants.BATCHED_FROM
+    rows = variants.default_batched_from()
+    return ", ".join(f"{b} at hidden {h} up" if h else f"{b} below" for h, b in reversed(rows))
 
 
 def _tiling_by_batch(dtype) -> str:
@@ -259,7 +270,8 @@ def _tiling_by_batch(dtype) -> str:
             parts.append(tile)
             continue
         hidden = f"{r.from_hidden}-{r.below_hidden - 1}" if r.below_hidden else f"{r.from_hidden} up"
-        parts.append(f"from batch {max(r.from_batch, variants.BATCHED_FROM or 1)} at hidden {hidden} {tile}")
+        parts.append(f"from batch {max(r.from_batch, variants.batched_from(r.from_hidden) or 1)} at hidden "
+                     f"{hidden} {tile}")
     return ", ".join(parts)
 
 

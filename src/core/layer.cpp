@@ -682,7 +682,7 @@ scratchSizes(const Spec& s, uint32_t seq, uint32_t batch, const VariantSettings&
 {
     uint64_t plane = static_cast<uint64_t>(s.dirs) * batch * s.hidden;
     uint64_t extra = s.cell->extraStatePlanes(s.lbr) * plane;
-    uint64_t transposed = stepKernel(batch, vs) == "step_batched"
+    uint64_t transposed = stepKernel(batch, s.hidden, vs) == "step_batched"
                             ? static_cast<uint64_t>(transposedPlanes(s.gruTwoPass())) * s.dirs * 32 *
                                 classesLength(s.hidden) * paddedBatch(batch)
                             : 0;
@@ -715,7 +715,7 @@ struct Recording
             settings = L.settings;
         }
         limits = L.currentLimits();
-        batched = stepKernel(key.batch, settings.variants) == "step_batched";
+        batched = stepKernel(key.batch, s.hidden, settings.variants) == "step_batched";
         coopmat = useCoopmat(s, L.device, *L.ctx, settings.coopmat);
     }
 
@@ -974,7 +974,7 @@ LayerImpl::record(const PlanKey& key, const RunInputs& in)
         std::lock_guard<std::mutex> lock(settingsLock);
         vs = settings.variants;
     }
-    if (stepKernel(key.batch, vs) == "step_batched") {
+    if (stepKernel(key.batch, spec.hidden, vs) == "step_batched") {
         uploadBatchedR();
     }
     auto plan = Recording(*this, key, in).run();

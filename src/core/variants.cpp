@@ -53,10 +53,26 @@ projectionTpt(uint64_t outputs, uint64_t large)
     return outputs >= large ? 8 : 4;
 }
 
-std::string_view
-stepKernel(uint32_t batch, const VariantSettings& s)
+uint32_t
+batchedFromFor(uint32_t hidden, const VariantSettings& s)
 {
-    return (s.batchedFrom != 0 && batch >= s.batchedFrom) ? "step_batched" : "step";
+    if (s.batchedFrom != BATCHED_FROM_TABLE) {
+        return s.batchedFrom;
+    }
+    uint32_t from = BATCHED_FROM[0].batch;
+    for (const auto& r : BATCHED_FROM) {
+        if (r.fromHidden <= hidden) {
+            from = r.batch;
+        }
+    }
+    return from;
+}
+
+std::string_view
+stepKernel(uint32_t batch, uint32_t hidden, const VariantSettings& s)
+{
+    uint32_t from = batchedFromFor(hidden, s);
+    return (from != 0 && batch >= from) ? "step_batched" : "step";
 }
 
 BatchedTile

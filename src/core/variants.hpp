@@ -95,7 +95,23 @@ struct BatchedTileRule
 // unmeasured: a device other than the H200 runs the H200's choice until it is measured
 // (scripts/step_kernels.py, `STAGE=steps`), and any tile can be set by hand (the overrides in
 // VariantSettings, ortops.variants.BATCHED_* from Python).
-inline constexpr uint32_t BATCHED_FROM = 16;
+// The batch from which the step runs a batched kernel, by hidden size: the last row whose
+// fromHidden is at most the layer's. What the H200 measured (docs/perf.md, "Sweep", the rerun
+// of 2026-12-02 at 100 steps; the 4-row tile against step.comp): at hidden 512 and 1024 the
+// batched kernel wins at batch 16 (float32 1.50 against 1.90 ms; 5.03 against 7.08), and at
+// 200x16x512 by 21 % (above); at hidden 128 and 256 it loses there (float32 0.628 against
+// 0.458 and 0.935 against 0.697, float16 at 256 0.964 against 0.705), so below hidden 384
+// (halfway to 512) it starts at batch 32 as before 2026-12-01, where v4, and v5 since, had won.
+struct BatchedFromRule
+{
+    uint32_t fromHidden;
+    uint32_t batch;
+};
+inline constexpr BatchedFromRule BATCHED_FROM[] = { { 0, 32 }, { 384, 16 } };
+// VariantSettings::batchedFrom's default: the table above (0: never; any other value: from
+// that batch at every hidden size).
+inline constexpr uint32_t BATCHED_FROM_TABLE = 0xFFFFFFFFu;
+static_assert(BATCHED_FROM[0].fromHidden == 0, "BATCHED_FROM: the first row covers every hidden size");
 inline constexpr BatchedTileRule BATCHED_TILES[] = {
     { false, 0, 0, ANY_HIDDEN, { 2, 1, 1, 8, 4 } },   // float32: 4 rows x 2 units
     { false, 33, 384, 768, { 2, 2, 1, 8, 2 } },       // float32, hidden about 512, from batch 33:
@@ -152,14 +168,14 @@ defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
 
 // The tunables a plan reads when it is recorded (tests and benchmarks may change them; the
 // Python door sends ortops.variants' values with every call). `batchedFrom`: the batch from
-// which the step runs a batched kernel (0: never). The tile fields override the table above
+// which the step runs a batched kernel (BATCHED_FROM_TABLE: by hidden size; 0: never). The tile fields override the table above
 // field by field, 0 (BATCHED_TABLE) leaving the table's value for the run's element type and
 // batch: `batchedUpt` and `batchedBy` and `batchedRows` by element type, `batchedPrefetch` and
 // `batchedKsplit` for both; `batchedRows` 1 is v4 (glsl/step_batched.comp), 2, 4 or 8 v5.
 inline constexpr uint32_t BATCHED_TABLE = 0;
 struct VariantSettings
 {
-    uint32_t batchedFrom = BATCHED_FROM;
+    uint32_t batchedFrom = BATCHED_FROM_TABLE;
     uint32_t batchedUptFloat32 = BATCHED_TABLE;
     uint32_t batchedUptFloat16 = BATCHED_TABLE;
     uint32_t batchedByFloat32 = BATCHED_TABLE;
@@ -217,7 +233,10 @@ struct BatchedVariant
 // "step" (lanes split each product; latency-bound small batches) or "step_batched" (the
 // batched layouts: R as RB, h in transposed planes; the shader is BatchedVariant::shader()).
 std::string_view
-stepKernel(uint32_t batch, const VariantSettings& s);
+stepKernel(uint32_t batch, uint32_t hidden, const VariantSettings& s);
+// The batch from which a layer of this hidden size runs a batched kernel (0: never).
+uint32_t
+batchedFromFor(uint32_t hidden, const VariantSettings& s);
 
 // The tile of a layer of this hidden size and element type at this batch: the table's
 // (defaultBatchedTile), each field the settings override replaced, clamped to what the layer

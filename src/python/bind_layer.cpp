@@ -308,7 +308,12 @@ bindLayer(py::module_& m)
                                          py::make_tuple(t.upt, t.by, t.prefetch, t.ksplit, t.rows)));
           }
           py::dict d;
-          d["batched_from"] = BATCHED_FROM;
+          py::list from;
+          for (const auto& r : BATCHED_FROM) {
+              from.append(py::make_tuple(r.fromHidden, r.batch));
+          }
+          d["batched_from"] = from;
+          d["batched_from_table"] = BATCHED_FROM_TABLE;
           d["tiles"] = rows;
           d["shared_bytes"] = TILED_SHARED_BYTES;
           d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
@@ -318,10 +323,16 @@ bindLayer(py::module_& m)
       "of tiles, rows (element type, from batch, from hidden, below hidden or None, (upt, by, prefetch, "
       "ksplit, rows)).");
     m.def("step_kernel",
-          [](uint32_t batch, const py::dict& settings) {
-              return std::string(stepKernel(batch, settingsFromDict(settings, LayerSettings{}).variants));
+          [](uint32_t batch, uint32_t hidden, const py::dict& settings) {
+              return std::string(
+                stepKernel(batch, hidden, settingsFromDict(settings, LayerSettings{}).variants));
           },
-          py::arg("batch"), py::arg("settings"));
+          py::arg("batch"), py::arg("hidden"), py::arg("settings"));
+    m.def("batched_from",
+          [](uint32_t hidden, const py::dict& settings) {
+              return batchedFromFor(hidden, settingsFromDict(settings, LayerSettings{}).variants);
+          },
+          py::arg("hidden"), py::arg("settings"));
     m.def("projection_tpt", &projectionTpt, py::arg("outputs"), py::arg("large"));
     m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
     m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
