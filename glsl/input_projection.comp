@@ -1,14 +1,31 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+// The tile loops must unroll so that the sums and the staged values stay in registers.
+#extension GL_EXT_control_flow_attributes : enable
 // Pass 1: the input projection of every step and every direction, one batched Gemm:
 //   Xw[d][t][b][n] = sum_k X[t][b][k] * W[d][n][k]        (n = gate * hidden + unit)
 // W is used as stored, [dirs, gates*hidden, input], read through the transposed-B form, so
 // weights are never repacked. Each output has one float32 accumulator summed in increasing
-// k from +0, so the result is fixed by the shapes (deterministic run to run).
+// k from +0 (the slices zero past K, as every version has: the bits are the first version's),
+// so the result is fixed by the shapes (deterministic run to run).
 // A workgroup computes a TILE x TILE tile of one direction (TILE = 16 * TPT), each thread
 // TPT x TPT outputs, with K staged through shared memory 16 at a time. TPT = 4 for small
 // products (more workgroups to spread over the device), 8 for large ones (twice the
 // multiply-adds per shared-memory load).
+//
+// The second version (2026-12-02; the first ran LSTM 200x64x512's 53.7 GFLOP at 31 TFLOP/s on
+// the H200, half its float32 rate). Same tile, same sums, three changes where the first
+// version's time went:
+// - staging writes without bank conflicts: a thread stages four consecutive k of one row
+//   (one 16-byte load where K is a multiple of 4) and neighbouring threads take neighbouring
+//   rows, so each of its four shared-memory writes lands 32 lanes on 32 banks (the first
+//   version's neighbours took neighbouring k of one row: 16 writes to one bank);
+// - a thread's rows (and columns) are groups of four adjacent ones, so the products read
+//   them from shared memory as vec4s (TPT / 2 16-byte reads per k for TPT^2 multiply-adds,
+//   against 2 TPT 4-byte reads);
+// - the next slice's loads are issued into registers before this slice's multiply-adds, as
+//   glsl/input_projection_coopmat.comp does, so their latency hides behind them; and Xw rows
+//   are stored four outputs at a time where they are 16-byte aligned.
 #include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 16) in;
@@ -21,9 +38,16 @@ layout(constant_id = 4) const uint LAYOUT = 0;  // 1: X is [batch, seq, input]
 layout(constant_id = 5) const uint XW_OFFSET = 0; // in floats, inside the Xw binding
 layout(constant_id = 6) const uint TPT = 4;       // outputs per thread in each dimension
 
+// Each operand bound as words (any K, the edges) and as 4 elements at once (K % 4 == 0:
+// 16 bytes of float32, 8 of float16).
 layout(std430, binding = 0) readonly buffer XBuf { uint X[]; };
+layout(std430, binding = 0) readonly buffer XBuf4 { uvec4 X4[]; };
+layout(std430, binding = 0) readonly buffer XBuf2 { uvec2 X2[]; };
 layout(std430, binding = 1) readonly buffer WBuf { uint W[]; };
+layout(std430, binding = 1) readonly buffer WBuf4 { uvec4 W4[]; };
+layout(std430, binding = 1) readonly buffer WBuf2 { uvec2 W2[]; };
 layout(std430, binding = 2) writeonly buffer XwBuf { uint Xw[]; };
+layout(std430, binding = 2) writeonly buffer XwBuf4 { uvec4 Xw4[]; };
 
 // rows: how many (step, batch row) rows to compute; the host's MaxLength bound shortens it.
 // tile0: the first row tile of this dispatch. The host splits the rows over dispatches of at
@@ -31,9 +55,14 @@ layout(std430, binding = 2) writeonly buffer XwBuf { uint Xw[]; };
 layout(push_constant) uniform Push { uint rows; uint tile0; } pc;
 
 const uint TILE = 16u * TPT;
-const uint KT = 16;
-shared float As[KT][TILE];
-shared float Bs[KT][TILE];
+const uint KT = 16u;
+const uint QUADS = TILE * KT / 4u / 256u;   // four-k groups a thread stages per operand a slice
+const uint TQ = TPT / 4u;                   // a thread's groups of four rows (and columns)
+const bool WIDE = K % 4u == 0u;             // rows of X and W start at multiples of 4 elements
+const bool DIRECT = N % 4u == 0u && XW_OFFSET % 4u == 0u;   // Xw rows 16-byte aligned
+// Staged slices [k][row of the tile], read four rows at a time.
+shared vec4 As[KT * TILE / 4u];
+shared vec4 Bs[KT * TILE / 4u];
 
 uint xRow(uint m)
 {
@@ -46,6 +75,71 @@ uint xRow(uint m)
     return b * SEQ + t;
 }
 
+// Element j of a group of four read at once, as LOADT reads it.
+float element(uvec4 words, uint j)
+{
+#if FLOAT16
+    uint w = words[j >> 1u];
+#if EXACT
+    return half_to_float_((w >> (16u * (j & 1u))) & 0xFFFFu);
+#else
+    return unpackHalf2x16(w)[j & 1u];
+#endif
+#else
+#if EXACT
+    return ftz_(uintBitsToFloat(words[j]));
+#else
+    return uintBitsToFloat(words[j]);
+#endif
+#endif
+}
+
+// Elements k .. k+3 of X's row for Xw row m (zero past M and K).
+vec4 quadX(uint m, uint k)
+{
+    vec4 v = vec4(0.0);
+    if (m >= pc.rows) {
+        return v;
+    }
+    uint i = xRow(m) * K + k;
+    if (WIDE) {
+        if (k < K) {
+#if FLOAT16
+            uvec4 w = uvec4(X2[i >> 2u], 0u, 0u);
+#else
+            uvec4 w = X4[i >> 2u];
+#endif
+            [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = element(w, j);
+        }
+        return v;
+    }
+    [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = k + j < K ? LOADT(X, i + j) : 0.0;
+    return v;
+}
+
+// Elements k .. k+3 of W's row n of direction d (zero past N and K).
+vec4 quadW(uint d, uint n, uint k)
+{
+    vec4 v = vec4(0.0);
+    if (n >= N) {
+        return v;
+    }
+    uint i = (d * N + n) * K + k;
+    if (WIDE) {
+        if (k < K) {
+#if FLOAT16
+            uvec4 w = uvec4(W2[i >> 2u], 0u, 0u);
+#else
+            uvec4 w = W4[i >> 2u];
+#endif
+            [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = element(w, j);
+        }
+        return v;
+    }
+    [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = k + j < K ? LOADT(W, i + j) : 0.0;
+    return v;
+}
+
 void main()
 {
     uint d = gl_WorkGroupID.z;
@@ -54,45 +148,67 @@ void main()
     uint tx = gl_LocalInvocationID.x;
     uint ty = gl_LocalInvocationID.y;
     uint tid = ty * 16u + tx;
-    uint M = pc.rows;
 
     float acc[TPT][TPT];
-    for (uint i = 0u; i < TPT; i++)
-        for (uint j = 0u; j < TPT; j++)
+    [[unroll]] for (uint i = 0u; i < TPT; i++)
+        [[unroll]] for (uint j = 0u; j < TPT; j++)
             acc[i][j] = 0.0;
 
+    // This thread's staged groups: row g % TILE of the tile, k group g / TILE (g = tid + 256 l).
+    vec4 xa[QUADS];
+    vec4 wb[QUADS];
+    [[unroll]] for (uint l = 0u; l < QUADS; l++) {
+        uint g = tid + 256u * l;
+        xa[l] = quadX(m0 + g % TILE, 4u * (g / TILE));
+        wb[l] = quadW(d, n0 + g % TILE, 4u * (g / TILE));
+    }
     for (uint k0 = 0u; k0 < K; k0 += KT) {
-        // TILE rows x 16 k of X and of W each, TPT * TPT / 4 values per thread.
-        for (uint e = tid; e < TILE * KT; e += 256u) {
-            uint r = e / KT;
-            uint kk = e - r * KT;
-            uint k = k0 + kk;
-            uint m = m0 + r;
-            uint n = n0 + r;
-            As[kk][r] = (m < M && k < K) ? LOADT(X, xRow(m) * K + k) : 0.0;
-            Bs[kk][r] = (n < N && k < K) ? LOADT(W, (d * N + n) * K + k) : 0.0;
+        barrier();   // the previous slice's values are read
+        [[unroll]] for (uint l = 0u; l < QUADS; l++) {
+            uint g = tid + 256u * l;
+            uint r = g % TILE, q = g / TILE;
+            [[unroll]] for (uint j = 0u; j < 4u; j++) {
+                uint at = (4u * q + j) * TILE + r;
+                As[at >> 2u][at & 3u] = xa[l][j];
+                Bs[at >> 2u][at & 3u] = wb[l][j];
+            }
         }
         barrier();
-        for (uint kk = 0u; kk < KT; kk++) {
-            float a[TPT];
-            float b[TPT];
-            for (uint i = 0u; i < TPT; i++) a[i] = As[kk][ty + 16u * i];
-            for (uint j = 0u; j < TPT; j++) b[j] = Bs[kk][tx + 16u * j];
-            for (uint i = 0u; i < TPT; i++)
-                for (uint j = 0u; j < TPT; j++)
-                    acc[i][j] = ADD(acc[i][j], MUL(a[i], b[j]));
+        uint k1 = k0 + KT;   // the next slice's loads, in flight during the multiply-adds
+        if (k1 < K) {
+            [[unroll]] for (uint l = 0u; l < QUADS; l++) {
+                uint g = tid + 256u * l;
+                xa[l] = quadX(m0 + g % TILE, k1 + 4u * (g / TILE));
+                wb[l] = quadW(d, n0 + g % TILE, k1 + 4u * (g / TILE));
+            }
         }
-        barrier();
+        [[unroll]] for (uint kk = 0u; kk < KT; kk++) {
+            // Rows 64 i4 + 4 ty + c and columns 64 j4 + 4 tx + c of the tile.
+            vec4 a[TQ];
+            vec4 b[TQ];
+            [[unroll]] for (uint q = 0u; q < TQ; q++) {
+                a[q] = As[(kk * TILE + 64u * q) / 4u + ty];
+                b[q] = Bs[(kk * TILE + 64u * q) / 4u + tx];
+            }
+            [[unroll]] for (uint i = 0u; i < TPT; i++)
+                [[unroll]] for (uint j = 0u; j < TPT; j++)
+                    acc[i][j] = ADD(acc[i][j], MUL(a[i >> 2u][i & 3u], b[j >> 2u][j & 3u]));
+        }
     }
 
-    for (uint i = 0u; i < TPT; i++) {
-        uint m = m0 + ty + 16u * i;
-        if (m >= M) continue;
-        for (uint j = 0u; j < TPT; j++) {
-            uint n = n0 + tx + 16u * j;
-            if (n < N) {
-                STOREF(Xw, XW_OFFSET + (d * SEQ * BATCH + m) * N + n, acc[i][j]);
+    uint base = XW_OFFSET + d * SEQ * BATCH * N;
+    [[unroll]] for (uint i = 0u; i < TPT; i++) {
+        uint m = m0 + 64u * (i >> 2u) + 4u * ty + (i & 3u);
+        if (m >= pc.rows) continue;
+        [[unroll]] for (uint q = 0u; q < TQ; q++) {
+            uint n = n0 + 64u * q + 4u * tx;
+            if (DIRECT && n + 3u < N) {
+                Xw4[(base + m * N + n) >> 2u] = uvec4(floatBitsToUint(acc[i][4u * q]), floatBitsToUint(acc[i][4u * q + 1u]),
+                                                      floatBitsToUint(acc[i][4u * q + 2u]), floatBitsToUint(acc[i][4u * q + 3u]));
+                continue;
             }
+            [[unroll]] for (uint c = 0u; c < 4u; c++)
+                if (n + c < N) STOREF(Xw, base + m * N + n + c, acc[i][4u * q + c]);
         }
     }
 }

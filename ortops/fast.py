@@ -3,7 +3,11 @@
 A float16 layer's input projection Xw = X . W^T runs on matrix hardware
 (VK_KHR_cooperative_matrix: float16 x float16 products, float32 accumulation;
 glsl/input_projection_coopmat.comp) where the device lists the combination that kernel is
-written for and the context enabled the extension (src/core/cooperative_matrix.cpp). Everything else
+written for and the context enabled the extension (src/core/cooperative_matrix.cpp). On the same
+conditions, for the cells' default activations and from the batch of
+ortops.variants.COOPMAT_STEPS_FROM, the native core also records the steps' R . h on the
+matrix units (glsl/step_coopmat.comp, :data:`STEP_KERNEL`; a plan says which it recorded in its
+``steps``). Everything else
 runs the portable deterministic kernels: float32 layers always (float16 products would round
 float32 inputs to 11 bits, far outside the float32 contract of 1e-5), and float16 layers on a
 device without the hardware, where fast mode gives the same bits as "deterministic".
@@ -16,10 +20,17 @@ from typing import NamedTuple, Tuple
 
 import numpy as np
 
-__all__ = ["CoopMatShape", "KERNEL", "PORTABLE", "REQUIRED", "projection_kernel", "coopmat_reason"]
+__all__ = ["CoopMatShape", "COOPMAT_PASSES", "KERNEL", "PORTABLE", "REQUIRED", "STEP_KERNEL", "projection_kernel",
+           "coopmat_reason"]
 
 PORTABLE = "input_projection"
 KERNEL = "input_projection_coopmat"
+#: The step kernel of mode "fast" on the same hardware (glsl/step_coopmat.comp: R . h on the
+#: matrix units), chosen by the native core from ortops.variants.COOPMAT_STEPS_FROM's batch for
+#: float16 layers with the cells' default activations, where the projection kernel can run.
+STEP_KERNEL = "step_coopmat"
+#: The matrix-hardware passes: float16 variants only, float16 and float32 values.
+COOPMAT_PASSES = frozenset({KERNEL, STEP_KERNEL})
 
 #: Whether fast mode records the cooperative-matrix projection at all: yes unless
 #: ORTOPS_COOPMAT=0 (the native core reads the same variable). The first version measured

@@ -221,12 +221,13 @@ class RecurrentLayer:
     def _plans(self):
         """The plans held per shape (least recently used first), as the native core reports
         them: key -> an object with ``count`` (plans built) and ``free`` (idle plans, each
-        with the ``projection`` shader it recorded)."""
+        with the ``projection`` shader and the ``steps`` kernel it recorded)."""
         pools = OrderedDict()
         for p in self._native.plan_pools():
             key = (p["seq"], p["batch"], p["steps"], p["has_lens"], p["has_h0"], p["has_c0"], p["outputs"])
             pools[key] = SimpleNamespace(count=p["count"],
-                                         free=[SimpleNamespace(projection=f) for f in p["free"]])
+                                         free=[SimpleNamespace(projection=f, steps=k)
+                                               for f, k in zip(p["free"], p["free_steps"])])
         return pools
 
     @property

@@ -47,10 +47,21 @@ BATCHED_PREFETCH: int | None = None
 BATCHED_KSPLIT: int | None = None
 BATCHED_ROWS: int | None | Dict[str, int | None] = None
 
+# The matrix-unit step kernel (glsl/step_coopmat.comp; mode "fast", float16 layers with the
+# default activations, on a device with VK_KHR_cooperative_matrix, docs/modes.md):
+#   COOPMAT_STEPS_FROM  the batch from which it runs: TABLE (the native core's table by
+#                       hidden size, COOPMAT_STEPS_FROM in variants.hpp: from batch 4, from 1
+#                       at hidden 768 up; :func:`coopmat_steps_from`), None never, a number
+#                       from that batch at every size
+#   COOPMAT_BLOCKS      16-row batch blocks a workgroup (1, 2 or 4); None: the native rule
+#                       (two where the grid keeps COOPMAT_PAIR_GROUPS workgroups, else one)
+COOPMAT_STEPS_FROM: int | str | None = TABLE
+COOPMAT_BLOCKS: int | None = None
+
 # The native settings' keys that settings() fills, in the order ortops.layer sends them.
 SETTINGS_KEYS = ("batched_from", "batched_upt_float32", "batched_upt_float16", "batched_by_float32",
                  "batched_by_float16", "batched_prefetch", "batched_ksplit", "batched_rows_float32",
-                 "batched_rows_float16")
+                 "batched_rows_float16", "coopmat_steps_from", "coopmat_blocks")
 _TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
@@ -89,10 +100,28 @@ def settings() -> dict:
                          f"ortops.variants.TABLE, got {BATCHED_FROM!r}")
     else:
         batched_from = BATCHED_FROM
+    if COOPMAT_STEPS_FROM == TABLE:
+        coopmat_from = _native().batched_tiles()["coopmat_steps_table"]
+    elif COOPMAT_STEPS_FROM is None:
+        coopmat_from = 0
+    elif isinstance(COOPMAT_STEPS_FROM, bool) or not isinstance(COOPMAT_STEPS_FROM, int) or COOPMAT_STEPS_FROM < 1:
+        raise ValueError(f"ortops.variants.COOPMAT_STEPS_FROM must be a positive integer, None or "
+                         f"ortops.variants.TABLE, got {COOPMAT_STEPS_FROM!r}")
+    else:
+        coopmat_from = COOPMAT_STEPS_FROM
+    if COOPMAT_BLOCKS not in (None, 1, 2, 4) or isinstance(COOPMAT_BLOCKS, bool):
+        raise ValueError(f"ortops.variants.COOPMAT_BLOCKS must be 1, 2 or 4 (or None), got {COOPMAT_BLOCKS!r}")
     values = (batched_from, upt32, upt16, by32, by16,
               None if BATCHED_PREFETCH is None else max(1, BATCHED_PREFETCH),
-              BATCHED_KSPLIT, rows32, rows16)
+              BATCHED_KSPLIT, rows32, rows16, coopmat_from, COOPMAT_BLOCKS)
     return {k: _TABLE if v is None else int(v) for k, v in zip(SETTINGS_KEYS, values)}
+
+
+def coopmat_steps_from(hidden: int) -> int:
+    """The batch from which a float16 layer of this hidden size in mode "fast" steps on the
+    matrix units (glsl/step_coopmat.comp) where the device can (0: never), under the
+    tunables now in force."""
+    return _native().coopmat_steps_from(hidden, settings())
 
 
 def _by_dtype(value) -> tuple:

@@ -31,7 +31,7 @@ py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability,
-                      # multigpu, servewheels, serve, stream, exact, fast, cudaep, steps, host,
+                      # multigpu, servewheels, serve, stream, exact, fast, coopmat, cudaep, steps, host,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
@@ -129,6 +129,21 @@ print('fast projection:', f.coopmat_reason(d, c) or f.KERNEL)" 2>&1 | tee "$OUT/
   [ -f models/recognizer_fp16.onnx ] || py scripts/make_models.py > /dev/null
   py -m ortops run models/recognizer_fp16.onnx --mode fast --compare --warmup 2 --repeat 50 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/fast_recognizer_fp16.txt"
+fi
+if has coopmat; then
+  # Mode "fast"'s matrix-unit steps (glsl/step_coopmat.comp, docs/modes.md): their tests (the
+  # kernel choice, every batch-block count, coalescing, the special-value placements in mode
+  # "fast") plainly and under validation, then scripts/coopmat_steps.py: the portable steps
+  # against the matrix-unit ones in each block count, cuDNN float16 beside (exit status 1
+  # outside the float16 tolerance or on bits that change run to run).
+  tests="tests/test_fast_mode.py tests/test_coalesce.py tests/test_special_values.py::test_placements_fast"
+  py -m pytest -q -p no:cacheprovider --fail-on-skip $tests > "$OUT/pytest_coopmat.txt" 2>&1
+  tail -3 "$OUT/pytest_coopmat.txt"
+  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --fail-on-skip \
+    --vk-validation $tests > "$OUT/pytest_coopmat_validation.txt" 2>&1
+  tail -3 "$OUT/pytest_coopmat_validation.txt"
+  py scripts/coopmat_steps.py --out "$OUT" ${COOPMAT_ARGS:-} 2> "$OUT/coopmat_steps_log.txt"
+  echo "coopmat_steps exit status $?"; tail -3 "$OUT/coopmat_steps_log.txt"
 fi
 if has bench; then
   py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"

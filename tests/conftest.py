@@ -174,6 +174,10 @@ FULL_ONLY = {
     # test_special_values_exact's activations run special values in exact mode) and the
     # converted-models growth loop (6.8 s; the sessions' loop runs the same release path).
     "test_special_values_exact": {"test_placements"},
+    # Mode "fast"'s placements (2026-12-02, with the matrix-unit steps): on a device without
+    # matrix units (lavapipe, CI) they run the deterministic kernels test_placements runs,
+    # so only a device with them learns something; 4-7 s a layer.
+    "test_special_values": {"test_placements_fast"},
     "test_memory_growth": {"test_sessions_made_in_threads_release_their_memory",
                            "test_converted_models_in_plain_sessions_release_their_memory",
                            "test_dropped_layers_release_their_memory"},   # 3.8 s

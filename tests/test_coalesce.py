@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import ortops
+from ortops import variants
 from ortops.device import _native
 
 from _cases import same_bits, seed_of
@@ -89,6 +90,34 @@ def test_coalesced_requests_get_their_own_bits(op, dtype, layout):
 def test_coalesced_requests_exact_mode(op):
     layer = _layer(op, np.float32, 0, mode="exact")
     _check_coalesced_equals_alone(layer, [1, 2, 30])
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_coalesced_requests_fast_mode_matrix_steps(op, monkeypatch):
+    # Mode "fast", float16, the matrix-unit steps from batch 1 (glsl/step_coopmat.comp where
+    # the device has the hardware, else the portable kernels): a batch row's sums do not
+    # depend on the other rows or the number of batch blocks a workgroup.
+    monkeypatch.setattr(variants, "COOPMAT_STEPS_FROM", 1)
+    layer = _layer(op, np.float16, 0, mode="fast", hidden=20)
+    layer._sync_settings()
+    for batches in ([1, 3, 2], [20, 1, 14], [40, 30]):
+        _check_coalesced_equals_alone(layer, batches)
+    _check_coalesced_equals_alone(layer, [9, 1], pad_to=32)
+
+
+def test_requests_below_the_matrix_steps_are_not_coalesced_into_them(monkeypatch):
+    # From batch 4 mode "fast" steps on the matrix units (its own bits): batch-1 requests from
+    # threads are coalesced only into runs of at most 3 rows, so each gets its serial bits.
+    monkeypatch.setattr(variants, "COOPMAT_STEPS_FROM", 4)
+    layer = _layer("LSTM", np.float16, 0, mode="fast", hidden=16, inp=8)
+    layer._sync_settings()
+    rng = np.random.default_rng(7)
+    jobs = [_request(layer, 6, 1, rng) for _ in range(8)]
+    serial = [_alone(layer, j) for j in jobs]
+    got, _ = _run_threads(layer, jobs, _request(layer, 3000, 1, rng))
+    for want, have in zip(serial, got):
+        for a, b in zip(want, have):
+            assert (a is None and b is None) or same_bits(a, b)
 
 
 @pytest.mark.parametrize("lens, states", [(False, False), (True, False), (False, True)])

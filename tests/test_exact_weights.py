@@ -89,7 +89,10 @@ def test_exact_layer_keeps_r_as_float32_words(dtype):
     rng = np.random.default_rng(3)
     W = rng.uniform(-0.5, 0.5, (dirs, gates * hidden, inp)).astype(dtype)
     R = rng.uniform(-0.5, 0.5, (dirs, gates * hidden, hidden)).astype(dtype)
-    X = rng.uniform(-1, 1, (4, 16, inp)).astype(dtype)   # batch 16: the batched kernel (RB)
+    from ortops import variants
+
+    # The batch from which this hidden size runs the batched kernel (its R layout RB).
+    X = rng.uniform(-1, 1, (4, variants.batched_from(hidden), inp)).astype(dtype)
     item = np.dtype(dtype).itemsize
     for mode, r_item in (("exact", 4), ("deterministic", item)):
         layer = ortops.RecurrentLayer("LSTM", W, R, direction="bidirectional", mode=mode)

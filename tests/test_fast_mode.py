@@ -22,7 +22,7 @@ import pytest
 
 import ortops
 import ortops.layer
-from ortops import fast, modes, reference
+from ortops import fast, modes, reference, variants
 from ortops.compare import TOLERANCE, scaled_error
 from _cases import GATES, fake_device, same_bits, seed_of
 
@@ -116,6 +116,13 @@ def _projection(layer) -> str:
     return plan.projection
 
 
+def _steps(layer) -> str:
+    """The step kernel of the layer's (one) recorded plan."""
+    (pool,) = layer._plans.values()
+    (plan,) = pool.free
+    return plan.steps
+
+
 def _has_hardware(layer) -> bool:
     return fast.coopmat_reason(layer.device, layer._ctx) is None
 
@@ -168,11 +175,25 @@ def test_device_description_shows_cooperative_matrix():
 
 # ------------------------------------------------------------------------- on the device
 
+# The step kernels of mode "fast" (ortops.variants.COOPMAT_STEPS_FROM): the portable ones
+# (None), and glsl/step_coopmat.comp from batch 1 where the device has the hardware.
+STEPS = {"portable-steps": None, "coopmat-steps": 1, "default-steps": variants.TABLE}
+
+
+@pytest.fixture(params=list(STEPS))
+def steps(request, monkeypatch):
+    monkeypatch.setattr(variants, "COOPMAT_STEPS_FROM", STEPS[request.param])
+    return request.param
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_float16_fast_results(case):
+def test_float16_fast_results(case, steps):
     # Within the float16 tolerance of the float64 reference; without matrix hardware, the
     # deterministic kernels' bits.
     layer, got = _run(case, np.float16, "fast")
+    batch = case[2]
+    from_batch = variants.coopmat_steps_from(case[4])
+    assert (_steps(layer) == fast.STEP_KERNEL) == (_has_hardware(layer) and 0 < from_batch <= batch)
     for out, want in zip(got, _reference(case, np.float16)):
         assert scaled_error(out, want) <= TOLERANCE[np.dtype(np.float16)]
     if not _has_hardware(layer):
@@ -188,7 +209,7 @@ def test_float32_fast_is_deterministic(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_fast_same_bits_run_to_run(case):
+def test_fast_same_bits_run_to_run(case, steps):
     c = _case(*case, np.float16)
     layer, first = _run(case, np.float16, "fast")
     assert same_bits(first, layer(c["X"], c["lens"]))        # the same plan again
@@ -207,6 +228,75 @@ def test_fast_plan_projection(case):
         assert _projection(layer) == fast.PORTABLE
         if not layer.device.cooperative_matrix:
             assert not layer._ctx.cooperative_matrix
+
+
+def test_coopmat_steps_rules():
+    # glsl/step_coopmat.comp's choices (variants.hpp): from batch 4, from 1 at hidden 768 up;
+    # two 16-row batch blocks a workgroup where the grid keeps COOPMAT_PAIR_GROUPS workgroups
+    # (ceil(hidden / 16) x dirs x ceil(batch / 32)), else one; the tunables override both.
+    from ortops import _vk
+
+    tables = _vk.batched_tiles()
+    assert tables["coopmat_steps_from"] == [(0, 4), (768, 1)]
+    assert [variants.coopmat_steps_from(h) for h in (20, 512, 767, 768, 1024)] == [4, 4, 4, 1, 1]
+    pair = tables["coopmat_pair_groups"]
+    rule = variants.settings()
+    for hidden, batch, dirs in ((1024, 64, 2), (512, 64, 2), (256, 16, 1), (512, 256, 2), (64, 3, 1),
+                                (256, 256, 2), (256, 128, 2)):
+        got = _vk.coopmat_blocks(hidden, batch, dirs, rule)
+        assert got == (2 if -(-hidden // 16) * dirs * -(-batch // 32) >= pair else 1), (hidden, batch, dirs)
+    assert _vk.coopmat_blocks(1024, 64, 2, rule) == 2 and _vk.coopmat_blocks(512, 64, 2, rule) == 1
+    assert _vk.coopmat_blocks(1024, 64, 2, dict(rule, coopmat_blocks=4)) == 4
+    variants.COOPMAT_STEPS_FROM = 7
+    try:
+        assert variants.coopmat_steps_from(1024) == 7
+        variants.COOPMAT_STEPS_FROM = None
+        assert variants.coopmat_steps_from(1024) == 0
+        variants.COOPMAT_STEPS_FROM, variants.COOPMAT_BLOCKS = variants.TABLE, 3
+        with pytest.raises(ValueError, match="COOPMAT_BLOCKS must be 1, 2 or 4"):
+            variants.settings()
+    finally:
+        variants.COOPMAT_STEPS_FROM, variants.COOPMAT_BLOCKS = variants.TABLE, None
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 4])
+def test_coopmat_steps_every_block_count(blocks, monkeypatch):
+    # Every batch-block count of the matrix-unit steps: within the float16 tolerance and the
+    # same bits run to run (batch 16: one whole block, and 8: a part of one; LSTM and GRU's
+    # two passes).
+    monkeypatch.setattr(variants, "COOPMAT_STEPS_FROM", 1)
+    monkeypatch.setattr(variants, "COOPMAT_BLOCKS", blocks)
+    for case in (CASES[5], CASES[6]):
+        c = _case(*case, np.float16)
+        layer, got = _run(case, np.float16, "fast")
+        for out, want in zip(got, _reference(case, np.float16)):
+            assert scaled_error(out, want) <= TOLERANCE[np.dtype(np.float16)]
+        assert same_bits(got, layer(c["X"], c["lens"]))
+
+
+def test_coopmat_steps_only_where_h_stays_in_float16(monkeypatch):
+    # The matrix-unit steps round h to float16: only for the cells' default activations
+    # (bounded h), only float16 layers in mode "fast", never with the hardware switched off.
+    monkeypatch.setattr(variants, "COOPMAT_STEPS_FROM", 1)
+    case = CASES[0]
+    c = _case(*case, np.float16)
+
+    def steps_of(dtype=np.float16, mode="fast", **attrs):
+        layer = ortops.RecurrentLayer(case[0], c["W"].astype(dtype), c["R"].astype(dtype), c["B"].astype(dtype),
+                                      direction=c["direction"], mode=mode, **attrs)
+        layer(c["X"].astype(dtype), c["lens"])
+        return layer, _steps(layer)
+
+    layer, default = steps_of()
+    assert (default == fast.STEP_KERNEL) == _has_hardware(layer)
+    for kwargs in (dict(activations=["Relu", "Tanh", "Tanh"] * 2), dict(dtype=np.float32),
+                   dict(mode="deterministic")):
+        assert steps_of(**kwargs)[1] != fast.STEP_KERNEL, kwargs
+    monkeypatch.setattr(fast, "ENABLED", False)
+    assert steps_of()[1] != fast.STEP_KERNEL
+    monkeypatch.setattr(fast, "ENABLED", True)
+    monkeypatch.setattr(variants, "COOPMAT_STEPS_FROM", None)
+    assert steps_of()[1] != fast.STEP_KERNEL
 
 
 def test_fast_row_tiles_split_over_dispatches(monkeypatch):

@@ -31,7 +31,7 @@ CAPABILITY_SIGNED_ZERO_INF_NAN_PRESERVE = 4466
 from ortops.modes import FLOAT_PASSES  # noqa: E402 (the package's one list)
 WORD_PASSES = {"copy_words", "chain_step"}
 # Matrix-hardware passes of mode "fast" (ortops.fast): float16 only, float16 and float32 values.
-COOPMAT_PASSES = {"input_projection_coopmat"}
+from ortops.fast import COOPMAT_PASSES  # noqa: E402
 
 
 def _string(words) -> str:

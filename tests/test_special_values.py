@@ -41,6 +41,7 @@ import pytest
 from onnx import helper
 
 import ortops
+from ortops import fast, variants
 from ortops.activations import ACTIVATIONS
 from ortops.compare import special_mismatches
 from ortops.device import UnsupportedDeviceError
@@ -126,21 +127,27 @@ def ort_cpu(op, t, attrs):
     return sess.run(None, cpu_feeds({n: t[n] for n in present}))
 
 
-def make_layer(op, t, attrs):
-    return ortops.RecurrentLayer(op, t["W"], t["R"], t.get("B"), t.get("P"), **attrs)
+def make_layer(op, t, attrs, mode="deterministic"):
+    return ortops.RecurrentLayer(op, t["W"], t["R"], t.get("B"), t.get("P"), **attrs, mode=mode)
+
+
+def _layer_in(mode, op, t, attrs):
+    """make_layer's layer in ``mode``, or in make_layer's own mode for None (a module that
+    replaces make_layer, test_special_values_exact, keeps its mode)."""
+    return make_layer(op, t, attrs) if mode is None else make_layer(op, t, attrs, mode)
 
 
 def run_layer(layer, t):
     return layer(t["X"], t["sequence_lens"], t["initial_h"], t.get("initial_c"))
 
 
-def check(op, t, attrs, layer=None, *, expect_ort_differs=None, what=""):
+def check(op, t, attrs, layer=None, *, expect_ort_differs=None, what="", mode=None):
     """Run one case everywhere and apply the rule; returns (device, reference, ORT) outputs.
 
     ``expect_ort_differs``: None to accept either; True / False to require that the reference
     and its model of ORT (so ORT itself) do / do not disagree on some NaN, Inf or finite value.
     """
-    layer = layer if layer is not None else make_layer(op, t, attrs)
+    layer = layer if layer is not None else _layer_in(mode, op, t, attrs)
     first = run_layer(layer, t)
     again = run_layer(layer, t)
     ref = REFERENCE[op](**t, **attrs)
@@ -224,11 +231,26 @@ def placement_cases():
 
 @pytest.mark.parametrize("layer_name, dtype", list(placement_cases()))
 def test_placements(layer_name, dtype):
+    placements(layer_name, dtype, None)
+
+
+@pytest.mark.parametrize("layer_name", FLOAT16_LAYERS)
+def test_placements_fast(layer_name, monkeypatch):
+    # Mode "fast" with its matrix-unit kernels from batch 1 (these layers have batch 3): the
+    # cooperative-matrix projection and glsl/step_coopmat.comp where the device has the
+    # hardware (h rounded to float16 for R . h), the deterministic kernels elsewhere. The same
+    # rule as every mode: NaN, +-Inf and -0 where the reference has them.
+    monkeypatch.setattr(fast, "ENABLED", True)
+    monkeypatch.setattr(variants, "COOPMAT_STEPS_FROM", 1)
+    placements(layer_name, np.float16, "fast")
+
+
+def placements(layer_name, dtype, mode):
     op, attrs, bias, peep = LAYERS[layer_name]
     base = make_tensors(op, direction=attrs["direction"], dtype=dtype, bias=bias, peepholes=peep,
                         seed=seed_of(layer_name))
-    clean_layer = make_layer(op, base, attrs)
-    clean = check(op, base, attrs, clean_layer)[0]
+    clean_layer = _layer_in(mode, op, base, attrs)
+    clean = check(op, base, attrs, clean_layer, mode=mode)[0]
     tensors = [n for n in INPUTS[op] if n != "sequence_lens" and base.get(n) is not None]
     for name in tensors:
         for value_name, value in SPECIAL.items():
@@ -237,7 +259,7 @@ def test_placements(layer_name, dtype):
                 t = placed(base, name, index, value)
                 layer = clean_layer if name in ("X", "initial_h", "initial_c") else None
                 what = f"{layer_name} {name}{tuple(int(i) for i in index)} = {value_name}"
-                got, ref, _ = check(op, t, attrs, layer, what=what)
+                got, ref, _ = check(op, t, attrs, layer, what=what, mode=mode)
                 if where == "padding":
                     # A padding step is never read: the clean run's bits, NaN or not.
                     for a, b in zip(got, clean):

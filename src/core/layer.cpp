@@ -195,12 +195,10 @@ makeSpec(const NodeConfig& cfg, const Weights& w)
 
 // The GENERAL flag and the step shaders' ACT/ALPHA/BETA constants: per direction the f, g, h
 // slots (a cell with fewer slots repeats its last; one direction's list serves both).
+// Whether the layer's activations are other than its cell's defaults (the GENERAL flag).
 bool
-activationConstants(const Spec& s, Constants& out)
+generalActivations(const Spec& s)
 {
-    static const char* act[2][3] = { { "ACT0_F", "ACT0_G", "ACT0_H" }, { "ACT1_F", "ACT1_G", "ACT1_H" } };
-    static const char* alpha[2][3] = { { "ALPHA0_F", "ALPHA0_G", "ALPHA0_H" }, { "ALPHA1_F", "ALPHA1_G", "ALPHA1_H" } };
-    static const char* beta[2][3] = { { "BETA0_F", "BETA0_G", "BETA0_H" }, { "BETA1_F", "BETA1_G", "BETA1_H" } };
     bool general = false;
     for (const auto& dir : s.activations) {
         for (uint32_t k = 0; k < dir.size(); k++) {
@@ -208,6 +206,16 @@ activationConstants(const Spec& s, Constants& out)
             general = general || !code || dir[k].code != *code;
         }
     }
+    return general;
+}
+
+bool
+activationConstants(const Spec& s, Constants& out)
+{
+    static const char* act[2][3] = { { "ACT0_F", "ACT0_G", "ACT0_H" }, { "ACT1_F", "ACT1_G", "ACT1_H" } };
+    static const char* alpha[2][3] = { { "ALPHA0_F", "ALPHA0_G", "ALPHA0_H" }, { "ALPHA1_F", "ALPHA1_G", "ALPHA1_H" } };
+    static const char* beta[2][3] = { { "BETA0_F", "BETA0_G", "BETA0_H" }, { "BETA1_F", "BETA1_G", "BETA1_H" } };
+    bool general = generalActivations(s);
     for (int d = 0; d < 2; d++) {
         const auto& slots = s.activations[std::min<size_t>(d, s.activations.size() - 1)];
         for (int k = 0; k < 3; k++) {
@@ -282,6 +290,33 @@ useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool r
            COOPMAT_SHARED_BYTES <= d.maxSharedMemory;
 }
 
+// glsl/step_coopmat.comp's shared memory: R's 64 x 64 slice and h's BT x 64 slice (rows of 36
+// half pairs), and the sums of the pass's gates, BT x 16 floats each.
+uint32_t
+coopmatStepsShared(uint32_t gatesInPass, uint32_t blocks)
+{
+    uint32_t bt = 16 * blocks;
+    return (64 + bt) * 36 * 4 + gatesInPass * bt * 16 * 4;
+}
+
+// The step kernel a plan of this batch records: "step_coopmat" (R . h on the matrix units:
+// mode "fast", a float16 layer with the cells' default activations, which keep h within
+// float16's range, on a device that runs the cooperative-matrix projection, from the batch
+// variants.hpp's COOPMAT_STEPS_FROM gives the hidden size), else variants.hpp's stepKernel: "step" or
+// "step_batched" (whose shader, v4 or v5, BatchedVariant::shader() names).
+std::string_view
+chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, const LayerSettings& settings,
+                 uint32_t batch)
+{
+    uint32_t from = coopmatStepsFrom(s.hidden, settings.variants);
+    uint32_t blocks = coopmatBlocks(s.hidden, batch, s.dirs, settings.variants);
+    if (from != 0 && batch >= from && !generalActivations(s) && useCoopmat(s, d, ctx, settings.coopmat) &&
+        coopmatStepsShared(s.gates, blocks) <= d.maxSharedMemory) {
+        return "step_coopmat";
+    }
+    return stepKernel(batch, s.hidden, settings.variants);
+}
+
 // ---------------------------------------------------------------- plans
 
 // What a plan is recorded for: a run of another key needs another plan. Caller scratch
@@ -314,6 +349,7 @@ struct Plan
     std::vector<std::shared_ptr<void>> keep;   // buffers and programs the sequence refers to
     bool timestamps = false;
     std::string projection;                    // the input projection shader recorded
+    std::string steps;                         // and the step kernel's
 };
 
 // The plans of one key: each serves one run at a time; a second concurrent run of the same
@@ -701,7 +737,8 @@ struct Recording
     std::shared_ptr<Buffer> xw, st;
     uint32_t xwOff = 0, stOff = 0;   // in floats
     std::array<std::shared_ptr<Buffer>, 3> outs;
-    bool batched;
+    std::string_view stepShader;   // chooseStepKernel's
+    bool batched;                  // the batched layouts (RB, transposed planes)
     bool coopmat;
 
     Recording(LayerImpl& layer, const PlanKey& k, const RunInputs& inputs)
@@ -715,7 +752,8 @@ struct Recording
             settings = L.settings;
         }
         limits = L.currentLimits();
-        batched = stepKernel(key.batch, s.hidden, settings.variants) == "step_batched";
+        stepShader = chooseStepKernel(s, L.device, *L.ctx, settings, key.batch);
+        batched = stepShader == "step_batched";
         coopmat = useCoopmat(s, L.device, *L.ctx, settings.coopmat);
     }
 
@@ -863,8 +901,18 @@ struct Recording
         bool general = activationConstants(s, common);
         common.push_back({ "GENERAL", general });
         std::vector<std::pair<std::shared_ptr<Program>, std::array<uint64_t, 3>>> passes;
+        plan->steps = batched ? std::string(batchedVariant(H, batch, s.float16, settings.variants).shader())
+                              : std::string(stepShader);
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), G)) {
-            if (batched) {
+            if (stepShader == "step_coopmat") {
+                // 16 units x the pass's gates x 16 NBT batch rows a workgroup, on the matrix units.
+                uint32_t nbt = coopmatBlocks(H, batch, D, settings.variants);
+                std::array<uint64_t, 3> groups{ ceilDiv(H, 16), D, ceilDiv(batch, 16 * nbt) };
+                limits.checkGroups("the step pass", groups);
+                auto p = program("step_coopmat", { xw, weight("R"), weight("B"), weight("P"), lensB, st }, 1,
+                                 join(common, { { "PASS", pass }, { "NBT", nbt } }));
+                passes.push_back({ p, groups });
+            } else if (batched) {
                 // v4 (step_batched, a batch row a lane) or v5 (step_tiled, TB rows a thread):
                 // the same layouts and constants, v5 with its rows per thread; the tile by
                 // element type and batch (variants.hpp's table, or the settings' overrides).
@@ -969,12 +1017,12 @@ struct Recording
 std::shared_ptr<Plan>
 LayerImpl::record(const PlanKey& key, const RunInputs& in)
 {
-    VariantSettings vs;
+    LayerSettings ls;
     {
         std::lock_guard<std::mutex> lock(settingsLock);
-        vs = settings.variants;
+        ls = settings;
     }
-    if (stepKernel(key.batch, spec.hidden, vs) == "step_batched") {
+    if (chooseStepKernel(spec, device, *ctx, ls, key.batch) == "step_batched") {
         uploadBatchedR();
     }
     auto plan = Recording(*this, key, in).run();
@@ -1208,13 +1256,24 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
     const Spec& s = L.spec;
     uint32_t rows, inFlight;
     bool timestamps;
+    LayerSettings settings;
     {
         std::lock_guard<std::mutex> lock(L.settingsLock);
-        rows = L.settings.coalesceRows;
-        inFlight = L.settings.coalesceInFlight;
-        timestamps = L.settings.timestamps;
+        settings = L.settings;
     }
+    rows = settings.coalesceRows;
+    inFlight = settings.coalesceInFlight;
+    timestamps = settings.timestamps;
     int64_t batch = s.layout == 0 ? in.X.shape[1] : in.X.shape[0];
+    // Mode "fast"'s matrix-unit steps have their own bits (h rounded to float16): a request
+    // below the batch they run from is coalesced only into runs below it, so that it gets the
+    // bits it gets alone. (From that batch on, every run takes them, and their sums of a batch
+    // row do not depend on the other rows.)
+    uint32_t coopmatFrom = coopmatStepsFrom(s.hidden, settings.variants);
+    if (coopmatFrom > 1 && batch > 0 && batch < coopmatFrom && rows >= coopmatFrom &&
+        chooseStepKernel(s, L.device, *L.ctx, settings, coopmatFrom) == "step_coopmat") {
+        rows = coopmatFrom - 1;
+    }
     // Runs with caller scratch regions share an arena and are serialised anyway; a profile
     // belongs to one run. Neither is coalesced.
     if (rows <= 1 || timestamps || in.xwScratch || in.stateScratch || batch <= 0 || batch >= rows ||
@@ -1388,6 +1447,10 @@ Layer::setSettings(const LayerSettings& s)
                                         std::to_string(rows));
         }
     }
+    uint32_t nbt = s.variants.coopmatBlocks;
+    if (nbt != BATCHED_TABLE && nbt != 1 && nbt != 2 && nbt != 4) {
+        throw std::invalid_argument("ortops.variants.COOPMAT_BLOCKS must be 1, 2 or 4, got " + std::to_string(nbt));
+    }
     if (s.maxConcurrent < 1 || s.planCache < 1 || s.variants.maxGroups < 1) {
         throw std::invalid_argument("ortops: max_concurrent and the plan cache must be positive");
     }
@@ -1428,9 +1491,10 @@ Layer::planPools() const
         if (it == impl->pools.end()) {
             continue;
         }
-        PlanPoolInfo info{ k.seq, k.batch, k.steps, k.hasLens, k.hasH0, k.hasC0, k.outputs, it->second->count, {} };
+        PlanPoolInfo info{ k.seq, k.batch, k.steps, k.hasLens, k.hasH0, k.hasC0, k.outputs, it->second->count, {}, {} };
         for (const auto& p : it->second->free) {
             info.freeProjections.push_back(p->projection);
+            info.freeSteps.push_back(p->steps);
         }
         out.push_back(std::move(info));
     }

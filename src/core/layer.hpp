@@ -151,7 +151,7 @@ struct GpuProfile
 };
 
 // The plans a layer holds for one shape: its key's fields, how many plans exist and which
-// projection kernel each free one recorded.
+// projection and step kernels each free one recorded.
 struct PlanPoolInfo
 {
     uint32_t seq, batch, steps;
@@ -159,6 +159,7 @@ struct PlanPoolInfo
     std::array<bool, 3> outputs;
     uint32_t count;
     std::vector<std::string> freeProjections;
+    std::vector<std::string> freeSteps;
 };
 
 // Output shapes in the cell's output order (Y, Y_h[, Y_c]); an output not computed has no

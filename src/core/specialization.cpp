@@ -72,6 +72,7 @@ makeLayouts()
                { { "UPT", 40, 1 }, { "BY", 41, 1 }, { "NI", 42, 1 }, { "B32", 43, 32 },
                  { "HT_OFFSET", 44, 0 }, { "PREFETCH", 45, 1 }, { "KSPLIT", 46, 1 }, { "TB", 47, 4 } }),
           { { "y", "BY" }, { "z", "KSPLIT" } } },
+        { "step_coopmat", with(cellConstants(), { { "NBT", 40, 1 } }), {} },
         { "input_projection",
           { { "N", 0, 1 }, { "K", 1, 1 }, { "SEQ", 2, 1 }, { "BATCH", 3, 1 }, { "LAYOUT", 4, 0 },
             { "XW_OFFSET", 5, 0 }, { "TPT", 6, 4 } },

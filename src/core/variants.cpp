@@ -37,6 +37,10 @@ setVariantSettings(const VariantSettings& s)
     if (s.maxGroups == 0) {
         throw std::invalid_argument("ortops: max_groups must be positive");
     }
+    if (s.coopmatBlocks != BATCHED_TABLE && s.coopmatBlocks != 1 && s.coopmatBlocks != 2 && s.coopmatBlocks != 4) {
+        throw std::invalid_argument("ortops: coopmat_blocks must be 1, 2 or 4 (or 0, the rule's), got " +
+                                    std::to_string(s.coopmatBlocks));
+    }
     std::lock_guard<std::mutex> lock(g_settingsLock);
     g_settings = s;
 }
@@ -66,6 +70,30 @@ batchedFromFor(uint32_t hidden, const VariantSettings& s)
         }
     }
     return from;
+}
+
+uint32_t
+coopmatStepsFrom(uint32_t hidden, const VariantSettings& s)
+{
+    if (s.coopmatStepsFrom != COOPMAT_STEPS_TABLE) {
+        return s.coopmatStepsFrom;
+    }
+    uint32_t from = COOPMAT_STEPS_FROM[0].batch;
+    for (const auto& r : COOPMAT_STEPS_FROM) {
+        if (r.fromHidden <= hidden) {
+            from = r.batch;
+        }
+    }
+    return from;
+}
+
+uint32_t
+coopmatBlocks(uint32_t hidden, uint32_t batch, uint32_t dirs, const VariantSettings& s)
+{
+    if (s.coopmatBlocks != BATCHED_TABLE) {
+        return s.coopmatBlocks;
+    }
+    return ceilDiv(hidden, 16) * dirs * ceilDiv(batch, 32) >= COOPMAT_PAIR_GROUPS ? 2 : 1;
 }
 
 std::string_view

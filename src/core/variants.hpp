@@ -166,6 +166,43 @@ static_assert(tableIsWellFormed(), "BATCHED_TILES: each element type's first row
 BatchedTile
 defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
 
+// ---------------------------------------------------------------- matrix-unit steps
+//
+// Mode "fast", float16 layers, a device with VK_KHR_cooperative_matrix (the projection's
+// conditions, src/core/layer.cpp useCoopmat) and the cells' default activations: from the
+// batch of COOPMAT_STEPS_FROM the step runs glsl/step_coopmat.comp, R . h on the matrix units
+// (16 units x the pass's gates x 16 NBT batch rows a workgroup) instead of the portable step
+// kernels above. What the H200 measured (docs/perf.md, "Matrix-unit steps"; 2026-12-02,
+// scripts/coopmat_steps.py, bidirectional float16 LSTMs, 100 steps, GPU ms of the layer in
+// mode "fast", portable steps against the matrix-unit ones at the best block count):
+// - from batch 4 at every hidden size measured: hidden 256 0.548 against 0.455 (batch 4),
+//   1.056 against 0.703 (64), 2.478 against 1.275 (256); hidden 512 0.842 against 0.626 (4),
+//   2.072 against 1.160 (64), 7.226 against 3.183 (256); hidden 1024 2.307 against 1.072 (4),
+//   6.306 against 2.696 (64), 24.11 against 9.72 (256); 200x64x512 4.106 against 2.279;
+// - at batch 1 they lose at hidden 256 (0.388 against 0.451) and 512 (0.528 against 0.620)
+//   and win at 1024 (1.075 against 0.970): a step of one row is latency-bound, and the
+//   matrix kernel's k loop of 64-wide slices (two barriers each) is longer than step.comp's
+//   lane walk until hidden 1024. Batches 2 and 3 unmeasured: they follow 4 only from hidden
+//   768 (halfway from 512 to 1024), where batch 1 already wins.
+struct CoopmatFromRule
+{
+    uint32_t fromHidden;
+    uint32_t batch;
+};
+inline constexpr CoopmatFromRule COOPMAT_STEPS_FROM[] = { { 0, 4 }, { 768, 1 } };
+static_assert(COOPMAT_STEPS_FROM[0].fromHidden == 0, "COOPMAT_STEPS_FROM: the first row covers every hidden size");
+// VariantSettings::coopmatStepsFrom's default: the table above (0: never; any other value:
+// from that batch at every hidden size).
+inline constexpr uint32_t COOPMAT_STEPS_TABLE = 0xFFFFFFFFu;
+// The batch blocks a workgroup (NBT): two where that still leaves COOPMAT_PAIR_GROUPS
+// workgroups in the step's grid, else one. Measured (same runs): one block wins up to 256
+// workgroups of one block (200x64x512: 2.279 against 2.551 for two; 100x128x256: 0.861
+// against 1.000), two from 512 (100x64x1024: 2.696 against 3.549; 100x128x512 1.778 against
+// 2.206; 100x256x256 1.275 against 1.505; 100x256x1024 9.72 against 10.65), where one block's
+// workgroups each re-read R from L2 for only 16 rows. Four blocks won nowhere (100x256x1024:
+// 11.73); COOPMAT_BLOCKS = 4 still runs them.
+inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
+
 // The tunables a plan reads when it is recorded (tests and benchmarks may change them; the
 // Python door sends ortops.variants' values with every call). `batchedFrom`: the batch from
 // which the step runs a batched kernel (BATCHED_FROM_TABLE: by hidden size; 0: never). The tile fields override the table above
@@ -186,6 +223,11 @@ struct VariantSettings
     uint32_t batchedRowsFloat16 = BATCHED_TABLE;
     uint64_t largeProjection = LARGE_PROJECTION;
     uint32_t maxGroups = MAX_GROUPS;
+    // Matrix-unit steps (above): from this batch (COOPMAT_STEPS_TABLE: by COOPMAT_STEPS_FROM;
+    // 0: never), with this many 16-row batch blocks a workgroup (0: by COOPMAT_PAIR_GROUPS; 1,
+    // 2, 4).
+    uint32_t coopmatStepsFrom = COOPMAT_STEPS_TABLE;
+    uint32_t coopmatBlocks = BATCHED_TABLE;
 };
 
 VariantSettings
@@ -267,6 +309,14 @@ transposedPlanes(bool gruTwoPass)
 
 StepVariant
 stepVariant(uint32_t batch, uint32_t gatesInPass);
+
+// The batch from which a float16 layer in mode "fast" runs glsl/step_coopmat.comp where the
+// device can (0: never), and that kernel's 16-row batch blocks a workgroup for a grid of
+// ceil(hidden / 16) x dirs x ceil(batch / (16 blocks)) workgroups.
+uint32_t
+coopmatStepsFrom(uint32_t hidden, const VariantSettings& s);
+uint32_t
+coopmatBlocks(uint32_t hidden, uint32_t batch, uint32_t dirs, const VariantSettings& s);
 
 // (PASS constant, gates computed) of each step pass of one time step.
 std::vector<std::pair<uint32_t, uint32_t>>

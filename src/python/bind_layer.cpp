@@ -117,6 +117,8 @@ settingsFromDict(const py::dict& d, LayerSettings s)
     get("batched_ksplit", s.variants.batchedKsplit);
     get("batched_rows_float32", s.variants.batchedRowsFloat32);
     get("batched_rows_float16", s.variants.batchedRowsFloat16);
+    get("coopmat_steps_from", s.variants.coopmatStepsFrom);
+    get("coopmat_blocks", s.variants.coopmatBlocks);
     get("large_projection", s.variants.largeProjection);
     get("max_groups", s.variants.maxGroups);
     get("plan_cache", s.planCache);
@@ -150,6 +152,8 @@ settingsDict(const LayerSettings& s)
     d["batched_ksplit"] = s.variants.batchedKsplit;
     d["batched_rows_float32"] = s.variants.batchedRowsFloat32;
     d["batched_rows_float16"] = s.variants.batchedRowsFloat16;
+    d["coopmat_steps_from"] = s.variants.coopmatStepsFrom;
+    d["coopmat_blocks"] = s.variants.coopmatBlocks;
     d["large_projection"] = s.variants.largeProjection;
     d["max_groups"] = s.variants.maxGroups;
     d["plan_cache"] = s.planCache;
@@ -314,6 +318,13 @@ bindLayer(py::module_& m)
           }
           d["batched_from"] = from;
           d["batched_from_table"] = BATCHED_FROM_TABLE;
+          py::list cfrom;
+          for (const auto& r : COOPMAT_STEPS_FROM) {
+              cfrom.append(py::make_tuple(r.fromHidden, r.batch));
+          }
+          d["coopmat_steps_from"] = cfrom;
+          d["coopmat_steps_table"] = COOPMAT_STEPS_TABLE;
+          d["coopmat_pair_groups"] = COOPMAT_PAIR_GROUPS;
           d["tiles"] = rows;
           d["shared_bytes"] = TILED_SHARED_BYTES;
           d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
@@ -322,6 +333,18 @@ bindLayer(py::module_& m)
       "The batched step kernels' defaults (variants.hpp): the batch they run from and the table "
       "of tiles, rows (element type, from batch, from hidden, below hidden or None, (upt, by, prefetch, "
       "ksplit, rows)).");
+    m.def(
+      "coopmat_steps_from",
+      [](uint32_t hidden, const py::dict& settings) {
+          return coopmatStepsFrom(hidden, settingsFromDict(settings, LayerSettings{}).variants);
+      },
+      py::arg("hidden"), py::arg("settings"));
+    m.def(
+      "coopmat_blocks",
+      [](uint32_t hidden, uint32_t batch, uint32_t dirs, const py::dict& settings) {
+          return coopmatBlocks(hidden, batch, dirs, settingsFromDict(settings, LayerSettings{}).variants);
+      },
+      py::arg("hidden"), py::arg("batch"), py::arg("dirs"), py::arg("settings"));
     m.def("step_kernel",
           [](uint32_t batch, uint32_t hidden, const py::dict& settings) {
               return std::string(
@@ -387,11 +410,13 @@ bindLayer(py::module_& m)
                    d["outputs"] = py::make_tuple(p.outputs[0], p.outputs[1], p.outputs[2]);
                    d["count"] = p.count;
                    d["free"] = p.freeProjections;
+                   d["free_steps"] = p.freeSteps;
                    out.append(d);
                }
                return out;
            },
-           "The plans held per shape (least recently used first): key fields, count, free plans' projection.")
+           "The plans held per shape (least recently used first): key fields, count, free plans' projection "
+           "and step kernels.")
       .def("weight_names", &Layer::weightNames)
       .def("weight_bytes", &Layer::weightBytes, "[(name, bytes on the device)] of the weights (W, R, B, P, RB).")
       .def("scratch_sizes", &Layer::scratchSizes, py::arg("seq"), py::arg("batch"))
