@@ -88,10 +88,11 @@ fi
 if has shards; then
   # The suite in parallel processes (scripts/parallel_suite.py says why): plainly in SHARDS
   # shards and under validation in VALIDATION_SHARDS at the same time (VALIDATION_FROM: only the
-  # files from that one on, the rest of a cut validation run).
+  # files from that one on, the rest of a cut validation run; VALIDATION_ONLY: those files).
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py scripts/parallel_suite.py --out "$OUT/shards" \
     --shards ${SHARDS:-6} --validation-shards ${VALIDATION_SHARDS:-2} \
-    ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} --timeout ${SHARDS_TIMEOUT:-480} \
+    ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} ${VALIDATION_ONLY:+--validation-only "$VALIDATION_ONLY"} \
+    --timeout ${SHARDS_TIMEOUT:-480} \
     2>&1 | tee "$OUT/shards.txt"
 fi
 if has exact; then

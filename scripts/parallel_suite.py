@@ -2,7 +2,7 @@
 """The test suite in parallel pytest processes, plainly and under validation at once.
 
     python -P scripts/parallel_suite.py --out DIR [--shards 6] [--validation-shards 2]
-        [--validation-from FILE] [--timeout S]
+        [--validation-from FILE | --validation-only FILE,...] [--timeout S]
 
 Why: on the GPU machine one device call may run 10 minutes, and on 2026-12-02 the whole suite
 took longer than that under validation alone (81 % in 9 minutes), so the gate's two runs (plainly,
@@ -12,7 +12,8 @@ mostly idle, so shards run side by side. Files are dealt to shards by their test
 DIR/<plain|validation>-<i>.txt; the script prints every shard's summary and the totals, and exits
 1 if any shard failed, errored or did not finish. ``--validation-from FILE`` runs under
 validation only the files from FILE on, in collection order (the rest of a run that a call's
-time limit cut; the gate record names both parts).
+time limit cut; the gate record names both parts); ``--validation-only`` runs those files
+(the rest of a shard that was cut).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shards", type=int, default=6, help="plain shards (0: none)")
     ap.add_argument("--validation-shards", type=int, default=2, help="shards under validation (0: none)")
     ap.add_argument("--validation-from", default=None, help="under validation only the files from this one on")
+    ap.add_argument("--validation-only", default=None, help="under validation only these files (comma list)")
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds before unfinished shards are stopped")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -70,6 +72,8 @@ def main(argv=None) -> int:
         names = list(files)
         start = names.index(args.validation_from)
         vfiles = OrderedDict((f, files[f]) for f in names[start:])
+    if args.validation_only:
+        vfiles = OrderedDict((f, files[f]) for f in args.validation_only.split(","))
     jobs = []
     for kind, chosen, n in (("plain", files, args.shards), ("validation", vfiles, args.validation_shards)):
         if n <= 0:
