@@ -377,3 +377,21 @@ def test_fast_cost_script(tmp_path):
     assert row["deterministic"]["projection"] == fast.PORTABLE
     assert row["fast"]["same_bits"] and max(row["fast"]["errors"]) <= TOLERANCE[np.dtype(np.float16)]
     assert "| fast |" in (tmp_path / "fast_cost.md").read_text()
+
+
+def test_coopmat_steps_script(tmp_path):
+    # What STAGE=coopmat measures on the H200, on small shapes: every variant run, judged
+    # (within the float16 tolerance, the same bits twice), the kernel each plan recorded.
+    import json
+
+    from _scripts import load_script
+
+    assert load_script("coopmat_steps").main(["--small", "--runs", "2", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "coopmat_steps.json").read_text())
+    for row in report["rows"]:
+        v = row["variants"]
+        assert set(v) == {"portable", "coopmat-1", "coopmat-2", "coopmat-4", "default"}
+        assert v["portable"]["kernel"] != fast.STEP_KERNEL
+        assert all(m["same_bits"] and m["error"] <= TOLERANCE[np.dtype(np.float16)] for m in v.values())
+    assert "coopmat-1 GPU ms (steps)" in (tmp_path / "coopmat_steps.md").read_text()
+    assert (variants.COOPMAT_STEPS_FROM, variants.COOPMAT_BLOCKS) == (variants.TABLE, None)   # left as found

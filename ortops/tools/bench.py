@@ -135,7 +135,9 @@ def _layer_figures(cell, seq, batch, inp, hidden, direction, dtype, runs, device
     if error:
         ref = getattr(reference, cell.lower())(X, W, R, B, hidden_size=hidden, direction=direction)
         err = scaled_error(outputs[0], ref[0])
-    return dict(gpu_ms=statistics.median(gpu), layer_call_ms=layer_call,
+    # The step kernel the plan recorded (mode "fast" may record the matrix-unit one).
+    steps = next((plan.steps for pool in layer._plans.values() for plan in pool.free), None)
+    return dict(gpu_ms=statistics.median(gpu), layer_call_ms=layer_call, step_kernel=steps,
                 memory_bytes=layer.memory_bytes(seq, batch),
                 memory_budget_bytes=layer.weight_bytes + sizes.xw + sizes.state,
                 gpu_profile=profile, bytes_in=X.nbytes,

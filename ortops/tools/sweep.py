@@ -134,11 +134,9 @@ def _ortops_point(hidden, batch, dtype, mode, X, cfg: Config):
     session = None
     if hidden <= cfg.session_max_hidden:
         session = _session_ms(hidden, batch, dtype, mode, X, cfg)
-    from ortops import variants
-
     return dict(gpu_ms=f["gpu_ms"], call_ms=f["layer_call_ms"], session_ms=session,
                 error=f["error"], runs=f["runs"], gpu_profile=f["gpu_profile"],
-                step_kernel=variants.step_kernel(batch, hidden))
+                step_kernel=f["step_kernel"])
 
 
 def _session_ms(hidden, batch, dtype, mode, X, cfg: Config):
@@ -241,8 +239,24 @@ def kernels() -> Dict[str, object]:
     from ortops import fast, variants
 
     return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
+            "fast_steps": _fast_steps(),
             "batched_from": _batched_from(),
             "batched_tiling": {d: _tiling_by_batch(d) for d in ("float32", "float16")}}
+
+
+def _fast_steps():
+    """Fast mode's float16 matrix-unit steps as the report names them: None (off), or
+    "glsl/step_coopmat.comp from batch 4, from 1 at hidden 768 up" (the native table, or the
+    tunable's one batch)."""
+    from ortops import _vk, fast, variants
+
+    if not fast.ENABLED or variants.COOPMAT_STEPS_FROM is None:
+        return None
+    if variants.COOPMAT_STEPS_FROM != variants.TABLE:
+        return f"{fast.STEP_KERNEL}.comp from batch {variants.COOPMAT_STEPS_FROM}"
+    rows = _vk.batched_tiles()["coopmat_steps_from"]
+    return f"{fast.STEP_KERNEL}.comp " + ", ".join(f"from {b} at hidden {h} up" if h else f"from batch {b}"
+                                                    for h, b in rows)
 
 
 def _batched_from():
@@ -453,7 +467,9 @@ def _kernels_line(kern) -> str:
     step = ("glsl/step.comp at every batch" if kern["batched_from"] is None else
             f"glsl/step_batched.comp from batch {kern['batched_from']} ({fields}: {tiling}), "
             f"glsl/step.comp below")
-    return f"Kernels: fast mode's float16 projection {kern['fast_projection']}; step {step}."
+    fast_steps = kern.get("fast_steps")   # reports before 2026-12-02 03:00 UTC lack it
+    fast = f"; fast mode's float16 steps glsl/{fast_steps} where the device can" if fast_steps else ""
+    return f"Kernels: fast mode's float16 projection {kern['fast_projection']}{fast}; step {step}."
 
 
 def plot(report, path) -> bool:

@@ -172,7 +172,7 @@ defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
 // conditions, src/core/layer.cpp useCoopmat) and the cells' default activations: from the
 // batch of COOPMAT_STEPS_FROM the step runs glsl/step_coopmat.comp, R . h on the matrix units
 // (16 units x the pass's gates x 16 NBT batch rows a workgroup) instead of the portable step
-// kernels above. What the H200 measured (docs/perf.md, "Matrix-unit steps"; 2026-12-02,
+// kernels above. What the H200 measured (docs/modes.md, "The steps on the matrix units"; 2026-12-02,
 // scripts/coopmat_steps.py, bidirectional float16 LSTMs, 100 steps, GPU ms of the layer in
 // mode "fast", portable steps against the matrix-unit ones at the best block count):
 // - from batch 4 at every hidden size measured: hidden 256 0.548 against 0.455 (batch 4),
