@@ -91,24 +91,8 @@ def settings() -> dict:
         if any(v is not None and (isinstance(v, bool) or int(v) != v or v < least) for v in values):
             raise ValueError(f"ortops.variants.{name} must be a positive integer (or None), got "
                              f"{globals()[name]!r}")
-    if BATCHED_FROM == TABLE:
-        batched_from = _native().batched_tiles()["batched_from_table"]
-    elif BATCHED_FROM is None:
-        batched_from = 0
-    elif isinstance(BATCHED_FROM, bool) or not isinstance(BATCHED_FROM, int) or BATCHED_FROM < 1:
-        raise ValueError(f"ortops.variants.BATCHED_FROM must be a positive integer, None or "
-                         f"ortops.variants.TABLE, got {BATCHED_FROM!r}")
-    else:
-        batched_from = BATCHED_FROM
-    if COOPMAT_STEPS_FROM == TABLE:
-        coopmat_from = _native().batched_tiles()["coopmat_steps_table"]
-    elif COOPMAT_STEPS_FROM is None:
-        coopmat_from = 0
-    elif isinstance(COOPMAT_STEPS_FROM, bool) or not isinstance(COOPMAT_STEPS_FROM, int) or COOPMAT_STEPS_FROM < 1:
-        raise ValueError(f"ortops.variants.COOPMAT_STEPS_FROM must be a positive integer, None or "
-                         f"ortops.variants.TABLE, got {COOPMAT_STEPS_FROM!r}")
-    else:
-        coopmat_from = COOPMAT_STEPS_FROM
+    batched_from = _from_batch("BATCHED_FROM", "batched_from_table")
+    coopmat_from = _from_batch("COOPMAT_STEPS_FROM", "coopmat_steps_table")
     if COOPMAT_BLOCKS not in (None, 1, 2, 4) or isinstance(COOPMAT_BLOCKS, bool):
         raise ValueError(f"ortops.variants.COOPMAT_BLOCKS must be 1, 2 or 4 (or None), got {COOPMAT_BLOCKS!r}")
     values = (batched_from, upt32, upt16, by32, by16,
@@ -122,6 +106,21 @@ def coopmat_steps_from(hidden: int) -> int:
     matrix units (glsl/step_coopmat.comp) where the device can (0: never), under the
     tunables now in force."""
     return _native().coopmat_steps_from(hidden, settings())
+
+
+def _from_batch(name: str, table_key: str) -> int:
+    """A from-batch tunable (BATCHED_FROM, COOPMAT_STEPS_FROM) as the native settings take it:
+    TABLE as the native sentinel for its table by hidden size, None as 0 (never), else the
+    positive batch itself."""
+    value = globals()[name]
+    if value == TABLE:
+        return _native().batched_tiles()[table_key]
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"ortops.variants.{name} must be a positive integer, None or "
+                         f"ortops.variants.TABLE, got {value!r}")
+    return value
 
 
 def _by_dtype(value) -> tuple:

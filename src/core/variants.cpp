@@ -60,31 +60,13 @@ projectionTpt(uint64_t outputs, uint64_t large)
 uint32_t
 batchedFromFor(uint32_t hidden, const VariantSettings& s)
 {
-    if (s.batchedFrom != BATCHED_FROM_TABLE) {
-        return s.batchedFrom;
-    }
-    uint32_t from = BATCHED_FROM[0].batch;
-    for (const auto& r : BATCHED_FROM) {
-        if (r.fromHidden <= hidden) {
-            from = r.batch;
-        }
-    }
-    return from;
+    return s.batchedFrom != BATCHED_FROM_TABLE ? s.batchedFrom : fromBatchFor(BATCHED_FROM, hidden);
 }
 
 uint32_t
 coopmatStepsFrom(uint32_t hidden, const VariantSettings& s)
 {
-    if (s.coopmatStepsFrom != COOPMAT_STEPS_TABLE) {
-        return s.coopmatStepsFrom;
-    }
-    uint32_t from = COOPMAT_STEPS_FROM[0].batch;
-    for (const auto& r : COOPMAT_STEPS_FROM) {
-        if (r.fromHidden <= hidden) {
-            from = r.batch;
-        }
-    }
-    return from;
+    return s.coopmatStepsFrom != COOPMAT_STEPS_TABLE ? s.coopmatStepsFrom : fromBatchFor(COOPMAT_STEPS_FROM, hidden);
 }
 
 uint32_t

@@ -4,6 +4,7 @@
 // gives the same bits (tests/test_determinism.py, tests/test_step_kernels.py).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -102,12 +103,15 @@ struct BatchedTileRule
 // 200x16x512 by 21 % (above); at hidden 128 and 256 it loses there (float32 0.628 against
 // 0.458 and 0.935 against 0.697, float16 at 256 0.964 against 0.705), so below hidden 384
 // (halfway to 512) it starts at batch 32 as before 2026-12-01, where v4, and v5 since, had won.
-struct BatchedFromRule
+// One row of a table of from-batches by hidden size (BATCHED_FROM, COOPMAT_STEPS_FROM): from
+// hidden `fromHidden` up, the kernel runs from `batch`; the last row whose fromHidden is at most
+// the layer's applies, and each table's first row covers every hidden size (fromBatchFor).
+struct FromBatchRule
 {
     uint32_t fromHidden;
     uint32_t batch;
 };
-inline constexpr BatchedFromRule BATCHED_FROM[] = { { 0, 32 }, { 384, 16 } };
+inline constexpr FromBatchRule BATCHED_FROM[] = { { 0, 32 }, { 384, 16 } };
 // VariantSettings::batchedFrom's default: the table above (0: never; any other value: from
 // that batch at every hidden size).
 inline constexpr uint32_t BATCHED_FROM_TABLE = 0xFFFFFFFFu;
@@ -184,12 +188,7 @@ defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
 //   matrix kernel's k loop of 64-wide slices (two barriers each) is longer than step.comp's
 //   lane walk until hidden 1024. Batches 2 and 3 unmeasured: they follow 4 only from hidden
 //   768 (halfway from 512 to 1024), where batch 1 already wins.
-struct CoopmatFromRule
-{
-    uint32_t fromHidden;
-    uint32_t batch;
-};
-inline constexpr CoopmatFromRule COOPMAT_STEPS_FROM[] = { { 0, 4 }, { 768, 1 } };
+inline constexpr FromBatchRule COOPMAT_STEPS_FROM[] = { { 0, 4 }, { 768, 1 } };
 static_assert(COOPMAT_STEPS_FROM[0].fromHidden == 0, "COOPMAT_STEPS_FROM: the first row covers every hidden size");
 // VariantSettings::coopmatStepsFrom's default: the table above (0: never; any other value:
 // from that batch at every hidden size).
@@ -315,6 +314,20 @@ stepVariant(uint32_t batch, uint32_t gatesInPass);
 // ceil(hidden / 16) x dirs x ceil(batch / (16 blocks)) workgroups.
 uint32_t
 coopmatStepsFrom(uint32_t hidden, const VariantSettings& s);
+// A from-batch table's batch for this hidden size (its last row whose fromHidden is at most
+// `hidden`).
+template<size_t N>
+constexpr uint32_t
+fromBatchFor(const FromBatchRule (&rules)[N], uint32_t hidden)
+{
+    uint32_t from = rules[0].batch;
+    for (const auto& r : rules) {
+        if (r.fromHidden <= hidden) {
+            from = r.batch;
+        }
+    }
+    return from;
+}
 uint32_t
 coopmatBlocks(uint32_t hidden, uint32_t batch, uint32_t dirs, const VariantSettings& s);
 
