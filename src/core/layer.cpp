@@ -77,6 +77,7 @@ struct Spec
     bool lbr = false;
     bool hasBias = false;
     bool hasPeepholes = false;
+    bool generalActivations = false;   // activations other than the cell's defaults (GENERAL)
     std::string mode;
 
     bool gruTwoPass() const { return op == "GRU" && !lbr; }
@@ -190,32 +191,24 @@ makeSpec(const NodeConfig& cfg, const Weights& w)
     } catch (const std::invalid_argument& e) {
         throw InputError(e.what());
     }
+    for (const auto& dir : s.activations) {
+        for (uint32_t k = 0; k < dir.size(); k++) {
+            auto code = activationCode(s.cell->defaultActivations[k]);
+            s.generalActivations = s.generalActivations || !code || dir[k].code != *code;
+        }
+    }
     return s;
 }
 
 // The GENERAL flag and the step shaders' ACT/ALPHA/BETA constants: per direction the f, g, h
 // slots (a cell with fewer slots repeats its last; one direction's list serves both).
-// Whether the layer's activations are other than its cell's defaults (the GENERAL flag).
-bool
-generalActivations(const Spec& s)
-{
-    bool general = false;
-    for (const auto& dir : s.activations) {
-        for (uint32_t k = 0; k < dir.size(); k++) {
-            auto code = activationCode(s.cell->defaultActivations[k]);
-            general = general || !code || dir[k].code != *code;
-        }
-    }
-    return general;
-}
-
 bool
 activationConstants(const Spec& s, Constants& out)
 {
     static const char* act[2][3] = { { "ACT0_F", "ACT0_G", "ACT0_H" }, { "ACT1_F", "ACT1_G", "ACT1_H" } };
     static const char* alpha[2][3] = { { "ALPHA0_F", "ALPHA0_G", "ALPHA0_H" }, { "ALPHA1_F", "ALPHA1_G", "ALPHA1_H" } };
     static const char* beta[2][3] = { { "BETA0_F", "BETA0_G", "BETA0_H" }, { "BETA1_F", "BETA1_G", "BETA1_H" } };
-    bool general = generalActivations(s);
+    bool general = s.generalActivations;
     for (int d = 0; d < 2; d++) {
         const auto& slots = s.activations[std::min<size_t>(d, s.activations.size() - 1)];
         for (int k = 0; k < 3; k++) {
@@ -308,11 +301,13 @@ std::string_view
 chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, const LayerSettings& settings,
                  uint32_t batch)
 {
-    uint32_t from = coopmatStepsFrom(s.hidden, settings.variants);
-    uint32_t blocks = coopmatBlocks(s.hidden, batch, s.dirs, settings.variants);
-    if (from != 0 && batch >= from && !generalActivations(s) && useCoopmat(s, d, ctx, settings.coopmat) &&
-        coopmatStepsShared(s.gates, blocks) <= d.maxSharedMemory) {
-        return "step_coopmat";
+    // useCoopmat first: it ends at once outside mode "fast" and float16 (every other layer).
+    if (useCoopmat(s, d, ctx, settings.coopmat) && !s.generalActivations) {
+        uint32_t from = coopmatStepsFrom(s.hidden, settings.variants);
+        uint32_t blocks = coopmatBlocks(s.hidden, batch, s.dirs, settings.variants);
+        if (from != 0 && batch >= from && coopmatStepsShared(s.gates, blocks) <= d.maxSharedMemory) {
+            return "step_coopmat";
+        }
     }
     return stepKernel(batch, s.hidden, settings.variants);
 }
@@ -712,13 +707,13 @@ struct ScratchSizes
 // The two scratch regions a run needs (docs/design.md, "Scratch"): the input projection of
 // every step and direction, float32 [dirs, seq, batch, gates * hidden]; every step's hidden
 // state [seq + 1, dirs, batch, hidden], then the cell's extra planes, then (batched step
-// kernel) the transposed planes.
+// kernel: `batched`) the transposed planes.
 ScratchSizes
-scratchSizes(const Spec& s, uint32_t seq, uint32_t batch, const VariantSettings& vs)
+scratchSizes(const Spec& s, uint32_t seq, uint32_t batch, bool batched)
 {
     uint64_t plane = static_cast<uint64_t>(s.dirs) * batch * s.hidden;
     uint64_t extra = s.cell->extraStatePlanes(s.lbr) * plane;
-    uint64_t transposed = stepKernel(batch, s.hidden, vs) == "step_batched"
+    uint64_t transposed = batched
                             ? static_cast<uint64_t>(transposedPlanes(s.gruTwoPass())) * s.dirs * 32 *
                                 classesLength(s.hidden) * paddedBatch(batch)
                             : 0;
@@ -840,7 +835,7 @@ struct Recording
     std::shared_ptr<Plan> run()
     {
         const uint32_t D = s.dirs, H = s.hidden, G = s.gates, batch = key.batch;
-        ScratchSizes sizes = scratchSizes(s, key.seq, batch, settings.variants);
+        ScratchSizes sizes = scratchSizes(s, key.seq, batch, batched);
         xw = scratch("the input projection scratch", in.xwScratch, sizes.xw, xwOff);
         st = scratch("the state scratch", in.stateScratch, sizes.state, stOff);
         plan->x = io("X", static_cast<uint64_t>(key.seq) * batch * s.input);
@@ -1526,7 +1521,8 @@ Layer::weightBytes() const
 std::pair<uint64_t, uint64_t>
 Layer::scratchSizes(uint32_t seq, uint32_t batch) const
 {
-    ScratchSizes s = ortops::scratchSizes(impl->spec, seq, batch, settings().variants);
+    bool batched = chooseStepKernel(impl->spec, impl->device, *impl->ctx, settings(), batch) == "step_batched";
+    ScratchSizes s = ortops::scratchSizes(impl->spec, seq, batch, batched);
     return { s.xw, s.state };
 }
 
