@@ -50,9 +50,9 @@ BATCHED_ROWS: int | None | Dict[str, int | None] = None
 # The matrix-unit step kernel (glsl/step_coopmat.comp; mode "fast", float16 layers with the
 # default activations, on a device with VK_KHR_cooperative_matrix, docs/modes.md):
 #   COOPMAT_STEPS_FROM  the batch from which it runs: TABLE (the native core's table by
-#                       hidden size, COOPMAT_STEPS_FROM in variants.hpp: from batch 4, from 1
-#                       at hidden 768 up; :func:`coopmat_steps_from`), None never, a number
-#                       from that batch at every size
+#                       hidden size, COOPMAT_STEPS_FROM in variants.hpp: from batch 4, from
+#                       2 at hidden 384 up, from 1 at 896 up; :func:`coopmat_steps_from`), None
+#                       never, a number from that batch at every size
 #   COOPMAT_BLOCKS      16-row batch blocks a workgroup (1, 2 or 4); None: the native rule
 #                       (two where the grid keeps COOPMAT_PAIR_GROUPS workgroups, else one)
 COOPMAT_STEPS_FROM: int | str | None = TABLE

@@ -231,14 +231,14 @@ def test_fast_plan_projection(case):
 
 
 def test_coopmat_steps_rules():
-    # glsl/step_coopmat.comp's choices (variants.hpp): from batch 4, from 1 at hidden 768 up;
+    # glsl/step_coopmat.comp's choices (variants.hpp): from batch 4, 2 at hidden 384 up, 1 at 896 up;
     # two 16-row batch blocks a workgroup where the grid keeps COOPMAT_PAIR_GROUPS workgroups
     # (ceil(hidden / 16) x dirs x ceil(batch / 32)), else one; the tunables override both.
     from ortops import _vk
 
     tables = _vk.batched_tiles()
-    assert tables["coopmat_steps_from"] == [(0, 4), (768, 1)]
-    assert [variants.coopmat_steps_from(h) for h in (20, 512, 767, 768, 1024)] == [4, 4, 4, 1, 1]
+    assert tables["coopmat_steps_from"] == [(0, 4), (384, 2), (896, 1)]
+    assert [variants.coopmat_steps_from(h) for h in (20, 383, 384, 895, 896, 1024)] == [4, 4, 2, 2, 1, 1]
     pair = tables["coopmat_pair_groups"]
     rule = variants.settings()
     for hidden, batch, dirs in ((1024, 64, 2), (512, 64, 2), (256, 16, 1), (512, 256, 2), (64, 3, 1),

@@ -246,7 +246,7 @@ def kernels() -> Dict[str, object]:
 
 def _fast_steps():
     """Fast mode's float16 matrix-unit steps as the report names them: None (off), or
-    "glsl/step_coopmat.comp from batch 4, from 1 at hidden 768 up" (the native table, or the
+    "glsl/step_coopmat.comp from batch 4, from 2 at hidden 384 up, from 1 at hidden 896 up" (the native table, or the
     tunable's one batch)."""
     from ortops import _vk, fast, variants
 

@@ -183,12 +183,17 @@ defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
 //   1.056 against 0.703 (64), 2.478 against 1.275 (256); hidden 512 0.842 against 0.626 (4),
 //   2.072 against 1.160 (64), 7.226 against 3.183 (256); hidden 1024 2.307 against 1.072 (4),
 //   6.306 against 2.696 (64), 24.11 against 9.72 (256); 200x64x512 4.106 against 2.279;
-// - at batch 1 they lose at hidden 256 (0.388 against 0.451) and 512 (0.528 against 0.620)
-//   and win at 1024 (1.075 against 0.970): a step of one row is latency-bound, and the
-//   matrix kernel's k loop of 64-wide slices (two barriers each) is longer than step.comp's
-//   lane walk until hidden 1024. Batches 2 and 3 unmeasured: they follow 4 only from hidden
-//   768 (halfway from 512 to 1024), where batch 1 already wins.
-inline constexpr FromBatchRule COOPMAT_STEPS_FROM[] = { { 0, 4 }, { 768, 1 } };
+// - at batch 1 they lose at hidden 256 (0.388 against 0.451), 512 (0.528 against 0.620) and
+//   768 (0.745 against 0.784) and win at 1024 (1.075 against 0.970): a step of one row is
+//   latency-bound, and the matrix kernel's k loop of 64-wide slices (two barriers each) is
+//   longer than step.comp's lane walk until hidden 1024; from 896 (halfway from 768);
+// - at batch 2 they win at hidden 512 (0.750 against 0.620), 768 (0.882 against 0.794) and
+//   1024 (1.850 against 1.005), and at batch 3 at hidden 256 (0.537 against 0.453); batch 2
+//   below hidden 512 is unmeasured, so batch 2 from hidden 384 (halfway from 256), batch 4
+//   below it.
+// Coalescing (Layer::run) does not carry a request below the table's batch into a run at or
+// above it: from batch 2, lone batch-1 requests of such a layer are not coalesced at all.
+inline constexpr FromBatchRule COOPMAT_STEPS_FROM[] = { { 0, 4 }, { 384, 2 }, { 896, 1 } };
 static_assert(COOPMAT_STEPS_FROM[0].fromHidden == 0, "COOPMAT_STEPS_FROM: the first row covers every hidden size");
 // VariantSettings::coopmatStepsFrom's default: the table above (0: never; any other value:
 // from that batch at every hidden size).
