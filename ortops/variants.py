@@ -12,6 +12,7 @@ workgroups, never the order in which a sum is taken, so every variant gives the 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Dict
 
@@ -108,13 +109,20 @@ def coopmat_steps_from(hidden: int) -> int:
     return _native().coopmat_steps_from(hidden, settings())
 
 
+@functools.lru_cache(maxsize=None)
+def _native_tables() -> dict:
+    """The native core's compile-time tables (variants.hpp), read once: settings() runs at
+    every RecurrentLayer call."""
+    return _native().batched_tiles()
+
+
 def _from_batch(name: str, table_key: str) -> int:
     """A from-batch tunable (BATCHED_FROM, COOPMAT_STEPS_FROM) as the native settings take it:
     TABLE as the native sentinel for its table by hidden size, None as 0 (never), else the
     positive batch itself."""
     value = globals()[name]
     if value == TABLE:
-        return _native().batched_tiles()[table_key]
+        return _native_tables()[table_key]
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
