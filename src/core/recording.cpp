@@ -52,6 +52,9 @@ struct Recording
     const LayerSettings& settings;
     StepKernel stepKernel;
     Limits limits;
+    // The weights as uploaded when recording began (RB included: record() uploads it first);
+    // an immutable set, read while another plan's recording may upload (weights.hpp).
+    std::shared_ptr<const WeightSet> weights;
     std::shared_ptr<Plan> plan = std::make_shared<Plan>();
     std::shared_ptr<Buffer> xw, st, lensB;
     uint32_t xwOff = 0, stOff = 0;   // in floats
@@ -66,6 +69,7 @@ struct Recording
       , settings(pool.settings)
       , stepKernel(pool.stepKernel)
       , limits(l)
+      , weights(layer.weights.snapshot())
     {
     }
 
@@ -126,7 +130,12 @@ struct Recording
         plan->keep.push_back(p);
         return p;
     }
-    std::shared_ptr<Buffer> weight(const char* name) { return L.weights.get(name); }
+    // The weight `name`, or the placeholder for one the layer lacks.
+    std::shared_ptr<Buffer> weight(const char* name) const
+    {
+        auto it = weights->find(name);
+        return it == weights->end() ? L.weights.placeholder() : it->second;
+    }
     std::shared_ptr<Buffer> orPlaceholder(const std::shared_ptr<Buffer>& b) const
     {
         return b ? b : L.weights.placeholder();

@@ -119,7 +119,7 @@ DeviceWeights::DeviceWeights(std::shared_ptr<Context> context, const Spec& s, co
     if (w.P) {
         add("P", *w.P);
     }
-    upload(arrays, limits);
+    publish(std::make_shared<const WeightSet>(upload(arrays, limits)));
     const auto* r = static_cast<const uint8_t*>(arrays["R"].first);
     hostR.assign(r, r + arrays["R"].second);
     dummy = std::make_shared<Buffer>(ctx, 4, "storage");
@@ -127,8 +127,8 @@ DeviceWeights::DeviceWeights(std::shared_ptr<Context> context, const Spec& s, co
 
 // Weights go to device-only memory: staged, then copied by a compute pass (Kompute's
 // device-only tensors are storage buffers, not transfer destinations).
-void
-DeviceWeights::upload(const Arrays& arrays, const Limits& limits)
+WeightSet
+DeviceWeights::upload(const Arrays& arrays, const Limits& limits) const
 {
     auto seq = std::make_shared<Sequence>(ctx, 0);
     std::vector<std::shared_ptr<Buffer>> staging;
@@ -155,37 +155,44 @@ DeviceWeights::upload(const Arrays& arrays, const Limits& limits)
     }
     seq->barrier("compute", "compute");
     seq->eval();
-    for (auto& [name, buf] : stored) {
-        buffers[name] = buf;
-    }
+    return WeightSet(stored.begin(), stored.end());
+}
+
+void
+DeviceWeights::publish(std::shared_ptr<const WeightSet> set)
+{
+    std::lock_guard<std::mutex> lock(publishLock);
+    current = std::move(set);
+}
+
+std::shared_ptr<const WeightSet>
+DeviceWeights::snapshot() const
+{
+    std::lock_guard<std::mutex> lock(publishLock);
+    return current;
 }
 
 void
 DeviceWeights::uploadBatchedR(const Limits& limits)
 {
     std::lock_guard<std::mutex> lock(batchedLock);
-    if (buffers.count("RB")) {
+    std::shared_ptr<const WeightSet> before = snapshot();
+    if (before->count("RB")) {
         return;
     }
     std::vector<uint8_t> rb = batchedR(hostR.data(), spec.dirs, spec.gates, spec.hidden, spec.rItem());
-    upload(Arrays{ { "RB", { rb.data(), rb.size() } } }, limits);
+    auto after = std::make_shared<WeightSet>(*before);
+    after->merge(upload(Arrays{ { "RB", { rb.data(), rb.size() } } }, limits));
+    publish(std::move(after));
     hostR.clear();
     hostR.shrink_to_fit();
-}
-
-std::shared_ptr<Buffer>
-DeviceWeights::get(const char* name) const
-{
-    auto it = buffers.find(name);
-    return it == buffers.end() ? dummy : it->second;
 }
 
 std::vector<std::pair<std::string, uint64_t>>
 DeviceWeights::sizes() const
 {
-    std::lock_guard<std::mutex> lock(batchedLock);
     std::vector<std::pair<std::string, uint64_t>> out;
-    for (const auto& [name, buf] : buffers) {
+    for (const auto& [name, buf] : *snapshot()) {
         out.emplace_back(name, buf->bytes);
     }
     return out;

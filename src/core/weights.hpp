@@ -37,16 +37,24 @@ struct Context;
 struct Limits;
 struct Spec;
 
+// The weights on the device by name ("W", "R", "B", "P", "RB").
+using WeightSet = std::map<std::string, std::shared_ptr<Buffer>>;
+
+// Thread safety: plans of different keys are recorded at once (outside the plan cache's
+// lock), and one of them may upload RB while another reads the weights. So the set is
+// published as an immutable snapshot: readers take a copy of the pointer (snapshot()) and
+// read that set, which no one changes; uploadBatchedR makes a new set holding RB and swaps
+// the pointer under `publishLock`.
 class DeviceWeights
 {
   public:
     // Uploads W, R, B, P (checked against `limits`' storage binding).
     DeviceWeights(std::shared_ptr<Context> ctx, const Spec& spec, const Weights& w, const Limits& limits);
 
-    // The weight `name` ("W", "R", "B", "P", "RB"), or a 4-byte placeholder for one the layer
-    // lacks (a binding must hold a buffer; the kernels read none of it).
-    std::shared_ptr<Buffer> get(const char* name) const;
-    // The placeholder.
+    // The weights uploaded so far: an immutable set (a later upload publishes a new one).
+    std::shared_ptr<const WeightSet> snapshot() const;
+    // A 4-byte buffer bound for a weight the layer lacks (a binding must hold a buffer; the
+    // kernels read none of it).
     const std::shared_ptr<Buffer>& placeholder() const { return dummy; }
     // Upload RB once (batchedR of the R uploaded), and forget the host copy of R.
     void uploadBatchedR(const Limits& limits);
@@ -55,13 +63,16 @@ class DeviceWeights
 
   private:
     using Arrays = std::map<std::string, std::pair<const void*, uint64_t>>;
-    void upload(const Arrays& arrays, const Limits& limits);
+    // The arrays on the device, by name (the caller publishes them).
+    WeightSet upload(const Arrays& arrays, const Limits& limits) const;
+    void publish(std::shared_ptr<const WeightSet> set);
 
     std::shared_ptr<Context> ctx;
     const Spec& spec;
-    std::map<std::string, std::shared_ptr<Buffer>> buffers;
-    std::vector<uint8_t> hostR;   // R kept until the batched kernel's layout is uploaded
-    mutable std::mutex batchedLock;
+    mutable std::mutex publishLock;             // guards `current` (the pointer, not the set)
+    std::shared_ptr<const WeightSet> current;
+    std::mutex batchedLock;                     // one RB upload; guards hostR
+    std::vector<uint8_t> hostR;                 // R kept until the batched kernel's layout is uploaded
     std::shared_ptr<Buffer> dummy;
 };
 
