@@ -135,6 +135,7 @@ def test_ortops_adds_no_handler():
     # (stderr); an application silences or routes them through the "ortops" logger.
     import ortops.ort.customop  # noqa: F401
     import ortops.tools.bench  # noqa: F401
+    import ortops.tools.measure  # noqa: F401
 
     assert logging.getLogger("ortops").handlers == []
     assert logging.getLogger("ortops.bench").handlers == []
@@ -145,8 +146,8 @@ import logging, sys, types
 sys.modules["onnxruntime_ep_webgpu"] = types.SimpleNamespace(
     get_ep_name=lambda: (_ for _ in ()).throw(RuntimeError("no adapter (test)")))
 {setup}
-from ortops.tools import bench
-assert bench._webgpu_ms(None, None, 1) is None
+from ortops.tools import measure
+assert measure.webgpu_ms(None, None, 1) is None
 """
 
 
@@ -164,14 +165,14 @@ def test_warnings_are_visible_by_default_and_can_be_silenced():
 def test_bench_reports_through_the_logger(caplog, capsys, monkeypatch):
     import types
 
-    from ortops.tools import bench
+    from ortops.tools import measure
 
     def refuse():
         raise RuntimeError("no adapter (test)")
 
     monkeypatch.setitem(sys.modules, "onnxruntime_ep_webgpu", types.SimpleNamespace(get_ep_name=refuse))
     with caplog.at_level(logging.WARNING, logger="ortops"):
-        assert bench._webgpu_ms(None, None, 1) is None
+        assert measure.webgpu_ms(None, None, 1) is None
     assert [(r.name, r.levelname) for r in caplog.records] == [("ortops.bench", "WARNING")]
     assert capsys.readouterr().err == ""
 

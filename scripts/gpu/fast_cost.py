@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Mode "fast" against "deterministic": input projection GPU time and accuracy (docs/modes.md).
 
-    python -P scripts/fast_cost.py [--runs 20] [--small] [--device D] [--out DIR]
+    python -P scripts/gpu/fast_cost.py [--runs 20] [--small] [--device D] [--out DIR]
 
 Prints the device's VK_KHR_cooperative_matrix combinations and which projection fast mode
 records on it, then for each shape (default: the anchors LSTM 200 x 64 x 512 -> 512
 and 100 x 64 x 1024 -> 1024, bidirectional, float16; --small: a lavapipe-sized one) the median GPU time of one layer in
-each mode split into projection / steps / outputs (Vulkan timestamps, ortops.tools.bench), the
+each mode split into projection / steps / outputs (Vulkan timestamps, ortops.tools.measure), the
 scaled error of each mode's outputs against the float64 reference, and whether fast mode gave
 the same bits on a second run. Writes DIR/fast_cost.json and DIR/fast_cost.md. Exit status 1
 when fast mode leaves the float16 tolerance or changes bits between runs.
@@ -23,7 +23,7 @@ import ortops
 from ortops import fast, reference
 from ortops.compare import TOLERANCE, scaled_error
 from ortops.device import context
-from ortops.tools import bench
+from ortops.tools import measure
 from ortops.tools.report import write_report
 
 # This script measures the cooperative-matrix projection, which fast mode records only when
@@ -40,7 +40,7 @@ def accuracy(shape, device):
     """Per mode: the scaled error of each output against the float64 reference, the projection
     shader recorded and whether a second run gave the same bits."""
     cell, seq, batch, inp, hidden, direction = shape
-    W, R, B = bench._weights(cell, inp, hidden, 2 if direction == "bidirectional" else 1, np.float16)
+    W, R, B = measure.weights(cell, inp, hidden, 2 if direction == "bidirectional" else 1, np.float16)
     X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(np.float16)
     want = getattr(reference, cell.lower())(X, W, R, B, direction=direction)
     out = {}
@@ -59,7 +59,7 @@ def measure(shapes, runs, device):
     for shape in shapes:
         row = {"shape": "{} {}x{}x{}->{} {}".format(*shape), "dtype": "float16"}
         for mode in ("deterministic", "fast"):
-            gpu, call, _, _, profile = bench._gpu_time(*shape, np.float16, runs, device, mode)
+            gpu, call, _, _, profile = measure.gpu_time(*shape, np.float16, runs, device, mode)
             row[mode] = {"gpu_ms": gpu, "layer_call_ms": call, "profile": profile}
         for mode, acc in accuracy(shape, device).items():
             row[mode].update(acc)

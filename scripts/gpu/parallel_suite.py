@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The test suite in parallel pytest processes, plainly and under validation at once.
 
-    python -P scripts/parallel_suite.py --out DIR [--shards 6] [--validation-shards 2]
+    python -P scripts/gpu/parallel_suite.py --out DIR [--shards 6] [--validation-shards 2]
         [--validation-from FILE | --validation-only FILE,...] [--timeout S]
 
 Why: on the GPU machine one device call may run 10 minutes, and on 2026-12-02 the whole suite

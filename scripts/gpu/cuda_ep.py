@@ -1,9 +1,10 @@
 """What an ortops session costs beside onnxruntime-gpu's CUDA execution provider.
 
 With ``providers=["CUDAExecutionProvider", "CPUExecutionProvider"]`` the model's other nodes run
-on CUDA and the recurrent nodes on the Vulkan device through onnxruntime-extensions' custom ops,
-which take and return host arrays: each recurrent node's inputs cross from CUDA memory to the
-host and its outputs back. This script measures, on one model and one feed, the median run time
+on CUDA and the recurrent nodes on the Vulkan device through the custom-op library's kernels
+(libortops_ort.so), which ONNX Runtime assigns to its CPU provider (the ops name no provider,
+src/ort/kernel.cpp), so they take and return host memory: each recurrent node's inputs cross
+from CUDA memory to the host and its outputs back. This script measures, on one model and one feed, the median run time
 of
 
 - ortops with the CPU provider for the other nodes (ortops' default),
@@ -13,7 +14,7 @@ of
 
 and checks every output against stock ORT CPU (scaled error within the float32 tolerance).
 Needs onnxruntime-gpu in place of onnxruntime; where the CUDA provider is not available the
-CUDA rows say so. Run: ``python -P scripts/cuda_ep.py [MODEL] --runs 200``.
+CUDA rows say so. Run: ``python -P scripts/gpu/cuda_ep.py [MODEL] --runs 200``.
 """
 
 from __future__ import annotations

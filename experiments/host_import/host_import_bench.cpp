@@ -1,7 +1,7 @@
 // host_import_bench: the one copy each way between a caller's buffer (ONNX Runtime's tensor) and
 // the GPU, measured three ways (issue 21, item 4). A measurement, not a production path: built
-// by its own small CMake project (src/tools/CMakeLists.txt, scripts/host_import_bench.sh), never
-// by the package's build, never in the wheel.
+// by its own small CMake project (experiments/host_import/: CMakeLists.txt, host_import_bench.sh),
+// never by the package's build, never in the wheel.
 //
 // Today a run copies each input on the host (src/core/hostcopy.cpp's copy threads) into
 // Kompute's mapped staging memory and the GPU copies staging -> device-local; each output goes

@@ -19,8 +19,8 @@ Medians of ``--runs`` runs after ``--warmup`` seconds of untimed runs of each sh
 idles at low clocks, docs/perf.md "GPU clocks"). Writes host_path.json and host_path.md into
 ``--out``.
 
-    python scripts/host_path.py --out /tmp/h          # the anchors (GPU machine: STAGE=host)
-    python scripts/host_path.py --small --out /tmp/h  # small shapes (lavapipe)
+    python scripts/gpu/host_path.py --out /tmp/h          # the anchors (GPU machine: STAGE=host)
+    python scripts/gpu/host_path.py --small --out /tmp/h  # small shapes (lavapipe)
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def session_times(shape, dtype, X, runs: int, warmup: float, device) -> dict:
     custom-op library, no Python on the node's path): the median of the run."""
     import ortops
     from ortops.timing import warm
-    from ortops.tools.bench import one_node_model
+    from ortops.tools.measure import one_node_model
 
     model = one_node_model(*shape, dtype).SerializeToString()
     sess = ortops.InferenceSession(model, device=device)
@@ -107,11 +107,11 @@ def session_times(shape, dtype, X, runs: int, warmup: float, device) -> dict:
 def measure(shape, dtype, runs: int, warmup: float, device=None) -> dict:
     from ortops.layer import RecurrentLayer
     from ortops.timing import warm
-    from ortops.tools.bench import _weights
+    from ortops.tools.measure import weights
 
     cell, seq, batch, inp, hidden, direction = shape
     dirs = 2 if direction == "bidirectional" else 1
-    W, R, B = _weights(cell, inp, hidden, dirs, dtype)
+    W, R, B = weights(cell, inp, hidden, dirs, dtype)
     layer = RecurrentLayer(cell, W, R, B, direction=direction, device=device, timestamps=True)
     X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
     outs = layer(X)

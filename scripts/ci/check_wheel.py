@@ -3,7 +3,7 @@ loader (libvulkan.so.1, the user's), glibc/libstdc++-level libraries and the lib
 in the wheel itself (the custom-op library ortops/libortops_ort.so, which holds the native
 core and which ortops/_vk links; auditwheel's ortops.libs/: fmt).
 
-    python scripts/check_wheel.py build/wheelhouse/ortops-*.whl
+    python scripts/ci/check_wheel.py build/wheelhouse/ortops-*.whl
 """
 
 from __future__ import annotations

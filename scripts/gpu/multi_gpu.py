@@ -36,7 +36,7 @@ import numpy as np
 
 from ortops.tools.report import write_report
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FEEDS = 8   # distinct inputs, cycled; each checked against its serial result
 
 

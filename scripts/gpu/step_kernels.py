@@ -7,7 +7,7 @@ same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh
 with the native table's tile for the shape's element type and batch (src/core/variants.hpp,
 BATCHED_TILES), the lanes kernel below.
 
-    python scripts/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
+    python scripts/gpu/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import ortops
 from ortops import variants
 from ortops.timing import warm
 from ortops.tools import cudnn
-from ortops.tools.bench import _weights
+from ortops.tools.measure import weights
 from ortops.tools.report import write_report
 
 LANES = None   # every batch on the lanes kernel
@@ -47,7 +47,7 @@ DEFAULT = ("default",)   # nothing set: what ships
 def _layer(hidden, dtype, upt, by, batched_from, prefetch=1, ksplit=1, rows=1):
     variants.BATCHED_FROM, variants.BATCHED_UPT, variants.BATCHED_BY = batched_from, upt, by
     variants.BATCHED_PREFETCH, variants.BATCHED_KSPLIT, variants.BATCHED_ROWS = prefetch, ksplit, rows
-    W, R, B = _weights("LSTM", hidden, hidden, 2, dtype)
+    W, R, B = weights("LSTM", hidden, hidden, 2, dtype)
     return ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
 
 

@@ -2,7 +2,7 @@
 """Mode "fast"'s step kernels side by side: the portable ones against R . h on the matrix units
 (glsl/step_coopmat.comp) in each batch-block count, with cuDNN float16 in the same run.
 
-    python -P scripts/coopmat_steps.py --out DIR [--small] [--runs N] [--shapes SEQxBATCHxHIDDEN,...]
+    python -P scripts/gpu/coopmat_steps.py --out DIR [--small] [--runs N] [--shapes SEQxBATCHxHIDDEN,...]
 
 For each bidirectional float16 LSTM (input = hidden) the median GPU time and step time
 (Vulkan timestamps) of mode "fast" with the portable steps (ortops.variants.COOPMAT_STEPS_FROM
@@ -27,7 +27,7 @@ from ortops import fast, reference, variants
 from ortops.compare import TOLERANCE, scaled_error
 from ortops.timing import warm
 from ortops.tools import cudnn
-from ortops.tools.bench import _weights
+from ortops.tools.measure import weights
 from ortops.tools.report import write_report
 
 fast.ENABLED = True
@@ -45,7 +45,7 @@ REFERENCE_LIMIT = 4e10
 
 def _layer(hidden, steps_from, blocks):
     variants.COOPMAT_STEPS_FROM, variants.COOPMAT_BLOCKS = steps_from, blocks
-    W, R, B = _weights("LSTM", hidden, hidden, 2, np.float16)
+    W, R, B = weights("LSTM", hidden, hidden, 2, np.float16)
     return ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", mode="fast", timestamps=True)
 
 
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
         row = {"shape": name, "seq": seq, "batch": batch, "hidden": hidden, "variants": {}}
         want = None
         if seq * batch * 16 * hidden * hidden <= REFERENCE_LIMIT:
-            W, R, B = _weights("LSTM", hidden, hidden, 2, np.float16)
+            W, R, B = weights("LSTM", hidden, hidden, 2, np.float16)
             want = reference.lstm(X, W, R, B, direction="bidirectional")
         for key, (steps_from, blocks) in VARIANTS.items():
             layer = _layer(hidden, steps_from, blocks)

@@ -2,11 +2,11 @@
 # Fuzz the native node-config decoder (src/core/nodeconfig.cpp and the strict JSON reader
 # src/core/json.cpp under it; docs/security.md) with libFuzzer, ASan and UBSan.
 #
-#   scripts/fuzz.sh [SECONDS]     build tests/fuzz/fuzz_nodeconfig.cpp, replay the corpus and
+#   scripts/ci/fuzz.sh [SECONDS]     build tests/fuzz/fuzz_nodeconfig.cpp, replay the corpus and
 #                                 tests/fuzz/regressions/, then fuzz for SECONDS (default 60) on
 #                                 a copy of the corpus; fails on any crash, leak, timeout, or
-#                                 out-of-memory. CI: apt-get install -y clang && bash scripts/fuzz.sh 120
-#   scripts/fuzz.sh --replay      no fuzzing and no clang needed: build tests/fuzz/replay.cpp with
+#                                 out-of-memory. CI: apt-get install -y clang && bash scripts/ci/fuzz.sh 120
+#   scripts/ci/fuzz.sh --replay      no fuzzing and no clang needed: build tests/fuzz/replay.cpp with
 #                                 ASan and UBSan ($CXX, default g++) and run it over the corpus
 #                                 and the regressions (the native unit test)
 #
@@ -18,7 +18,7 @@
 # New corpus entries the run finds stay in build/fuzz/corpus/; the seed corpus is regenerated
 # by tests/fuzz/make_corpus.py.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 build=${FUZZ_BUILD:-$root/build/fuzz}
 mkdir -p "$build"

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Exact mode's cost: GPU time of exact against deterministic at the anchor shapes.
 
-    python -P scripts/exact_cost.py [--runs 20] [--small] [--out DIR]
+    python -P scripts/gpu/exact_cost.py [--runs 20] [--small] [--out DIR]
 
 For each anchor shape (ortops.tools.bench.ANCHOR_SHAPES) and precision, the median GPU time
-(Vulkan timestamps around the passes, ortops.tools.bench) of one layer in each mode, and
+(Vulkan timestamps around the passes, ortops.tools.measure) of one layer in each mode, and
 their ratio; prints a markdown table (the input for docs/exact.md, 'Cost') and writes it with
 the raw numbers to DIR/exact_cost.json. The last anchor shape (200 x 64 x 512 -> 512) is
 left out unless --all: it dominates the run time and is throughput-bound, where the cost of
@@ -21,7 +21,7 @@ import numpy as np
 
 from ortops.tools.report import write_report
 
-from ortops.tools import bench
+from ortops.tools import bench, measure
 
 
 def measure(shapes, dtypes, runs, device=None):
@@ -30,7 +30,7 @@ def measure(shapes, dtypes, runs, device=None):
         for dtype in dtypes:
             row = {"shape": "{} {}x{}x{}->{} {}".format(*shape), "dtype": np.dtype(dtype).name}
             for mode in ("deterministic", "exact"):
-                gpu, call, _, _, profile = bench._gpu_time(*shape, dtype, runs, device, mode)
+                gpu, call, _, _, profile = measure.gpu_time(*shape, dtype, runs, device, mode)
                 row[mode] = {"gpu_ms": gpu, "layer_call_ms": call, "profile": profile}
             row["ratio"] = row["exact"]["gpu_ms"] / row["deterministic"]["gpu_ms"]
             rows.append(row)

@@ -1,6 +1,6 @@
 """The custom-op library end to end in plain onnxruntime, against ONNX Runtime CPU's own kernels.
 
-    python scripts/library_e2e.py [LIBRARY]      (default: ortops.library_path())
+    python scripts/ci/library_e2e.py [LIBRARY]      (default: ortops.library_path())
 
 Builds small models with one custom node each (domain "ortops", config v4 written here as
 ortops.convert writes it) and their standard twins, registers LIBRARY with

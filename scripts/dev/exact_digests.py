@@ -1,7 +1,7 @@
 """Exact mode's evidence: SHA-256 digests of exact-mode outputs for a fixed set of seeded cases.
 
-    python -P scripts/exact_digests.py            # rewrite tests/exact_digests.json
-    python -P scripts/exact_digests.py --check    # compare with it (exit status 1 on a mismatch)
+    python -P scripts/dev/exact_digests.py            # rewrite tests/exact_digests.json
+    python -P scripts/dev/exact_digests.py --check    # compare with it (exit status 1 on a mismatch)
 
 tests/test_exact_digests.py runs the same cases and requires the committed digests; every
 conformant Vulkan device must give them (docs/exact.md). The cases cover every cell (GRU with
@@ -31,7 +31,7 @@ import numpy as np
 from ortops.activations import ACTIVATIONS
 from ortops.cells import CELLS
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DIGESTS = ROOT / "tests" / "exact_digests.json"
 
 # Parameters of the activations that take them (the values tests/_cases.py's ACT_PARAMS uses;

@@ -41,12 +41,12 @@
 # Then pip resolves ray[serve] with no index from the two folders plus the left-out packages
 # (--dry-run, CPython 3.12): it must succeed and take every wheel carried.
 #
-# Usage: scripts/ray_wheels.sh   (about a minute of one core, most of it LZMA; 135 MB downloaded)
+# Usage: scripts/gpu/ray_wheels.sh   (about a minute of one core, most of it LZMA; 135 MB downloaded)
 # Env: RAY_SPEC (default: pyproject's serve extra, "ray[serve]>=2.10"), RAY_WHEELS_CARRY,
 #      RAY_WHEELS_IMAGE, PYTHON (default python3: a CPython 3.8+ with pip; it need not be 3.12),
 #      CHECK_PYTHON (a Python 3.12 for the resolution check; python3.12 by default, if found).
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 PY=${PYTHON:-python3}
 command -v strip > /dev/null || { echo "ray_wheels.sh: needs strip (binutils)" >&2; exit 1; }

@@ -1,8 +1,8 @@
 """Fuzz what ortops still does in Python: reading and rewriting untrusted models, and the layer
 API's checks of untrusted feeds (docs/security.md). The native node-config decoder has its own
-fuzzer (scripts/fuzz.sh).
+fuzzer (scripts/ci/fuzz.sh).
 
-    python scripts/fuzz_python.py [SECONDS] [--part models|layer|all] [--seed N] [--out DIR]
+    python scripts/ci/fuzz_python.py [SECONDS] [--part models|layer|all] [--seed N] [--out DIR]
 
 models: tests/models/*.onnx mutated - bytes flipped in the serialized protobuf, truncated,
 spliced, and structural mutations made with onnx (attributes of the wrong type or out of range,
@@ -47,7 +47,7 @@ import traceback
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "models"
 SESSION_EVERY = 8
 ADDRESS_SPACE = 16 << 30

@@ -5,7 +5,7 @@
 #   - RegisterCustomOps exported (a defined dynamic function symbol), the entry point every
 #     onnxruntime binding looks up,
 #   - linked -z nodelete (DF_1_NODELETE), so a dlclose by ONNX Runtime or a binding leaves it loaded.
-# Usage: scripts/check_library.sh path/to/libortops_ort.so      (CI runs it after the build)
+# Usage: scripts/ci/check_library.sh path/to/libortops_ort.so      (CI runs it after the build)
 # Needs readelf and nm (binutils). Exit status 0 when every check passes, 1 otherwise.
 set -euo pipefail
 lib=${1:?usage: check_library.sh LIB}

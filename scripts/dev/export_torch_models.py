@@ -22,7 +22,7 @@ Needs torch (any recent CPU build; these were written with torch 2.13.0 CPU and
 onnxscript 0.7.2); ortops itself does not. Seeded: running it again with the same
 torch writes the same weights. Each model is a few KB.
 
-Usage: python scripts/export_torch_models.py [--out tests/models]
+Usage: python scripts/dev/export_torch_models.py [--out tests/models]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import onnx
 import torch
 from torch import nn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ, BATCH, INPUT, HIDDEN = 6, 3, 4, 5
 
 
