@@ -81,12 +81,16 @@ CPP = textwrap.dedent('''\
     }
     const std::vector<int> table = {1, 2};
     }  // namespace ortops
+
+    extern "C" {
+    int exported(void) { return 0; }
+    }
     ''')
 
 
 def test_cpp_functions_by_brace_matching():
     assert sizes.cpp_functions(CPP) == [
-        ("f", 7, 8), ("S", 18, 4), ("get", 22, 1), ("Layer::shapes", 26, 5)]
+        ("f", 7, 8), ("S", 18, 4), ("get", 22, 1), ("Layer::shapes", 26, 5), ("exported", 35, 1)]
 
 
 def test_violations_and_exit_status(tmp_path, capsys):

@@ -141,7 +141,7 @@ def _blank_preprocessor(code: str) -> str:
 
 
 _SCOPE = re.compile(r"^(?:template\s*<.*>\s*)?(?:\[\[.*\]\]\s*)?(class|struct|union|enum|namespace)\b"
-                    r"|^extern\s*\"\"\s*$|^namespace\b")
+                    r"|^extern\s*\"\s*\"$")
 
 
 def cpp_functions(text: str) -> list[tuple[str, int, int]]:
