@@ -21,7 +21,8 @@ import numpy as np
 
 from ortops.tools.report import write_report
 
-from ortops.tools import bench, measure
+from ortops.tools import bench
+from ortops.tools.measure import gpu_time
 
 
 def measure(shapes, dtypes, runs, device=None):
@@ -30,7 +31,7 @@ def measure(shapes, dtypes, runs, device=None):
         for dtype in dtypes:
             row = {"shape": "{} {}x{}x{}->{} {}".format(*shape), "dtype": np.dtype(dtype).name}
             for mode in ("deterministic", "exact"):
-                gpu, call, _, _, profile = measure.gpu_time(*shape, dtype, runs, device, mode)
+                gpu, call, _, _, profile = gpu_time(*shape, dtype, runs, device, mode)
                 row[mode] = {"gpu_ms": gpu, "layer_call_ms": call, "profile": profile}
             row["ratio"] = row["exact"]["gpu_ms"] / row["deterministic"]["gpu_ms"]
             rows.append(row)

@@ -23,7 +23,7 @@ import ortops
 from ortops import fast, reference
 from ortops.compare import TOLERANCE, scaled_error
 from ortops.device import context
-from ortops.tools import measure
+from ortops.tools.measure import gpu_time, weights
 from ortops.tools.report import write_report
 
 # This script measures the cooperative-matrix projection, which fast mode records only when
@@ -40,7 +40,7 @@ def accuracy(shape, device):
     """Per mode: the scaled error of each output against the float64 reference, the projection
     shader recorded and whether a second run gave the same bits."""
     cell, seq, batch, inp, hidden, direction = shape
-    W, R, B = measure.weights(cell, inp, hidden, 2 if direction == "bidirectional" else 1, np.float16)
+    W, R, B = weights(cell, inp, hidden, 2 if direction == "bidirectional" else 1, np.float16)
     X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(np.float16)
     want = getattr(reference, cell.lower())(X, W, R, B, direction=direction)
     out = {}
@@ -59,7 +59,7 @@ def measure(shapes, runs, device):
     for shape in shapes:
         row = {"shape": "{} {}x{}x{}->{} {}".format(*shape), "dtype": "float16"}
         for mode in ("deterministic", "fast"):
-            gpu, call, _, _, profile = measure.gpu_time(*shape, np.float16, runs, device, mode)
+            gpu, call, _, _, profile = gpu_time(*shape, np.float16, runs, device, mode)
             row[mode] = {"gpu_ms": gpu, "layer_call_ms": call, "profile": profile}
         for mode, acc in accuracy(shape, device).items():
             row[mode].update(acc)
