@@ -41,7 +41,7 @@ class Fields
         std::vector<std::string> names = names_;
         cls_.attr("FIELDS") = py::tuple(py::cast(names));
         cls_.def("__eq__", [names](const py::object& a, const py::object& b) -> py::object {
-            if (!py::isinstance(b, a.get_type())) {
+            if (!py::isinstance(b, py::type::handle_of(a))) {
                 return py::reinterpret_borrow<py::object>(Py_NotImplemented);
             }
             for (const std::string& n : names) {
@@ -52,7 +52,7 @@ class Fields
             return py::bool_(true);
         });
         cls_.def("__repr__", [names](const py::object& self) {
-            std::string out = std::string(py::str(self.get_type().attr("__name__"))) + "(";
+            std::string out = std::string(py::str(py::type::handle_of(self).attr("__name__"))) + "(";
             for (size_t i = 0; i < names.size(); i++) {
                 out += (i ? ", " : "") + names[i] + "=" + std::string(py::repr(self.attr(names[i].c_str())));
             }
