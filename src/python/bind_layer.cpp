@@ -66,7 +66,7 @@ HostTensor
 shaped(const NodeConfig& c, const py::handle& shape)
 {
     HostTensor t;
-    t.type = c.dtype == "float16" ? ElementType::Float16 : ElementType::Float32;
+    t.type = c.dtype;
     t.shape = shape.cast<std::vector<int64_t>>();
     return t;
 }
@@ -101,7 +101,7 @@ checkLayerShapes(const std::string& config, const py::dict& shapes, std::optiona
     out["hidden_size"] = a.hiddenSize.value_or(w.R.shape[2]);
     out["input_size"] = w.W.shape[2];
     out["num_directions"] = a.directions();
-    out["direction"] = std::string(a.direction);
+    out["direction"] = std::string(directionName(a.direction));
     out["activations"] = py::tuple(directions);
     return out;
 }

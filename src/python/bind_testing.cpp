@@ -18,6 +18,9 @@
 #include "context.hpp"
 #include "layer.hpp"
 #include "specialization.hpp"
+#include "testing.hpp"
+#include "variants.hpp"
+#include "weights.hpp"
 
 namespace py = pybind11;
 

@@ -72,7 +72,7 @@ bindVariants(py::module_& m)
     m.def(
       "step_kernel",
       [](uint32_t batch, uint32_t hidden, const VariantSettings& s) {
-          return std::string(stepKernel(batch, hidden, s));
+          return std::string(stepKernelName(stepKernel(batch, hidden, s)));
       },
       py::arg("batch"), py::arg("hidden"), py::arg("settings"));
     m.def("batched_from", &batchedFromFor, py::arg("hidden"), py::arg("settings"));
