@@ -33,7 +33,9 @@ PY=${PYTHON:-python3}
 status=0
 has() { [[ ",$JOBS," == *",$1,"* ]]; }
 stamp() { echo "packaging: $1 ($(($(date +%s) - t0)) s)"; }
-PYTEST=(-P -m pytest --vk-validation --fail-on-skip -q -p no:cacheprovider)
+# --shipping-build: every pytest run here tests an installed wheel's module, which has no test
+# hooks (tests/conftest.py checks that they are absent; src/python/bind_testing.cpp).
+PYTEST=(-P -m pytest --vk-validation --fail-on-skip --shipping-build -q -p no:cacheprovider)
 export VK_LAYER_SETTINGS_PATH="$PWD/tests"
 t0=$(date +%s)
 
@@ -120,7 +122,9 @@ import onnxruntime
 print(f"packaging: onnxruntime-gpu {onnxruntime.__version__} alone provides onnxruntime; providers {onnxruntime.get_available_providers()}")
 EOF
   stamp "onnxruntime-gpu venv"
-  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py || return 1
+  # (Less the one conformance test that injects a fault: the wheel's module has no such hook.)
+  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py \
+    --deselect tests/test_conformance.py::test_a_wrong_result_fails_its_case || return 1
   stamp "onnxruntime-gpu: session and conformance tests"
 }
 if has flavour; then

@@ -337,6 +337,12 @@ def pytest_addoption(parser):
         "the oldest admitted onnxruntime, from a pip --target layer on PYTHONPATH)",
     )
     parser.addoption(
+        "--shipping-build",
+        action="store_true",
+        help="the ortops installed is a wheel's (no test hooks): check that its native module has none "
+        "(scripts/test_packaging.sh) instead of requiring them",
+    )
+    parser.addoption(
         "--fail-on-skip",
         action="store_true",
         help="a skipped or xfailed test fails the session (exit status 1): nothing counts as passed unless it ran",
@@ -357,6 +363,42 @@ def pytest_configure(config):
                 f"--onnxruntime-version {wanted}: the onnxruntime imported is {onnxruntime.__version__} "
                 f"({os.path.dirname(onnxruntime.__file__)})"
             )
+    _check_test_hooks(config)
+
+
+_REBUILD = "rebuild with scripts/setup.sh (ORTOPS_TESTING=ON)"
+
+
+def _hook(vk, name: str):
+    """A test hook of the native module by its TEST_HOOKS name ("inject_fault",
+    "Layer.run_coalesced"), or None."""
+    owner = vk
+    for part in name.split("."):
+        owner = getattr(owner, part, None)
+    return owner
+
+
+def _check_test_hooks(config) -> None:
+    """The suite runs against the testing build of ortops._vk (scripts/setup.sh builds it with
+    ORTOPS_TESTING=ON): its test hooks (fault injection, coalesced runs, weight layouts, the
+    native tables, the config encoder) are bound only there, and tests that need them must not
+    meet a shipping module halfway through. With --shipping-build (a wheel's module) it is the
+    other way round: none of them may be there."""
+    try:
+        from ortops import _vk
+    except ImportError as e:
+        raise pytest.UsageError(f"ortops._vk cannot be imported ({e}): {_REBUILD}") from None
+    hooks = getattr(_vk, "TEST_HOOKS", None)
+    if config.getoption("--shipping-build"):
+        found = [n for n in ("TEST_HOOKS", "inject_fault", "Layer.run_coalesced") if _hook(_vk, n) is not None]
+        if found:
+            raise pytest.UsageError(f"--shipping-build: ortops._vk ({_vk.__file__}) has test hooks {found}")
+        return
+    if hooks is None:
+        raise pytest.UsageError(f"ortops._vk ({_vk.__file__}) has no test hooks (TEST_HOOKS): {_REBUILD}")
+    missing = [n for n in hooks if _hook(_vk, n) is None]
+    if missing:
+        raise pytest.UsageError(f"ortops._vk lacks the test hooks {missing}: {_REBUILD}")
 
 
 def _onnxruntime_line() -> str:

@@ -246,7 +246,8 @@ def test_coopmat_steps_rules():
         got = _vk.coopmat_blocks(hidden, batch, dirs, rule)
         assert got == (2 if -(-hidden // 16) * dirs * -(-batch // 32) >= pair else 1), (hidden, batch, dirs)
     assert _vk.coopmat_blocks(1024, 64, 2, rule) == 2 and _vk.coopmat_blocks(512, 64, 2, rule) == 1
-    assert _vk.coopmat_blocks(1024, 64, 2, dict(rule, coopmat_blocks=4)) == 4
+    rule.coopmat_blocks = 4
+    assert _vk.coopmat_blocks(1024, 64, 2, rule) == 4
     variants.COOPMAT_STEPS_FROM = 7
     try:
         assert variants.coopmat_steps_from(1024) == 7
