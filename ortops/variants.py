@@ -59,10 +59,20 @@ BATCHED_ROWS: int | None | Dict[str, int | None] = None
 COOPMAT_STEPS_FROM: int | str | None = TABLE
 COOPMAT_BLOCKS: int | None = None
 
+# The whole-sequence kernel (glsl/step_sequence.comp: one dispatch walks every step, a
+# workgroup per direction and SEQUENCE_ROWS batch rows; the step kernels' bits):
+#   SEQUENCE_STEPS  TABLE (the native core's rules by device class, hidden size and batch,
+#                   SEQUENCE_STEPS in variants.hpp, or the environment's ORTOPS_SEQUENCE_STEPS
+#                   = 0 / 1 where set), False never, True wherever its state fits shared memory
+#   SEQUENCE_ROWS   batch rows a workgroup; None: one
+SEQUENCE_STEPS: bool | str = TABLE
+SEQUENCE_ROWS: int | None = None
+
 # The native settings' keys that settings() fills, in the order ortops.layer sends them.
 SETTINGS_KEYS = ("batched_from", "batched_upt_float32", "batched_upt_float16", "batched_by_float32",
                  "batched_by_float16", "batched_prefetch", "batched_ksplit", "batched_rows_float32",
-                 "batched_rows_float16", "coopmat_steps_from", "coopmat_blocks")
+                 "batched_rows_float16", "coopmat_steps_from", "coopmat_blocks", "sequence_steps",
+                 "sequence_rows")
 _TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
@@ -96,9 +106,16 @@ def settings() -> dict:
     coopmat_from = _from_batch("COOPMAT_STEPS_FROM", "coopmat_steps_table")
     if COOPMAT_BLOCKS not in (None, 1, 2, 4) or isinstance(COOPMAT_BLOCKS, bool):
         raise ValueError(f"ortops.variants.COOPMAT_BLOCKS must be 1, 2 or 4 (or None), got {COOPMAT_BLOCKS!r}")
+    if SEQUENCE_STEPS not in (TABLE, True, False):
+        raise ValueError(f"ortops.variants.SEQUENCE_STEPS must be True, False or ortops.variants.TABLE, got "
+                         f"{SEQUENCE_STEPS!r}")
+    if SEQUENCE_ROWS is not None and (isinstance(SEQUENCE_ROWS, bool) or not isinstance(SEQUENCE_ROWS, int)
+                                      or SEQUENCE_ROWS < 1):
+        raise ValueError(f"ortops.variants.SEQUENCE_ROWS must be a positive integer (or None), got {SEQUENCE_ROWS!r}")
+    sequence = _native_tables()["sequence_steps_table"] if SEQUENCE_STEPS == TABLE else int(SEQUENCE_STEPS)
     values = (batched_from, upt32, upt16, by32, by16,
               None if BATCHED_PREFETCH is None else max(1, BATCHED_PREFETCH),
-              BATCHED_KSPLIT, rows32, rows16, coopmat_from, COOPMAT_BLOCKS)
+              BATCHED_KSPLIT, rows32, rows16, coopmat_from, COOPMAT_BLOCKS, sequence, SEQUENCE_ROWS)
     return {k: _TABLE if v is None else int(v) for k, v in zip(SETTINGS_KEYS, values)}
 
 

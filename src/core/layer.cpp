@@ -309,6 +309,10 @@ chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, 
             return "step_coopmat";
         }
     }
+    if (sequenceSteps(s.hidden, batch, s.gruTwoPass(), d.type == "cpu", d.maxSharedMemory, d.maxWorkgroupInvocations,
+                      settings.variants)) {
+        return "step_sequence";   // every step in one dispatch (variants.hpp, SEQUENCE_STEPS)
+    }
     return stepKernel(batch, s.hidden, settings.variants);
 }
 
@@ -826,6 +830,19 @@ struct Recording
         return { { "NI", classesLength(s.hidden) }, { "B32", paddedBatch(key.batch) },
                  { "HT_OFFSET", static_cast<uint32_t>(stOff + (key.seq + 1 + extra) * plane()) } };
     }
+    // glsl/step_sequence.comp's one program: NB batch rows a workgroup, R as RB.
+    std::pair<std::shared_ptr<Program>, std::array<uint64_t, 3>> sequencePass(const Constants& common,
+                                                                              const std::shared_ptr<Buffer>& lens)
+    {
+        SequenceVariant v = sequenceVariant(s.hidden, key.batch, s.gruTwoPass(), L.device.type == "cpu",
+                                            L.device.maxWorkgroupInvocations, settings.variants);
+        std::array<uint64_t, 3> groups{ ceilDiv(key.batch, v.nb), s.dirs, 1 };
+        limits.checkGroups("the whole-sequence step pass", groups);
+        auto p = program("step_sequence", { xw, weight("RB"), weight("B"), weight("P"), lens, st }, 1,
+                         join(common, { { "THREADS", v.threads }, { "NB", v.nb }, { "NI", classesLength(s.hidden) },
+                                        { "R_REGS", v.rRegs } }));
+        return { p, groups };
+    }
     static Constants join(Constants a, const Constants& b)
     {
         a.insert(a.end(), b.begin(), b.end());
@@ -899,7 +916,10 @@ struct Recording
         plan->steps = batched ? std::string(batchedVariant(H, batch, s.float16, settings.variants).shader())
                               : std::string(stepShader);
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), G)) {
-            if (stepShader == "step_coopmat") {
+            if (stepShader == "step_sequence") {
+                passes.push_back(sequencePass(common, lensB));
+                break;   // one kernel runs both passes of a GRU step
+            } else if (stepShader == "step_coopmat") {
                 // 16 units x the pass's gates x 16 NBT batch rows a workgroup, on the matrix units.
                 uint32_t nbt = coopmatBlocks(H, batch, D, settings.variants);
                 std::array<uint64_t, 3> groups{ ceilDiv(H, 16), D, ceilDiv(batch, 16 * nbt) };
@@ -963,10 +983,13 @@ struct Recording
         if (plan->timestamps) {
             seq->timestamp(1);
         }
-        for (uint32_t step = 0; step < key.steps; step++) {
+        // The whole-sequence kernel walks every step in its one dispatch (push constant: the
+        // step count); the step kernels take a dispatch per step and pass.
+        bool whole = stepShader == "step_sequence";
+        for (uint32_t step = 0; step < (whole ? std::min<uint32_t>(key.steps, 1) : key.steps); step++) {
             for (auto& [prog, groups] : passes) {
                 seq->dispatch(prog, static_cast<uint32_t>(groups[0]), static_cast<uint32_t>(groups[1]),
-                              static_cast<uint32_t>(groups[2]), { step });
+                              static_cast<uint32_t>(groups[2]), { whole ? key.steps : step });
                 seq->barrier("compute", "compute");
             }
         }
@@ -1017,7 +1040,8 @@ LayerImpl::record(const PlanKey& key, const RunInputs& in)
         std::lock_guard<std::mutex> lock(settingsLock);
         ls = settings;
     }
-    if (chooseStepKernel(spec, device, *ctx, ls, key.batch) == "step_batched") {
+    std::string_view kernel = chooseStepKernel(spec, device, *ctx, ls, key.batch);
+    if (kernel == "step_batched" || kernel == "step_sequence") {
         uploadBatchedR();
     }
     auto plan = Recording(*this, key, in).run();

@@ -119,6 +119,8 @@ settingsFromDict(const py::dict& d, LayerSettings s)
     get("batched_rows_float16", s.variants.batchedRowsFloat16);
     get("coopmat_steps_from", s.variants.coopmatStepsFrom);
     get("coopmat_blocks", s.variants.coopmatBlocks);
+    get("sequence_steps", s.variants.sequenceSteps);
+    get("sequence_rows", s.variants.sequenceRows);
     get("large_projection", s.variants.largeProjection);
     get("max_groups", s.variants.maxGroups);
     get("plan_cache", s.planCache);
@@ -154,6 +156,8 @@ settingsDict(const LayerSettings& s)
     d["batched_rows_float16"] = s.variants.batchedRowsFloat16;
     d["coopmat_steps_from"] = s.variants.coopmatStepsFrom;
     d["coopmat_blocks"] = s.variants.coopmatBlocks;
+    d["sequence_steps"] = s.variants.sequenceSteps;
+    d["sequence_rows"] = s.variants.sequenceRows;
     d["large_projection"] = s.variants.largeProjection;
     d["max_groups"] = s.variants.maxGroups;
     d["plan_cache"] = s.planCache;
@@ -325,6 +329,12 @@ bindLayer(py::module_& m)
           d["coopmat_steps_from"] = cfrom;
           d["coopmat_steps_table"] = COOPMAT_STEPS_TABLE;
           d["coopmat_pair_groups"] = COOPMAT_PAIR_GROUPS;
+          py::list seqRules;
+          for (const auto& r : SEQUENCE_STEPS) {
+              seqRules.append(py::make_tuple(r.cpu ? "cpu" : "gpu", r.maxHidden, r.maxBatch));
+          }
+          d["sequence_steps"] = seqRules;
+          d["sequence_steps_table"] = SEQUENCE_STEPS_TABLE;
           d["tiles"] = rows;
           d["shared_bytes"] = TILED_SHARED_BYTES;
           d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
