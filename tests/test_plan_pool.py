@@ -88,7 +88,7 @@ def test_the_table_and_its_limits():
         assert 32 * t.by * t.ksplit <= 1024
     # Every field left to the table by default; the native settings' 0 means the table's.
     s = variants.settings()
-    tables = ("batched_from", "coopmat_steps_from")
+    tables = ("batched_from", "coopmat_steps_from", "sequence_steps")
     assert all(s[k] == 0xFFFFFFFF for k in tables) and all(v == 0 for k, v in s.items() if k not in tables)
     # A small layer: the table's tile clamped to it (one unit group: rows lanes along the units).
     assert _tile(variants.batched_variant(1, "float32", batch=16)) == (1, 1, 1, 8, 4)

@@ -224,9 +224,17 @@ inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
 // compute unit's L1 should take well under that, while at hidden 256 (1 MB a direction) each
 // step would stream R from L2 through one unit, slower than the step kernels' 0.32 ms for
 // 80x1x256. Hence hidden up to 128, batch up to 8, until the H200 says otherwise.
-// SEQUENCE_CPU_MEASURED: (filled in from the lavapipe measurements)
-inline constexpr uint32_t SEQUENCE_CPU_MAX_HIDDEN = 0xFFFFFFFFu;
-inline constexpr uint32_t SEQUENCE_CPU_MAX_BATCH = 0xFFFFFFFFu;
+// SEQUENCE_CPU_MEASURED (lavapipe, 2 cores shared with other work, 2026-12-02 06:00-06:10 UTC,
+// bidirectional float32 LSTMs, input = hidden, GPU-time ms of the step passes, step kernels
+// against this kernel; same bits in every case; load made single figures vary by up to 2x):
+// 80x1x64 139 / 7.8 (3.6 with R in registers), 80x1x128 657 / 7.2, 80x1x256 2498 / 35-80,
+// 20x1x512 852 / 84, 40x8x64 245 / 12.8, 40x16x64 114 / 100, 40x32x64 108 / 148 and 197 / 128
+// (two runs), 20x32x256 1119 / 729, 20x64x128 816 / 465. So: every hidden size measured, up to
+// 512 (R_REGS; 1024 unmeasured), and every batch measured, up to 64; beyond, the step kernels.
+// The first run of a shape compiles it: 2.5 s at hidden 32 to 13 s at 512 on lavapipe (Mesa's
+// disk cache makes later processes fast).
+inline constexpr uint32_t SEQUENCE_CPU_MAX_HIDDEN = 512;
+inline constexpr uint32_t SEQUENCE_CPU_MAX_BATCH = 64;
 struct SequenceRule
 {
     bool cpu;
