@@ -206,3 +206,21 @@ def test_tunables_are_checked(monkeypatch):
         with pytest.raises(ValueError, match=name):
             variants.settings()
         monkeypatch.undo()
+
+
+def test_cli_says_when_the_only_device_is_a_cpu_implementation(monkeypatch):
+    # `ortops run` prints one line beside its timings where every Vulkan device is a CPU
+    # implementation (the "GPU path" then ran on the CPU), and none where a GPU is present.
+    from _cases import fake_device
+
+    import ortops.device
+    from ortops.tools import cli
+
+    lavapipe = fake_device(name="llvmpipe (LLVM 15.0.6, 256 bits)", type="cpu")
+    monkeypatch.setattr(ortops.device, "devices", lambda: [lavapipe])
+    note = cli._cpu_only_note()
+    assert "CPU implementation" in note and "llvmpipe" in note and "\n" not in note
+    monkeypatch.setattr(ortops.device, "devices", lambda: [lavapipe, fake_device()])
+    assert cli._cpu_only_note() == ""
+    monkeypatch.setattr(ortops.device, "devices", lambda: [])
+    assert cli._cpu_only_note() == ""
