@@ -110,8 +110,10 @@ float pre(uint xw, uint g, float r, uint d, uint u)
 // One (direction d, unit u, batch row b) at step s, from its gates' recurrent sums rec[g]
 // (g: the pass's gates, in cell order). Units and rows past the layer's do nothing. Returns
 // what the next product multiplies with R for this unit and row: r * h after pass 1 of a GRU,
-// else the new hidden state.
-float updateCell(uint d, uint u, uint b, uint s, vec4 rec)
+// else the new hidden state. `pass` is the PASS constant's meaning: the step kernels pass
+// PASS (updateCell); glsl/step_sequence.comp runs both passes of a GRU step in one kernel.
+// Callers pass a constant, so the compiler folds it as it folds PASS.
+float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
 {
     if (u >= HIDDEN || b >= BATCH) return 0.0;
     bool backwards = (d == 1u) || (REVERSE0 != 0u);
@@ -123,7 +125,7 @@ float updateCell(uint d, uint u, uint b, uint s, vec4 rec)
     if (int(s) >= len) {
         // This row's sequence has ended: carry its state through (pass 1 of a GRU only
         // prepares scratch, and zeros keep the candidate's product finite).
-        if (PASS == 1u) {
+        if (pass == 1u) {
             STOREF(S, G_BASE + PLANE + hIdx, 0.0);
             return 0.0;
         }
@@ -161,7 +163,7 @@ float updateCell(uint d, uint u, uint b, uint s, vec4 rec)
         return h;
     } else if (CELL == 1u) {
         // GRU, gates z, r, h.
-        if (PASS == 2u) {
+        if (pass == 2u) {
             float ph = ADD(ADD(ADD(LOADF(Xw, xw + 2u * HIDDEN), rec[0]), bias(d, 0u, 2u, u)), bias(d, 1u, 2u, u));
             float z = LOADF(S, G_BASE + hIdx);
             float ht = act(d, 1u, clip(ph));
@@ -173,7 +175,7 @@ float updateCell(uint d, uint u, uint b, uint s, vec4 rec)
         float pr = pre(xw, 1u, rec[1], d, u);
         float z = act(d, 0u, clip(pz));
         float r = act(d, 0u, clip(pr));
-        if (PASS == 1u) {
+        if (pass == 1u) {
             // linear_before_reset = 0: the candidate needs (r * h) . Rh of every unit, a
             // second pass after this one has written r * h for all of them.
             float rh = MUL(r, hPrev);
@@ -191,4 +193,9 @@ float updateCell(uint d, uint u, uint b, uint s, vec4 rec)
     float h = act(d, 0u, clip(pre(xw, 0u, rec[0], d, u)));
     STOREF(S, hOut, h);
     return h;
+}
+
+float updateCell(uint d, uint u, uint b, uint s, vec4 rec)
+{
+    return updateCellIn(PASS, d, u, b, s, rec);
 }

@@ -59,6 +59,14 @@ BATCHED_ROWS: int | None | Dict[str, int | None] = None
 COOPMAT_STEPS_FROM: int | str | None = TABLE
 COOPMAT_BLOCKS: int | None = None
 
+# The whole-sequence kernel (glsl/step_sequence.comp: one dispatch walks every step, a
+# workgroup per direction and SEQUENCE_ROWS batch rows; the step kernels' bits):
+#   SEQUENCE_STEPS  TABLE (the native core's rules by device class, hidden size and batch,
+#                   SEQUENCE_STEPS in variants.hpp, or the environment's ORTOPS_SEQUENCE_STEPS
+#                   = 0 / 1 where set), False never, True wherever its state fits shared memory
+#   SEQUENCE_ROWS   batch rows a workgroup; None: one
+SEQUENCE_STEPS: bool | str = TABLE
+SEQUENCE_ROWS: int | None = None
 _TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
@@ -76,7 +84,7 @@ def tunables() -> tuple:
     """The tunables as they stand, cheaply (RecurrentLayer compares them at every call and asks
     :func:`settings` only when they changed)."""
     return (BATCHED_FROM, _by_dtype(BATCHED_UPT), _by_dtype(BATCHED_BY), BATCHED_PREFETCH, BATCHED_KSPLIT,
-            _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS)
+            _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS)
 
 
 def settings():
@@ -97,6 +105,12 @@ def settings():
                              f"{globals()[name]!r}")
     if COOPMAT_BLOCKS not in (None, 1, 2, 4) or isinstance(COOPMAT_BLOCKS, bool):
         raise ValueError(f"ortops.variants.COOPMAT_BLOCKS must be 1, 2 or 4 (or None), got {COOPMAT_BLOCKS!r}")
+    if SEQUENCE_STEPS not in (TABLE, True, False):
+        raise ValueError(f"ortops.variants.SEQUENCE_STEPS must be True, False or ortops.variants.TABLE, got "
+                         f"{SEQUENCE_STEPS!r}")
+    if SEQUENCE_ROWS is not None and (isinstance(SEQUENCE_ROWS, bool) or not isinstance(SEQUENCE_ROWS, int)
+                                      or SEQUENCE_ROWS < 1):
+        raise ValueError(f"ortops.variants.SEQUENCE_ROWS must be a positive integer (or None), got {SEQUENCE_ROWS!r}")
     s = _native().VariantSettings()
     s.batched_from = _from_batch("BATCHED_FROM", "batched_from_table")
     s.coopmat_steps_from = _from_batch("COOPMAT_STEPS_FROM", "coopmat_steps_table")
@@ -106,6 +120,9 @@ def settings():
     s.batched_prefetch = _field(None if BATCHED_PREFETCH is None else max(1, BATCHED_PREFETCH))
     s.batched_ksplit = _field(BATCHED_KSPLIT)
     s.coopmat_blocks = _field(COOPMAT_BLOCKS)
+    s.sequence_steps = (_native_tables()["sequence_steps_table"] if SEQUENCE_STEPS == TABLE
+                        else int(SEQUENCE_STEPS))
+    s.sequence_rows = _field(SEQUENCE_ROWS)
     return s
 
 

@@ -123,6 +123,10 @@ SLOW = {
                           "test_special_values_give_the_lanes_kernels_bits",   # exact-mode pipelines
                           "test_every_tiling_gives_the_same_bits",       # 15 tilings, 0.4-1.3 s each: 9 s
                           "test_register_tile_reads_h_at_any_alignment"},  # 6 cases, 1.5 s each
+    # Each case compiles the whole-sequence kernel afresh (2.5-10 s on lavapipe, whose disk
+    # cache makes a rerun fast) beside the step kernels.
+    "test_sequence_kernel": {"test_sequence_kernel_gives_the_step_kernels_bits",
+                             "test_special_values_give_the_step_kernels_bits"},
     "test_coalesce": {"test_coalesced_requests_get_their_own_bits",   # 12 cases, 1-1.9 s each: 15 s
                       "test_coalesced_requests_exact_mode",             # 2-4 s each
                       "test_coalesced_requests_fast_mode_matrix_steps"},   # 1.8-3.2 s each
@@ -205,6 +209,8 @@ QUICK_CAP = {
                           "test_every_tiling_gives_the_same_bits": 4,             # 0.5-1.6 s
                           "test_register_tile_reads_h_at_any_alignment": 2},      # 1.8 s
     "test_kernels": {"test_odd_hidden_and_large_batch": 5},                       # 0.5-3.6 s
+    "test_sequence_kernel": {"test_sequence_kernel_gives_the_step_kernels_bits": 4,   # 10-30 s cold
+                             "test_special_values_give_the_step_kernels_bits": 2},
     "test_exact_functions": {"test_float16_rounding_is_round_to_nearest_even_for_every_half": 2},  # 1 s
     # 2.9-5.4 s a case; test_coalesced_requests_get_their_own_bits covers every cell.
     "test_coalesce": {"test_coalesced_requests_exact_mode": 1,

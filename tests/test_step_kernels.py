@@ -20,6 +20,13 @@ from _cases import GATES, activation_params, max_difference, rotation, same_bits
 LANES = None      # BATCHED_FROM that keeps every batch on the lanes kernel
 
 
+@pytest.fixture(autouse=True)
+def _step_kernels(monkeypatch):
+    """These tests compare the step kernels, so the whole-sequence kernel, which the table
+    chooses on a CPU device such as lavapipe, is kept out (tests/test_sequence_kernel.py)."""
+    monkeypatch.setattr(variants, "SEQUENCE_STEPS", False)
+
+
 def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
     rng = np.random.default_rng(seed_of(op, direction, hidden, batch, str(dtype), tuple(sorted(kw))))
     d = 2 if direction == "bidirectional" else 1

@@ -206,6 +206,9 @@ def cmd_run(args) -> int:
     warm(lambda: sess.run(None, feeds), args.warmup)
     outputs, times = _timed(lambda: sess.run(None, feeds), args.repeat, "ortops")
     print(f"ortops GPU path: {_fmt_times(times)}")
+    note = _cpu_only_note()
+    if note:
+        print(note)
     for name, value in zip(names, outputs):
         summary = f"min {value.min():.6g} max {value.max():.6g}" if value.size and value.dtype.kind == "f" else ""
         print(f"  {name}: {value.dtype} {list(value.shape)} {summary}")
@@ -395,6 +398,19 @@ def _type_text(tp) -> str:
     tt = tp.tensor_type
     dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
     return f"{TensorProto.DataType.Name(tt.elem_type).lower()} [{', '.join(dims)}]"
+
+
+def _cpu_only_note() -> str:
+    """One line for `ortops run` where every Vulkan device is a CPU implementation (lavapipe):
+    the "GPU path" then runs on the CPU, and its time is not a GPU's."""
+    from ortops.device import devices
+
+    found = devices()
+    if found and all(d.type == "cpu" for d in found):
+        names = ", ".join(sorted({d.name for d in found}))
+        return (f"  (the only Vulkan device is a CPU implementation, {names}: the GPU path ran on the CPU, "
+                f"with no GPU)")
+    return ""
 
 
 def cmd_devices(args) -> int:

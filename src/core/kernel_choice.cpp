@@ -51,6 +51,10 @@ chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, 
             return StepKernel::Coopmat;
         }
     }
+    if (sequenceSteps(s.hidden, batch, s.gruTwoPass(), d.type == "cpu", d.maxSharedMemory, d.maxWorkgroupInvocations,
+                      settings.variants)) {
+        return StepKernel::Sequence;   // every step in one dispatch (variants.hpp, SEQUENCE_STEPS)
+    }
     return stepKernel(batch, s.hidden, settings.variants);
 }
 

@@ -199,7 +199,7 @@ std::shared_ptr<Plan>
 LayerImpl::record(const PlanKey& key, const RunInputs& in, const PlanPool& pool)
 {
     Limits limits = currentLimits();
-    if (pool.stepKernel == StepKernel::Batched) {
+    if (pool.stepKernel == StepKernel::Batched || pool.stepKernel == StepKernel::Sequence) {   // R as RB
         weights.uploadBatchedR(limits);
     }
     auto plan = recordPlan(RecordingSource{ spec, device, ctx, weights }, key, in, pool, limits);

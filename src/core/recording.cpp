@@ -303,10 +303,26 @@ struct Recording
         return { p, groups };
     }
 
+    // glsl/step_sequence.comp's one program for every step (and both passes of a GRU step):
+    // NB batch rows a workgroup, R as RB.
+    Pass sequencePass(const Constants& common)
+    {
+        SequenceVariant v = sequenceVariant(s.hidden, key.batch, s.gruTwoPass(), L.device.type == "cpu",
+                                            L.device.maxWorkgroupInvocations, settings.variants);
+        std::array<uint64_t, 3> groups{ ceilDiv(key.batch, v.nb), s.dirs, 1 };
+        limits.checkGroups("the whole-sequence step pass", groups);
+        auto p = program("step_sequence", { xw, weight("RB"), weight("B"), weight("P"), lensB, st }, 1,
+                         join(common, { { "THREADS", v.threads }, { "NB", v.nb }, { "NI", classesLength(s.hidden) },
+                                        { "R_REGS", v.rRegs } }));
+        return { p, groups };
+    }
+
     // One step pass's program and grid: the one place that knows each step kernel.
     Pass stepProgram(uint32_t pass, uint32_t gatesInPass, const Constants& common)
     {
         switch (stepKernel) {
+            case StepKernel::Sequence:
+                return sequencePass(common);
             case StepKernel::Coopmat:
                 return coopmatPass(pass, common);
             case StepKernel::Batched:
@@ -326,16 +342,22 @@ struct Recording
         std::vector<Pass> passes;
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), s.gates)) {
             passes.push_back(stepProgram(pass, gatesInPass, common));
+            if (stepKernel == StepKernel::Sequence) {
+                break;   // one kernel runs both passes of a GRU step
+            }
         }
         return passes;
     }
 
     void recordSteps(Sequence& seq, const std::vector<Pass>& passes)
     {
-        for (uint32_t step = 0; step < key.steps; step++) {
+        // The whole-sequence kernel walks every step in its one dispatch (push constant: the
+        // step count); the step kernels take a dispatch per step and pass.
+        bool whole = stepKernel == StepKernel::Sequence;
+        for (uint32_t step = 0; step < (whole ? std::min<uint32_t>(key.steps, 1) : key.steps); step++) {
             for (auto& [prog, groups] : passes) {
                 seq.dispatch(prog, static_cast<uint32_t>(groups[0]), static_cast<uint32_t>(groups[1]),
-                             static_cast<uint32_t>(groups[2]), { step });
+                             static_cast<uint32_t>(groups[2]), { whole ? key.steps : step });
                 seq.barrier("compute", "compute");
             }
         }

@@ -130,12 +130,14 @@ directionCount(Direction d)
 //   Lanes:   "step", lanes split each product (latency-bound small batches);
 //   Batched: "step_batched", the batched layouts (R as RB, h in transposed planes); its shader
 //            is BatchedVariant::shader(), v4 glsl/step_batched.comp or v5 glsl/step_tiled.comp;
-//   Coopmat: "step_coopmat", R . h on the matrix units (mode "fast", float16).
+//   Coopmat: "step_coopmat", R . h on the matrix units (mode "fast", float16);
+//   Sequence: "step_sequence", every step in one dispatch (glsl/step_sequence.comp; R as RB).
 enum class StepKernel
 {
     Lanes,
     Batched,
     Coopmat,
+    Sequence,
 };
 
 inline const char*
@@ -148,6 +150,8 @@ stepKernelName(StepKernel k)
             return "step_batched";
         case StepKernel::Coopmat:
             return "step_coopmat";
+        case StepKernel::Sequence:
+            return "step_sequence";
     }
     return "?";
 }

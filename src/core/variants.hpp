@@ -209,6 +209,73 @@ inline constexpr uint32_t COOPMAT_STEPS_TABLE = 0xFFFFFFFFu;
 // 11.73); COOPMAT_BLOCKS = 4 still runs them.
 inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
 
+// ---------------------------------------------------------------- the whole-sequence kernel
+//
+// glsl/step_sequence.comp: one dispatch walks every time step (a workgroup per direction and
+// NB batch rows, a barrier per step, R read from the batched layout RB), with the step
+// kernels' bits (the same class sums and tree, cell.glsl's update). It replaces key.steps
+// dispatches (and host barriers) by one, but puts each direction's R through one workgroup, so
+// it wins where the per-dispatch cost dominates: everywhere measured on a CPU implementation
+// of Vulkan, and on a GPU only where R of a direction fits one compute unit's cache and the
+// batch is small. The rules by device class: the last row of the device's class (`cpu`:
+// DeviceDescription::type "cpu", else a GPU) whose limits the layer is within chooses it.
+// What lavapipe measured (docs/perf.md, "Whole-sequence kernel"; Mesa 22.3.6, 2 cores):
+// SEQUENCE_CPU_MEASURED below. GPU row: pending H200 measurement (issue 32): a reading, not a
+// measurement. A step of 48x8x192 (hidden 96) costs about 4.4 us there as a chain of dependent
+// dispatches; a workgroup of 96 threads reading R (147 KB a direction in float32) from its
+// compute unit's L1 should take well under that, while at hidden 256 (1 MB a direction) each
+// step would stream R from L2 through one unit, slower than the step kernels' 0.32 ms for
+// 80x1x256. Hence hidden up to 128, batch up to 8, until the H200 says otherwise.
+// SEQUENCE_CPU_MEASURED (lavapipe, 2 cores shared with other work, 2026-12-02 06:00-06:10 UTC,
+// bidirectional float32 LSTMs, input = hidden, GPU-time ms of the step passes, step kernels
+// against this kernel; same bits in every case; load made single figures vary by up to 2x):
+// 80x1x64 139 / 7.8 (3.6 with R in registers), 80x1x128 657 / 7.2, 80x1x256 2498 / 35-80,
+// 20x1x512 852 / 84, 40x8x64 245 / 12.8, 40x16x64 114 / 100, 40x32x64 108 / 148 and 197 / 128
+// (two runs), 20x32x256 1119 / 729, 20x64x128 816 / 465. So: every hidden size measured, up to
+// 512 (R_REGS; 1024 unmeasured), and every batch measured, up to 64; beyond, the step kernels.
+// The first run of a shape compiles it: 2.5 s at hidden 32 to 13 s at 512 on lavapipe (Mesa's
+// disk cache makes later processes fast).
+inline constexpr uint32_t SEQUENCE_CPU_MAX_HIDDEN = 512;
+inline constexpr uint32_t SEQUENCE_CPU_MAX_BATCH = 64;
+struct SequenceRule
+{
+    bool cpu;
+    uint32_t maxHidden;
+    uint32_t maxBatch;
+};
+inline constexpr SequenceRule SEQUENCE_STEPS[] = {
+    { true, SEQUENCE_CPU_MAX_HIDDEN, SEQUENCE_CPU_MAX_BATCH },   // lavapipe, measured
+    { false, 128, 8 },                                          // GPUs: pending H200 measurement
+};
+// The largest hidden size whose rows of R a thread holds (R_REGS: gates x hidden floats a
+// thread; lavapipe's JIT unrolls the product fully, 32 K multiply-adds a step at 4 x 1024).
+inline constexpr uint32_t SEQUENCE_R_REGS_MAX = 1024;
+// VariantSettings::sequenceSteps: SEQUENCE_STEPS_TABLE (the rules above, or the environment's
+// ORTOPS_SEQUENCE_STEPS=0/1 where set), 0 never, 1 wherever it fits (shared memory, threads).
+inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
+
+struct VariantSettings;
+// The whole-sequence kernel's split: `nb` batch rows a workgroup, `threads` invocations (each
+// owns cells u + hidden * j, j < nb, strided by threads), `sharedBytes` of h planes, and
+// `rRegs`: each thread holds its unit's rows of R in a private array (glsl/step_sequence.comp's
+// R_REGS; CPU devices, one batch row and one unit a thread, hidden up to SEQUENCE_R_REGS_MAX).
+struct SequenceVariant
+{
+    uint32_t nb, threads, sharedBytes;
+    bool rRegs;
+};
+// The split for a layer of this hidden size at this batch (nb: the settings' sequenceRows or 1)
+// on a device of this class within its limits (maxInvocations threads a workgroup).
+SequenceVariant
+sequenceVariant(uint32_t hidden, uint32_t batch, bool gruTwoPass, bool cpu, uint32_t maxInvocations,
+                const VariantSettings& s);
+// Whether a layer runs the whole-sequence kernel on a device of this class (`cpu`) whose
+// workgroups have maxShared bytes of shared memory and maxInvocations threads: the settings,
+// else ORTOPS_SEQUENCE_STEPS, else the table; never where its h planes do not fit.
+bool
+sequenceSteps(uint32_t hidden, uint32_t batch, bool gruTwoPass, bool cpu, uint32_t maxShared, uint32_t maxInvocations,
+              const VariantSettings& s);
+
 // The tunables a plan reads when it is recorded (tests and benchmarks may change them; the
 // Python door sends ortops.variants' values with every call). `batchedFrom`: the batch from
 // which the step runs a batched kernel (BATCHED_FROM_TABLE: by hidden size; 0: never). The tile fields override the table above
@@ -234,6 +301,10 @@ struct VariantSettings
     // 2, 4).
     uint32_t coopmatStepsFrom = COOPMAT_STEPS_TABLE;
     uint32_t coopmatBlocks = BATCHED_TABLE;
+    // The whole-sequence kernel (above): whether (SEQUENCE_STEPS_TABLE: by SEQUENCE_STEPS; 0
+    // never; 1 wherever it fits), with this many batch rows a workgroup (0: one).
+    uint32_t sequenceSteps = SEQUENCE_STEPS_TABLE;
+    uint32_t sequenceRows = BATCHED_TABLE;
 };
 
 VariantSettings

@@ -85,6 +85,8 @@ bindVariantSettings(py::module_& m)
       ("batched_rows_float16", &VariantSettings::batchedRowsFloat16, "batch rows per thread, float16")
       ("coopmat_steps_from", &VariantSettings::coopmatStepsFrom, "batch from which the matrix-unit steps run")
       ("coopmat_blocks", &VariantSettings::coopmatBlocks, "16-row batch blocks a matrix-unit workgroup")
+      ("sequence_steps", &VariantSettings::sequenceSteps, "whole-sequence kernel: table, 0 never, 1 where it fits")
+      ("sequence_rows", &VariantSettings::sequenceRows, "batch rows a whole-sequence workgroup")
       ("large_projection", &VariantSettings::largeProjection, "projection outputs from which the 128 x 128 tile")
       ("max_groups", &VariantSettings::maxGroups, "cap on every dispatch dimension")
       .finish();

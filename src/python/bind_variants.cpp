@@ -37,6 +37,12 @@ batchedTables()
     d["coopmat_steps_from"] = fromRules(COOPMAT_STEPS_FROM);
     d["coopmat_steps_table"] = COOPMAT_STEPS_TABLE;
     d["coopmat_pair_groups"] = COOPMAT_PAIR_GROUPS;
+    py::list sequenceRules;
+    for (const auto& r : SEQUENCE_STEPS) {
+        sequenceRules.append(py::make_tuple(r.cpu ? "cpu" : "gpu", r.maxHidden, r.maxBatch));
+    }
+    d["sequence_steps"] = sequenceRules;
+    d["sequence_steps_table"] = SEQUENCE_STEPS_TABLE;
     d["tiles"] = rows;
     d["shared_bytes"] = TILED_SHARED_BYTES;
     d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
