@@ -1106,6 +1106,12 @@ Layer::Layer(const NodeConfig& config, const Weights& weights, const LayerSettin
     g_layersAlive++;
 }
 
+void
+checkLayerSpec(const NodeConfig& config, const Weights& weights)
+{
+    (void)makeSpec(config, weights);
+}
+
 Layer::~Layer()
 {
     g_layersAlive--;

@@ -210,6 +210,12 @@ exactR(const void* R, size_t n, bool float16);
 void
 injectFault(const std::string& kind, double value);
 
+// The checks Layer's constructor makes of a config and its weights' element types and shapes
+// (the data is not read; no device is needed): InputError / UnsupportedLayerError as the
+// constructor throws them. The ONNX Runtime EP asks it before it claims a node (src/ep/).
+void
+checkLayerSpec(const NodeConfig& config, const Weights& weights);
+
 class Layer
 {
   public:

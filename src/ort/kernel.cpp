@@ -3,284 +3,16 @@
 // crossed into ONNX Runtime would terminate the process.
 #include "ort/kernel.hpp"
 
-#include <algorithm>
 #include <cstring>
-#include <exception>
-#include <limits>
-#include <new>
+#include <memory>
+#include <optional>
 #include <stdexcept>
-#include <typeinfo>
-#include <utility>
+
+#include "ort/status.hpp"
 
 namespace ortops::ort {
 
 namespace {
-
-// Input positions in ONNX's order (cells.hpp): X W R B sequence_lens initial_h initial_c P.
-constexpr size_t IN_X = 0, IN_W = 1, IN_R = 2, IN_B = 3, IN_LENS = 4, IN_H = 5, IN_C = 6, IN_P = 7;
-// The weights in Kernel::held's order, as input positions.
-constexpr std::array<size_t, 4> WEIGHT_INPUTS = { IN_W, IN_R, IN_B, IN_P };
-
-// A failed ORT API call, with ORT's code, carried to the entry point.
-struct OrtCallError : std::runtime_error
-{
-    OrtErrorCode code;
-    OrtCallError(OrtErrorCode c, const std::string& m) : std::runtime_error(m), code(c) {}
-};
-
-// The node and its config disagree, or the config does not fit the op.
-struct NodeError : std::invalid_argument
-{
-    using std::invalid_argument::invalid_argument;
-};
-
-void
-check(const OrtApi* api, OrtStatus* status, const char* what)
-{
-    if (status == nullptr) {
-        return;
-    }
-    OrtErrorCode code = api->GetErrorCode(status);
-    std::string message = std::string(what) + ": " + api->GetErrorMessage(status);
-    api->ReleaseStatus(status);
-    throw OrtCallError(code, message);
-}
-
-// ortops::DeviceLostError, or Vulkan-Hpp's vk::DeviceLostError should one escape the core
-// unwrapped (by name: the glue does not include vulkan.hpp).
-bool
-isDeviceLost(const std::exception& e)
-{
-    // An unwrapped vk::DeviceLostError (a Vulkan call outside the core's checks) too.
-    return dynamic_cast<const DeviceLostError*>(&e) != nullptr ||
-           std::strcmp(typeid(e).name(), "N2vk15DeviceLostErrorE") == 0;
-}
-
-ONNXTensorElementDataType
-ortType(ElementType t)
-{
-    switch (t) {
-        case ElementType::Float32:
-            return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-        case ElementType::Float16:
-            return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
-        case ElementType::Int32:
-            return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
-    }
-    return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-}
-
-
-// numpy-style names of ONNX's element types (TensorProto.DataType order).
-std::string
-ortTypeName(ONNXTensorElementDataType t)
-{
-    static const char* const names[] = { "undefined", "float32", "uint8", "int8", "uint16",
-                                         "int16", "int32", "int64", "string", "bool",
-                                         "float16", "float64", "uint32", "uint64",
-                                         "complex64", "complex128", "bfloat16" };
-    auto i = static_cast<size_t>(t);
-    if (i < sizeof(names) / sizeof(names[0])) {
-        return names[i];
-    }
-    return "element type " + std::to_string(i);
-}
-
-std::string
-shapeText(const std::vector<int64_t>& shape)
-{
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) {
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    }
-    return s + "]";
-}
-
-// A string through ORT's two-call protocol: the first call asks the size (with the '\0'),
-// the second fills it. The bytes are kept exactly (embedded NULs included).
-template <typename Call>
-std::string
-twoCallString(const OrtApi* api, Call call, const char* what)
-{
-    size_t size = 0;
-    check(api, call(nullptr, &size), what);
-    if (size == 0) {
-        return {};
-    }
-    std::string buffer(size, '\0');
-    check(api, call(buffer.data(), &size), what);
-    size = std::min(size, buffer.size());
-    buffer.resize(size > 0 ? size - 1 : 0);    // drop the terminating '\0'
-    return buffer;
-}
-
-struct TypeShape
-{
-    ONNXTensorElementDataType type;
-    std::vector<int64_t> shape;
-};
-
-TypeShape
-typeShape(const OrtApi* api, const OrtValue* value, const char* what)
-{
-    OrtTensorTypeAndShapeInfo* info = nullptr;
-    check(api, api->GetTensorTypeAndShape(value, &info), what);
-    struct Release
-    {
-        const OrtApi* api;
-        OrtTensorTypeAndShapeInfo* info;
-        ~Release() { api->ReleaseTensorTypeAndShapeInfo(info); }
-    } release{ api, info };
-    TypeShape ts{};
-    check(api, api->GetTensorElementType(info, &ts.type), what);
-    size_t rank = 0;
-    check(api, api->GetDimensionsCount(info, &rank), what);
-    ts.shape.resize(rank);
-    if (rank > 0) {
-        check(api, api->GetDimensions(info, ts.shape.data(), rank), what);
-    }
-    return ts;
-}
-
-// An input's OrtValue as a HostTensor on ORT's buffer (no copy), of element type `want`.
-HostTensor
-hostTensor(const OrtApi* api, const OrtValue* value, std::string_view name, ElementType want)
-{
-    std::string what = "reading input " + std::string(name);
-    TypeShape ts = typeShape(api, value, what.c_str());
-    if (ts.type != ortType(want)) {
-        throw InputError(std::string(name) + " must be a " + elementTypeName(want) + " tensor, got " +
-                         ortTypeName(ts.type) + " " + shapeText(ts.shape));
-    }
-    void* data = nullptr;
-    // ORT's C API has no const accessor before 1.23; the buffer is only read.
-    check(api, api->GetTensorMutableData(const_cast<OrtValue*>(value), &data), what.c_str());
-    HostTensor t;
-    t.data = data;
-    t.type = want;
-    t.shape = std::move(ts.shape);
-    return t;
-}
-
-size_t
-byteSize(const HostTensor& t)
-{
-    size_t n = 1;
-    for (int64_t d : t.shape) {
-        if (d < 0) {
-            throw InputError("negative dimension in " + shapeText(t.shape));
-        }
-        auto u = static_cast<size_t>(d);
-        if (u != 0 && n > std::numeric_limits<size_t>::max() / u) {
-            throw InputError("tensor of shape " + shapeText(t.shape) + " is too large");
-        }
-        n *= u;
-    }
-    size_t e = elementSize(t.type);
-    if (n > std::numeric_limits<size_t>::max() / e) {
-        throw InputError("tensor of shape " + shapeText(t.shape) + " is too large");
-    }
-    return n * e;
-}
-
-bool
-sameBits(const HeldWeight& held, const std::optional<HostTensor>& fed)
-{
-    if (held.present != fed.has_value()) {
-        return false;
-    }
-    if (!fed) {
-        return true;
-    }
-    if (held.type != fed->type || held.shape != fed->shape) {
-        return false;
-    }
-    size_t n = byteSize(*fed);
-    return n == held.bytes.size() && (n == 0 || std::memcmp(held.bytes.data(), fed->data, n) == 0);
-}
-
-void
-hold(HeldWeight& held, const std::optional<HostTensor>& fed)
-{
-    held.present = fed.has_value();
-    held.shape.clear();
-    held.bytes.clear();
-    if (fed) {
-        held.type = fed->type;
-        held.shape = fed->shape;
-        size_t n = byteSize(*fed);
-        held.bytes.resize(n);
-        if (n) {
-            std::memcpy(held.bytes.data(), fed->data, n);
-        }
-    }
-}
-
-Weights
-weightsOf(const std::array<std::optional<HostTensor>, 4>& w)
-{
-    Weights weights;
-    weights.W = *w[0];
-    weights.R = *w[1];
-    weights.B = w[2];
-    weights.P = w[3];
-    return weights;
-}
-
-std::string
-stripOrtopsPrefix(const char* message)
-{
-    std::string_view m(message);
-    constexpr std::string_view p = "ortops: ";
-    if (m.substr(0, p.size()) == p) {
-        m.remove_prefix(p.size());
-    }
-    return std::string(m);
-}
-
-OrtStatus*
-makeStatus(const OrtApi* api, OrtErrorCode code, const std::string& prefix, const std::string& message) noexcept
-{
-    try {
-        std::string text = prefix + message;
-        return api->CreateStatus(code, text.c_str());
-    } catch (...) {
-        return api->CreateStatus(code, "ortops: an error occurred and its message could not be formed (out of memory)");
-    }
-}
-
-// Runs f, turning every exception into an OrtStatus (nullptr when f returns normally).
-template <typename F>
-OrtStatus*
-guarded(const OrtApi* api, const std::string& prefix, F&& f) noexcept
-{
-    try {
-        f();
-        return nullptr;
-    } catch (const ConfigError& e) {
-        return makeStatus(api, ORT_INVALID_ARGUMENT, prefix, e.what());
-    } catch (const NodeError& e) {
-        return makeStatus(api, ORT_INVALID_ARGUMENT, prefix, e.what());
-    } catch (const InputError& e) {
-        return makeStatus(api, ORT_INVALID_ARGUMENT, prefix, stripOrtopsPrefix(e.what()));
-    } catch (const UnsupportedLayerError& e) {
-        return makeStatus(api, ORT_NOT_IMPLEMENTED, prefix, stripOrtopsPrefix(e.what()));
-    } catch (const OrtCallError& e) {
-        return makeStatus(api, e.code, prefix, e.what());
-    } catch (const std::bad_alloc&) {
-        return makeStatus(api, ORT_FAIL, prefix, "out of host memory");
-    } catch (const std::exception& e) {
-        if (isDeviceLost(e)) {
-            return makeStatus(api, ORT_RUNTIME_EXCEPTION, prefix, "device lost: " + stripOrtopsPrefix(e.what()));
-        }
-        if (dynamic_cast<const std::invalid_argument*>(&e) != nullptr) {
-            return makeStatus(api, ORT_INVALID_ARGUMENT, prefix, stripOrtopsPrefix(e.what()));
-        }
-        return makeStatus(api, ORT_FAIL, prefix, stripOrtopsPrefix(e.what()));
-    } catch (...) {
-        return makeStatus(api, ORT_FAIL, prefix, "unknown error (an exception not derived from std::exception)");
-    }
-}
 
 std::string
 prefixFor(const OpDef* op, const std::string& node)
@@ -467,6 +199,7 @@ Kernel::Kernel(const OrtApi* api_, const OpDef* op_, const OrtKernelInfo* info) 
     } catch (const OrtCallError& e) {
         throw NodeError(std::string("the node has no string attribute 'config' (") + e.what() + ")");
     }
+    NodeConfig& config = runner.config;
     config = decodeNodeConfig(std::string_view(text.data(), text.size()));
     if (config.cell == nullptr || config.cell->name != cell.name) {
         throw NodeError("its config is for op '" + std::string(config.cell ? config.cell->name : "?") +
@@ -527,9 +260,20 @@ Kernel::Kernel(const OrtApi* api_, const OpDef* op_, const OrtKernelInfo* info) 
         }
     }
 
+    // The run: the context's inputs and outputs are the node's, in ONNX's order.
+    runner.api = api;
+    runner.cell = &cell;
+    runner.dtype = op->dtype;
+    for (size_t i = 0; i < cell.inputCount; ++i) {
+        runner.inputAt[i] = hasInput[i] ? static_cast<int>(i) : -1;
+    }
+    for (size_t i = 0; i < cell.outputCount; ++i) {
+        runner.outputAt[i] = hasOutput[i] ? static_cast<int>(i) : -1;
+    }
+
     // Weights: constant initializers are uploaded now, once; otherwise they are run inputs.
     std::array<std::optional<HostTensor>, 4> weights;
-    constantWeights = true;
+    bool constantWeights = true;
     for (size_t w = 0; w < WEIGHT_INPUTS.size(); ++w) {
         size_t i = WEIGHT_INPUTS[w];
         if (i >= cell.inputCount || !hasInput[i]) {
@@ -546,85 +290,15 @@ Kernel::Kernel(const OrtApi* api_, const OpDef* op_, const OrtKernelInfo* info) 
         weights[w] = hostTensor(api, value, cell.inputs[i], op->dtype);
     }
     if (constantWeights) {
-        layer = std::make_shared<Layer>(config, weightsOf(weights));
+        runner.layer = std::make_shared<Layer>(config, weightsOf(weights));
     }
+    runner.constantWeights = constantWeights;
 }
 
 void
 Kernel::compute(OrtKernelContext* context)
 {
-    const Cell& cell = *op->cell;
-    size_t count = 0;
-    check(api, api->KernelContext_GetInputCount(context, &count), "KernelContext_GetInputCount");
-    std::array<const OrtValue*, 8> values{};
-    for (size_t i = 0; i < std::min<size_t>(count, cell.inputCount); ++i) {
-        check(api, api->KernelContext_GetInput(context, i, &values[i]), "KernelContext_GetInput");
-    }
-    for (size_t i = 0; i < cell.inputCount; ++i) {
-        if (hasInput[i] && values[i] == nullptr) {
-            throw NodeError("input " + std::string(cell.inputs[i]) + " of the node came without a value");
-        }
-    }
-    auto input = [&](size_t i, ElementType type) -> std::optional<HostTensor> {
-        if (i >= cell.inputCount || !hasInput[i]) {
-            return std::nullopt;
-        }
-        return hostTensor(api, values[i], cell.inputs[i], type);
-    };
-
-    RunInputs inputs;
-    inputs.X = *input(IN_X, op->dtype);
-    inputs.sequenceLens = input(IN_LENS, ElementType::Int32);
-    inputs.initialH = input(IN_H, op->dtype);
-    inputs.initialC = input(IN_C, op->dtype);
-
-    std::shared_ptr<Layer> current;
-    if (constantWeights) {
-        current = layer;
-    } else {
-        std::array<std::optional<HostTensor>, 4> fed;
-        for (size_t w = 0; w < WEIGHT_INPUTS.size(); ++w) {
-            fed[w] = input(WEIGHT_INPUTS[w], op->dtype);
-        }
-        std::lock_guard<std::mutex> guard(weightsLock);
-        bool same = layer != nullptr;
-        for (size_t w = 0; same && w < fed.size(); ++w) {
-            same = sameBits(held[w], fed[w]);
-        }
-        if (!same) {
-            // Built from ORT's buffers, then kept: a run already holding the old layer
-            // finishes with it (shared_ptr).
-            auto built = std::make_shared<Layer>(config, weightsOf(fed));
-            for (size_t w = 0; w < fed.size(); ++w) {
-                hold(held[w], fed[w]);
-            }
-            layer = std::move(built);
-        }
-        current = layer;
-    }
-
-    OutputShapes shapes = current->outputShapes(inputs);
-    OutputPointers out{};
-    for (size_t i = 0; i < cell.outputCount; ++i) {
-        if (!hasOutput[i]) {
-            continue;
-        }
-        if (!shapes[i]) {
-            throw std::logic_error("the layer gave no shape for output " + std::string(cell.outputs[i]) +
-                                   ", which the config computes");
-        }
-        const std::vector<int64_t>& shape = *shapes[i];
-        OrtValue* value = nullptr;
-        check(api, api->KernelContext_GetOutput(context, i, shape.data(), shape.size(), &value),
-              "KernelContext_GetOutput");
-        if (value == nullptr) {
-            throw std::logic_error("ONNX Runtime gave no tensor for output " + std::string(cell.outputs[i]));
-        }
-        void* data = nullptr;
-        check(api, api->GetTensorMutableData(value, &data), "GetTensorMutableData");
-        out[i] = data;
-    }
-    current->run(inputs, shapes, out);
+    runner.run(context);
 }
 
 } // namespace ortops::ort

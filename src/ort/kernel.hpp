@@ -25,24 +25,10 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <vector>
 
-// The core's classes keep default visibility even though this glue is compiled with
-// -fvisibility=hidden: the Python module links against the core in this library, and a
-// typeinfo or vtable emitted in a hidden translation unit would otherwise be merged hidden
-// (the linker keeps the most restrictive visibility), e.g. InputError's typeinfo.
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
-#include "core/errors.hpp"
-#include "core/layer.hpp"
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
+#include "ort/core.hpp"
+#include "ort/noderun.hpp"
 
 namespace ortops::ort {
 
@@ -66,32 +52,19 @@ struct OpDef : OrtCustomOp
 void
 defineOp(OpDef& op, const Cell& cell, ElementType dtype);
 
-// A weight fed as an input, kept to compare the next run's with.
-struct HeldWeight
-{
-    bool present = false;
-    ElementType type = ElementType::Float32;
-    std::vector<int64_t> shape;
-    std::vector<unsigned char> bytes;
-};
-
 struct Kernel
 {
     const OrtApi* api = nullptr;
     const OpDef* op = nullptr;
     std::string nodeName;
-    NodeConfig config;
     // Which of the cell's inputs/outputs the node has (a non-empty name at that index).
     std::array<bool, 8> hasInput{};
     std::array<bool, 3> hasOutput{};
     size_t nodeInputs = 0;
     size_t nodeOutputs = 0;
 
-    // Built at creation when the weights are constant; else built and replaced by compute.
-    bool constantWeights = false;
-    std::shared_ptr<Layer> layer;
-    std::mutex weightsLock;                 // guards layer and held when !constantWeights
-    std::array<HeldWeight, 4> held;         // W, R, B, P as last built
+    // The run (noderun.hpp): its layer built at creation when the weights are constant.
+    NodeRunner runner;
 
     // Throws (caught by the C entry points, which turn it into a status).
     Kernel(const OrtApi* api, const OpDef* op, const OrtKernelInfo* info);
