@@ -1,0 +1,307 @@
+"""The plugin execution provider (src/ep/, ortops/ep.py) from plain onnxruntime.
+
+Every case runs in ONE child process that never imports ortops: plain onnxruntime, the
+library's path and nothing else (``CHILD`` below), as a C#, Java or C++ application would use
+the EP. The parent builds the models and feeds, and judges the child's outputs against stock
+ONNX Runtime CPU with ortops.compare's rule (scaled error within the dtype's tolerance):
+
+- every model in tests/models and models/recognizer.onnx, unmodified, with every recurrent
+  node of the main graph assigned to the ortops EP by ONNX Runtime's own report
+  (``session.record_ep_graph_assignment_info``), the LSTMs inside scripted_loop_if's Loop/If
+  bodies too (ORT asks the EP per body);
+- a float16 node and a layout-1 node (which ORT's CPU provider cannot run) on the EP, judged
+  against the equivalent float32 / layout-0 model on the CPU;
+- threads sharing one session: every result equal to the serial one, bit for bit;
+- a bad feed (sequence_lens beyond seq_length): ONNX Runtime's error naming the node, the
+  session usable afterwards;
+- a node the EP refuses (float64) left to the CPU provider, which answers as stock ORT does.
+
+Under ``--vk-validation`` the child inherits ORTOPS_VALIDATION and the layer settings, and its
+output is searched for validation messages (the layer logs them to stdout, tests/vk_layer_settings.txt).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ortops
+from ortops.compare import scaled_error, tolerance
+from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
+
+pytestmark = pytest.mark.gpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EP = "OrtopsExecutionProvider"
+RECURRENT = ("LSTM", "GRU", "RNN")
+
+# The child: plain onnxruntime and the library path. argv: library, job.json, output folder.
+CHILD = r'''
+import json, sys, threading
+import numpy as np
+import onnxruntime as ort
+
+lib, job_path, out = sys.argv[1:4]
+job = json.load(open(job_path))
+ort.register_execution_provider_library("ortops", lib)
+eps = [d for d in ort.get_ep_devices() if d.ep_name == "OrtopsExecutionProvider"]
+report = {"devices": [dict(d.ep_metadata) for d in eps], "cases": {}}
+assert eps, "no ortops EP device"
+
+def session(model):
+    so = ort.SessionOptions()
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    so.add_provider_for_devices(eps[:1], {"mode": "deterministic"})
+    return ort.InferenceSession(model, sess_options=so)
+
+def assigned(sess):
+    return [[s.ep_name, [[n.name, n.op_type] for n in s.get_nodes()]] for s in sess.get_provider_graph_assignment_info()]
+
+for case in job:
+    name, r = case["name"], {}
+    feeds = [dict(np.load(f)) for f in case["feeds"]]
+    sess = session(case["model"])
+    r["assigned"] = assigned(sess)
+    if case["kind"] == "run":
+        try:
+            outs = {f"out{i}": a for i, a in enumerate(sess.run(None, feeds[0]))}
+            np.savez(f"{out}/{name}.npz", **outs)
+        except Exception as e:
+            r["error"] = f"{type(e).__name__}: {e}"
+    elif case["kind"] == "threads":
+        serial = [sess.run(None, f) for f in feeds]
+        got = [None] * (len(feeds) * 3)
+        def work(k):
+            got[k] = sess.run(None, feeds[k % len(feeds)])
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(len(got))]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        r["same"] = [all(np.array_equal(a, b) and a.tobytes() == b.tobytes() for a, b in zip(got[k], serial[k % len(feeds)]))
+                     for k in range(len(got))]
+    elif case["kind"] == "bad":
+        try:
+            sess.run(None, feeds[0])
+            r["error"] = None
+        except Exception as e:
+            r["error"] = f"{type(e).__name__}: {e}"
+        r["after"] = [a.shape for a in sess.run(None, feeds[1])]
+    report["cases"][name] = r
+report["imported"] = sorted(m for m in sys.modules if m.split(".")[0] == "ortops")
+report["onnxruntime"] = ort.__version__
+json.dump(report, open(f"{out}/report.json", "w"))
+'''
+
+
+def _feeds_for(model_path: str) -> dict:
+    """The stored inputs beside the model, else seeded random ones of the declared shapes."""
+    npz = model_path[:-5] + ".npz"
+    if os.path.exists(npz):
+        z = np.load(npz)
+        return {k[len("input."):]: z[k] for k in z.files if k.startswith("input.")}
+    m = onnx.load(model_path)
+    rng = np.random.default_rng(3)
+    feeds = {}
+    for i in m.graph.input:
+        dims = [d.dim_value or 3 for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = rng.uniform(-1, 1, dims).astype(np.float32)
+    return feeds
+
+
+def _models() -> list[str]:
+    paths = sorted(glob.glob(os.path.join(ROOT, "tests", "models", "*.onnx")))
+    recognizer = os.path.join(ROOT, "models", "recognizer.onnx")
+    assert os.path.exists(recognizer), "models/recognizer.onnx: run scripts/setup.sh"
+    return paths + [recognizer]
+
+
+def _one_node(op, dtype=TensorProto.FLOAT, layout=0, seq=5, batch=3, inp=4, hidden=6, lens=False, seed=0):
+    """A one-node bidirectional model with constant W, R, B; X (and sequence_lens) fed."""
+    rng = np.random.default_rng(seed)
+    G = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    npdt = helper.tensor_dtype_to_np_dtype(dtype)
+    w = {"W": rng.uniform(-0.5, 0.5, (2, G * hidden, inp)), "R": rng.uniform(-0.5, 0.5, (2, G * hidden, hidden)),
+         "B": rng.uniform(-0.5, 0.5, (2, 2 * G * hidden))}
+    inits = [numpy_helper.from_array(v.astype(npdt), k) for k, v in w.items()]
+    xshape = [batch, seq, inp] if layout else [seq, batch, inp]
+    inputs = [helper.make_tensor_value_info("X", dtype, xshape)]
+    names = ["X", "W", "R", "B"]
+    if lens:
+        inputs.append(helper.make_tensor_value_info("L", TensorProto.INT32, [batch]))
+        names.append("L")
+    node = helper.make_node(op, names, ["Y", "Y_h"], name=f"{op.lower()}_node", hidden_size=hidden,
+                            direction="bidirectional", layout=layout)
+    g = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("Y", dtype, None),
+                                                helper.make_tensor_value_info("Y_h", dtype, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    feeds = {"X": rng.uniform(-1, 1, xshape).astype(npdt)}
+    if lens:
+        feeds["L"] = np.full(batch, seq, np.int32)
+    return m, feeds
+
+
+def _stock(model, feeds):
+    """Stock ORT CPU's outputs (through the float32 layout-0 equivalent where it must)."""
+    if isinstance(model, str):
+        model = onnx.load(model)
+    eq = any(v.dtype == np.float16 for v in feeds.values()) or any(
+        a.name == "layout" and a.i == 1 for n in model.graph.node for a in n.attribute)
+    m = cpu_equivalent(model) if eq else model
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, cpu_feeds(feeds) if eq else feeds)
+
+
+def _recurrent_names(model_path_or_proto) -> list[str]:
+    m = onnx.load(model_path_or_proto) if isinstance(model_path_or_proto, str) else model_path_or_proto
+    return [n.name for n in m.graph.node if n.op_type in RECURRENT and n.domain in ("", "ai.onnx")]
+
+
+def _on_ep(assigned) -> set:
+    return {name for ep, nodes in assigned if ep == EP for name, _ in nodes}
+
+
+def _on(assigned, ep_name) -> set:
+    return {name for ep, nodes in assigned if ep == ep_name for name, _ in nodes}
+
+
+@pytest.fixture(scope="module")
+def child(tmp_path_factory):
+    """Builds every case, runs the child once, returns (cases, report)."""
+    tmp = tmp_path_factory.mktemp("ep")
+    cases, job = {}, []
+
+    def add(name, kind, model, feeds_list, **extra):
+        path = model if isinstance(model, str) else str(tmp / f"{name}.onnx")
+        if not isinstance(model, str):
+            onnx.save(model, path)
+        files = []
+        for k, f in enumerate(feeds_list):
+            files.append(str(tmp / f"{name}.feeds{k}.npz"))
+            np.savez(files[-1], **f)
+        cases[name] = dict(model=model, path=path, feeds=feeds_list, **extra)
+        job.append({"name": name, "kind": kind, "model": path, "feeds": files})
+
+    for path in _models():
+        add("model_" + os.path.basename(path)[:-5], "run", path, [_feeds_for(path)])
+    for op in RECURRENT:
+        m, f = _one_node(op, TensorProto.FLOAT16, seed=1)
+        add(f"f16_{op}", "run", m, [f], dtype=np.float16)
+        m, f = _one_node(op, layout=1, seed=2)
+        add(f"layout1_{op}", "run", m, [f])
+    m, f = _one_node("LSTM", TensorProto.DOUBLE, seed=4)
+    add("float64", "run", m, [f], dtype=np.float64)
+    m, _ = _one_node("LSTM", lens=True, seq=6, batch=4, seed=5)
+    rng = np.random.default_rng(6)
+    lens_feeds = [{"X": rng.uniform(-1, 1, (6, 4, 4)).astype(np.float32),
+                   "L": np.array([6, 1, 0, 4][:4], np.int32) if k % 2 else rng.integers(0, 7, 4).astype(np.int32)}
+                  for k in range(4)]
+    add("threads", "threads", m, lens_feeds)
+    bad = dict(lens_feeds[0], L=np.array([6, 9, 1, 2], np.int32))    # 9 > seq_length 6
+    add("bad", "bad", m, [bad, lens_feeds[0]])
+
+    (tmp / "job.json").write_text(json.dumps(job))
+    env = dict(os.environ)
+    env.pop("PYTHONSTARTUP", None)
+    proc = subprocess.run([sys.executable, "-P", "-c", CHILD, ortops.ep_library_path(), str(tmp / "job.json"), str(tmp)],
+                          cwd=str(tmp), env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    output = proc.stdout + proc.stderr
+    if os.environ.get("ORTOPS_VALIDATION", "") not in ("", "0"):
+        for word in ("Validation Error", "Validation Warning", "SYNC-HAZARD", "VUID-"):
+            assert word not in output, f"validation message in the child's output:\n{output[-4000:]}"
+    report = json.loads((tmp / "report.json").read_text())
+    return cases, report, tmp
+
+
+def test_the_child_never_imported_ortops_and_saw_a_device(child):
+    _, report, _ = child
+    assert report["imported"] == []
+    assert report["onnxruntime"] == ort.__version__    # the one under test (CI: also the oldest admitted)
+    assert report["devices"], "the EP offered no device"
+    for meta in report["devices"]:
+        assert len(meta["vulkan_uuid"]) == 36 and meta["vulkan_device_name"] and "vulkan_driver" in meta
+
+
+@pytest.mark.parametrize("path", _models(), ids=lambda p: os.path.basename(p)[:-5])
+def test_unmodified_model_runs_on_the_ep_within_tolerance(child, path):
+    cases, report, tmp = child
+    name = "model_" + os.path.basename(path)[:-5]
+    r = report["cases"][name]
+    on_ep = _on_ep(r["assigned"])
+    main = _recurrent_names(path)
+    assert set(main) <= on_ep, f"recurrent nodes not on {EP}: {set(main) - on_ep}; report {r['assigned']}"
+    if not main:   # scripted_loop_if: its LSTMs are in Loop/If bodies, which ORT offers the EP too
+        assert any(op in RECURRENT for ep, nodes in r["assigned"] if ep == EP for _, op in nodes), r["assigned"]
+    got = np.load(tmp / f"{name}.npz")
+    want = _stock(path, cases[name]["feeds"][0])
+    assert len(got.files) == len(want)
+    for k, w in enumerate(want):
+        g = got[f"out{k}"]
+        assert g.shape == w.shape and g.dtype == w.dtype
+        err = scaled_error(g, w)
+        assert err <= tolerance(w.dtype), f"output {k}: scaled error {err:.3g}"
+
+
+@pytest.mark.parametrize("name", [f"{k}_{op}" for k in ("f16", "layout1") for op in RECURRENT])
+def test_float16_and_layout1_nodes_run_on_the_ep(child, name):
+    cases, report, tmp = child
+    c, r = cases[name], report["cases"][name]
+    assert _recurrent_names(c["model"]) and set(_recurrent_names(c["model"])) <= _on_ep(r["assigned"])
+    got = np.load(tmp / f"{name}.npz")
+    for k, w in enumerate(_stock(c["model"], c["feeds"][0])):
+        g = got[f"out{k}"]
+        assert g.shape == w.shape
+        assert scaled_error(g, w) <= tolerance(c.get("dtype", np.float32)), f"output {k}"
+
+
+def test_threads_sharing_one_session_get_the_serial_results(child):
+    _, report, _ = child
+    r = report["cases"]["threads"]
+    assert _on_ep(r["assigned"]) == {"lstm_node"}
+    assert len(r["same"]) == 12 and all(r["same"]), r["same"]
+
+
+def test_a_bad_feed_fails_naming_the_node_and_the_session_survives(child):
+    _, report, _ = child
+    r = report["cases"]["bad"]
+    assert r["error"] is not None and "ortops: LSTM node 'lstm_node':" in r["error"], r["error"]
+    assert "sequence_lens" in r["error"]
+    assert r["after"] == [[6, 2, 4, 6], [2, 4, 6]]
+
+
+def test_a_node_the_ep_refuses_stays_on_the_cpu(child):
+    """float64: the EP leaves it (the GPU path takes float32 and float16) and the CPU provider
+    gets it, which refuses to run it as stock ONNX Runtime does (its LSTM has no double kernel
+    body: "LSTM operator does not support double yet"), not ortops."""
+    cases, report, tmp = child
+    r = report["cases"]["float64"]
+    assert "lstm_node" in _on(r["assigned"], "CPUExecutionProvider") and not _on_ep(r["assigned"])
+    with pytest.raises(Exception) as stock:
+        _stock(cases["float64"]["model"], cases["float64"]["feeds"][0])
+    assert r["error"] is not None and "ortops" not in r["error"]
+    assert str(stock.value).split("Status Message:")[-1] in r["error"]
+
+
+def test_ep_session_options_puts_ortops_first():
+    so = ortops.ep_session_options(mode="exact")
+    m, f = _one_node("GRU", seed=7)
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    sess = ort.InferenceSession(m.SerializeToString(), sess_options=so)
+    assert sess.get_providers()[0] == EP
+    assert _on_ep([[s.ep_name, [[n.name, n.op_type] for n in s.get_nodes()]]
+                   for s in sess.get_provider_graph_assignment_info()]) == {"gru_node"}
+    for g, w in zip(sess.run(None, f), _stock(m, f)):
+        assert scaled_error(g, w) <= 1e-5
+    with pytest.raises(ValueError, match="mode must be one of"):
+        ortops.ep_session_options(mode="quick")
+    with pytest.raises(RuntimeError, match="no ortops EP device matches"):
+        ortops.ep_session_options(device="no such device name")
