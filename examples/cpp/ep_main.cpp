@@ -13,6 +13,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -68,7 +69,9 @@ try {
     }
     const std::string dir = argv[1];
     Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "ortops_ep_example");
-    env.RegisterExecutionProviderLibrary("ortops", argv[2]);    // calls the library's CreateEpFactories
+    // An absolute path: ONNX Runtime resolves a relative one against its own library's folder.
+    const std::string library = std::filesystem::absolute(argv[2]).string();
+    env.RegisterExecutionProviderLibrary("ortops", library);    // calls the library's CreateEpFactories
     std::vector<Ort::ConstEpDevice> chosen;
     for (const Ort::ConstEpDevice& d : env.GetEpDevices()) {
         if (std::string(d.EpName()) == EP_NAME && chosen.empty()) {
