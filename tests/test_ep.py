@@ -11,6 +11,7 @@ ONNX Runtime CPU with ortops.compare's rule (scaled error within the dtype's tol
   bodies too (ORT asks the EP per body);
 - a float16 node and a layout-1 node (which ORT's CPU provider cannot run) on the EP, judged
   against the equivalent float32 / layout-0 model on the CPU;
+- weights fed at run time (graph inputs), changed between runs: each run follows its weights;
 - threads sharing one session: every result equal to the serial one, bit for bit;
 - a bad feed (sequence_lens beyond seq_length): ONNX Runtime's error naming the node, the
   session usable afterwards;
@@ -73,8 +74,9 @@ for case in job:
     r["assigned"] = assigned(sess)
     if case["kind"] == "run":
         try:
-            outs = {f"out{i}": a for i, a in enumerate(sess.run(None, feeds[0]))}
-            np.savez(f"{out}/{name}.npz", **outs)
+            for k, f in enumerate(feeds):
+                outs = {f"out{i}": a for i, a in enumerate(sess.run(None, f))}
+                np.savez(f"{out}/{name}.npz" if k == 0 else f"{out}/{name}.{k}.npz", **outs)
         except Exception as e:
             r["error"] = f"{type(e).__name__}: {e}"
     elif case["kind"] == "threads":
@@ -149,6 +151,19 @@ def _one_node(op, dtype=TensorProto.FLOAT, layout=0, seq=5, batch=3, inp=4, hidd
     return m, feeds
 
 
+def _weights_as_inputs(model, feeds):
+    """``model`` with W, R and B as graph inputs instead of initializers, and three feed sets:
+    the weights, others, the first again (the EP rebuilds the layer when the fed bits change)."""
+    m = onnx.ModelProto.FromString(model.SerializeToString())
+    arrays = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    del m.graph.initializer[:]
+    for name, a in arrays.items():
+        m.graph.input.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape))
+    rng = np.random.default_rng(9)
+    other = {k: rng.uniform(-0.5, 0.5, a.shape).astype(a.dtype) for k, a in arrays.items()}
+    return m, [dict(feeds, **arrays), dict(feeds, **other), dict(feeds, **arrays)]
+
+
 def _stock(model, feeds):
     """Stock ORT CPU's outputs (through the float32 layout-0 equivalent where it must)."""
     if isinstance(model, str):
@@ -199,6 +214,9 @@ def child(tmp_path_factory):
         add(f"layout1_{op}", "run", m, [f])
     m, f = _one_node("LSTM", TensorProto.DOUBLE, seed=4)
     add("float64", "run", m, [f], dtype=np.float64)
+    m, f = _one_node("GRU", seed=8)
+    m, weight_feeds = _weights_as_inputs(m, f)
+    add("fed_weights", "run", m, weight_feeds)
     m, _ = _one_node("LSTM", lens=True, seq=6, batch=4, seed=5)
     rng = np.random.default_rng(6)
     lens_feeds = [{"X": rng.uniform(-1, 1, (6, 4, 4)).astype(np.float32),
@@ -263,6 +281,18 @@ def test_float16_and_layout1_nodes_run_on_the_ep(child, name):
         assert scaled_error(g, w) <= tolerance(c.get("dtype", np.float32)), f"output {k}"
 
 
+def test_weights_fed_at_run_time_follow_each_run(child):
+    cases, report, tmp = child
+    c, r = cases["fed_weights"], report["cases"]["fed_weights"]
+    assert _on_ep(r["assigned"]) == {"gru_node"} and "error" not in r
+    runs = [np.load(tmp / ("fed_weights.npz" if k == 0 else f"fed_weights.{k}.npz")) for k in range(3)]
+    for k, feeds in enumerate(c["feeds"]):
+        for i, w in enumerate(_stock(c["model"], feeds)):
+            assert scaled_error(runs[k][f"out{i}"], w) <= 1e-5, f"run {k} output {i}"
+    assert not np.array_equal(runs[0]["out0"], runs[1]["out0"])
+    assert np.array_equal(runs[0]["out0"], runs[2]["out0"])
+
+
 def test_threads_sharing_one_session_get_the_serial_results(child):
     _, report, _ = child
     r = report["cases"]["threads"]
@@ -301,6 +331,17 @@ def test_ep_session_options_puts_ortops_first():
                    for s in sess.get_provider_graph_assignment_info()]) == {"gru_node"}
     for g, w in zip(sess.run(None, f), _stock(m, f)):
         assert scaled_error(g, w) <= 1e-5
+    # The options through plain onnxruntime: a device by index, a bad mode refused at creation.
+    dev = ortops.ep.ep_devices()[0]
+    so = ort.SessionOptions()
+    so.add_provider_for_devices([dev], {"device": dev.ep_metadata["vulkan_index"], "mode": "fast"})
+    sess = ort.InferenceSession(m.SerializeToString(), sess_options=so)
+    for g, w in zip(sess.run(None, f), _stock(m, f)):
+        assert scaled_error(g, w) <= 1e-5
+    so = ort.SessionOptions()
+    so.add_provider_for_devices([dev], {"mode": "quick"})
+    with pytest.raises(Exception, match="EP option mode must be 'deterministic', 'exact' or 'fast', got 'quick'"):
+        ort.InferenceSession(m.SerializeToString(), sess_options=so)
     with pytest.raises(ValueError, match="mode must be one of"):
         ortops.ep_session_options(mode="quick")
     with pytest.raises(RuntimeError, match="no ortops EP device matches"):

@@ -60,8 +60,12 @@ takes(const Ep& ep, const OrtNode* node, std::string& why)
 {
     std::string prefix = "ortops: recurrent node: ";
     try {
+        const char* name = nullptr;
+        const char* op = nullptr;
+        check(ep.api, ep.api->Node_GetName(node, &name), "Node_GetName");
+        check(ep.api, ep.api->Node_GetOperatorType(node, &op), "Node_GetOperatorType");
+        prefix = prefixFor(op ? op : "?", name ? name : "");
         NodeSpec spec = readNode(ep.api, node);
-        prefix = prefixFor(spec.opType, spec.name);
         std::vector<std::string> outputs = namedOutputs(spec);
         if (outputs.empty()) {
             throw NodeError("the node names no output");
