@@ -102,7 +102,7 @@ def ep_session_options(device: str | int | None = None, mode: str | None = None,
     """``onnxruntime.SessionOptions`` (``sess_options`` if given) with the ortops EP first
     and ONNX Runtime's CPU provider after: RNN / GRU / LSTM nodes the Vulkan path takes run
     there, every other node on the CPU. ``device``: as :func:`ep_devices` (default: the first
-    ortops EP device); ``mode``: deterministic (default), exact or fast; ``placement``: gpu
+    ortops EP device, the one the core prefers: ``ORTOPS_DEVICE``, else a discrete GPU, ...); ``mode``: deterministic (default), exact or fast; ``placement``: gpu
     (default) or auto. Raises ValueError for a bad option, RuntimeError when no Vulkan device
     is offered."""
     import onnxruntime

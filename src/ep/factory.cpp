@@ -1,7 +1,9 @@
 // The EP factory and the library's EP entry points, CreateEpFactories / ReleaseEpFactory
 // (ep.hpp). Every callback is noexcept and answers errors with an OrtStatus.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,11 +28,21 @@ usableDevices()
 {
     std::vector<DeviceDescription> out;
     try {
+        // The device the core would choose first (ORTOPS_DEVICE, else discrete, integrated,
+        // virtual, cpu): an application taking the first ortops EP device gets it, not
+        // lavapipe beside a GPU.
+        std::optional<uint32_t> preferred;
+        try {
+            preferred = chooseDevice(std::nullopt).index;
+        } catch (const std::exception&) {
+        }
         for (const DeviceDescription& d : devices()) {
             if (d.nanPreserveFloat32) {
                 out.push_back(d);
             }
         }
+        std::stable_partition(out.begin(), out.end(),
+                              [&](const DeviceDescription& d) { return preferred && d.index == *preferred; });
     } catch (const std::exception&) {
         // No Vulkan loader or no device: the factory offers nothing.
     }
