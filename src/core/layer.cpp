@@ -78,12 +78,12 @@ struct Spec
     bool hasBias = false;
     bool hasPeepholes = false;
     bool generalActivations = false;   // activations other than the cell's defaults (GENERAL)
-    std::string mode;
+    Mode mode = Mode::Deterministic;
 
-    bool gruTwoPass() const { return op == "GRU" && !lbr; }
+    bool gruTwoPass() const { return cell->op == Op::GRU && !lbr; }
     // Bytes per element of R (and RB) on the device: exact mode's step kernels read float32
     // words in both precisions (exactR).
-    uint32_t rItem() const { return mode == "exact" ? 4 : item; }
+    uint32_t rItem() const { return mode == Mode::Exact ? 4 : item; }
     ElementType type() const { return float16 ? ElementType::Float16 : ElementType::Float32; }
 };
 
@@ -133,12 +133,12 @@ makeSpec(const NodeConfig& cfg, const Weights& w)
         throw InputError("ortops: the layer's config names no cell");
     }
     s.op = std::string(s.cell->name);
-    s.float16 = cfg.dtype == "float16";
+    s.float16 = cfg.dtype == ElementType::Float16;
     s.item = s.float16 ? 2 : 4;
     s.gates = s.cell->gates;
     const NodeAttrs& a = cfg.attrs;
     s.dirs = a.directions();
-    s.reverse = a.direction == "reverse";
+    s.reverse = a.direction == Direction::Reverse;
     s.layout = static_cast<uint32_t>(a.layout);
     s.inputForget = a.inputForget != 0;
     s.lbr = a.linearBeforeReset != 0;
@@ -270,7 +270,7 @@ constexpr uint32_t COOPMAT_SHARED_BYTES = 2 * COOPMAT_TILE * 40 * 2 + 8 * 16 * 2
 bool
 useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool requested)
 {
-    if (!requested || s.mode != "fast" || !s.float16) {
+    if (!requested || s.mode != Mode::Fast || !s.float16) {
         return false;
     }
     bool listed = false;
@@ -292,12 +292,12 @@ coopmatStepsShared(uint32_t gatesInPass, uint32_t blocks)
     return (64 + bt) * 36 * 4 + gatesInPass * bt * 16 * 4;
 }
 
-// The step kernel a plan of this batch records: "step_coopmat" (R . h on the matrix units:
-// mode "fast", a float16 layer with the cells' default activations, which keep h within
+// The step kernel a plan of this batch records: StepKernel::Coopmat (R . h on the matrix
+// units: mode "fast", a float16 layer with the cells' default activations, which keep h within
 // float16's range, on a device that runs the cooperative-matrix projection, from the batch
-// variants.hpp's COOPMAT_STEPS_FROM gives the hidden size), else variants.hpp's stepKernel: "step" or
-// "step_batched" (whose shader, v4 or v5, BatchedVariant::shader() names).
-std::string_view
+// variants.hpp's COOPMAT_STEPS_FROM gives the hidden size), else variants.hpp's stepKernel:
+// Lanes or Batched (whose shader, v4 or v5, BatchedVariant::shader() names).
+StepKernel
 chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, const LayerSettings& settings,
                  uint32_t batch)
 {
@@ -306,7 +306,7 @@ chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, 
         uint32_t from = coopmatStepsFrom(s.hidden, settings.variants);
         uint32_t blocks = coopmatBlocks(s.hidden, batch, s.dirs, settings.variants);
         if (from != 0 && batch >= from && coopmatStepsShared(s.gates, blocks) <= d.maxSharedMemory) {
-            return "step_coopmat";
+            return StepKernel::Coopmat;
         }
     }
     return stepKernel(batch, s.hidden, settings.variants);
@@ -344,16 +344,20 @@ struct Plan
     std::vector<std::shared_ptr<void>> keep;   // buffers and programs the sequence refers to
     bool timestamps = false;
     std::string projection;                    // the input projection shader recorded
-    std::string steps;                         // and the step kernel's
+    std::string steps;                         // and the step kernel's shader
 };
 
 // The plans of one key: each serves one run at a time; a second concurrent run of the same
-// shape gets a second plan, built on first need, up to `limit`; beyond that it waits.
+// shape gets a second plan, built on first need, up to `limit`; beyond that it waits. The
+// settings and the step kernel are chosen once, when the pool is made: every plan of the key
+// records them.
 struct PlanPool
 {
     uint32_t limit;
     uint32_t count = 0;
     std::vector<std::shared_ptr<Plan>> free;
+    LayerSettings settings;
+    StepKernel stepKernel = StepKernel::Lanes;
 };
 
 std::atomic<uint64_t> g_layersCreated{ 0 }, g_layersAlive{ 0 }, g_plansRecorded{ 0 }, g_runs{ 0 };
@@ -504,7 +508,11 @@ struct LayerImpl
 
     std::shared_ptr<Buffer> upload(const std::map<std::string, std::pair<const void*, uint64_t>>& arrays);
     void uploadBatchedR();
-    std::shared_ptr<Plan> record(const PlanKey& key, const RunInputs& in);
+    std::shared_ptr<Plan> record(const PlanKey& key, const RunInputs& in, const PlanPool& pool);
+    LayerSettings currentSettings() const;
+    // The step kernel a plan of this batch would record under these settings (the plan pool
+    // asks once per key; scratchSizes and coalescing ask for batches without a plan).
+    StepKernel stepKernelFor(uint32_t batch, const LayerSettings& s) const;
     std::pair<std::shared_ptr<PlanPool>, std::shared_ptr<Plan>> acquire(const PlanKey& key);
     void release(const PlanKey& key, const std::shared_ptr<PlanPool>& pool, std::shared_ptr<Plan> plan);
     void evict(const PlanKey& keep);
@@ -538,7 +546,7 @@ LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSetting
     // Exact mode: R as the exact step kernels read it, float32 words prepared once here
     // (exactR; glsl/exact.glsl's LOADR says why the bits are the same).
     std::vector<uint32_t> preparedR;
-    if (spec.mode == "exact") {
+    if (spec.mode == Mode::Exact) {
         preparedR = exactR(w.R.data, w.R.elements(), spec.float16);
         arrays["R"] = { preparedR.data(), static_cast<uint64_t>(preparedR.size()) * 4 };
     } else {
@@ -554,6 +562,19 @@ LayerImpl::LayerImpl(const NodeConfig& cfg, const Weights& w, const LayerSetting
     const auto* r = static_cast<const uint8_t*>(arrays["R"].first);
     hostR.assign(r, r + arrays["R"].second);
     dummy = std::make_shared<Buffer>(ctx, 4, "storage");
+}
+
+LayerSettings
+LayerImpl::currentSettings() const
+{
+    std::lock_guard<std::mutex> lock(settingsLock);
+    return settings;
+}
+
+StepKernel
+LayerImpl::stepKernelFor(uint32_t batch, const LayerSettings& s) const
+{
+    return chooseStepKernel(spec, device, *ctx, s, batch);
 }
 
 Limits
@@ -585,7 +606,7 @@ LayerImpl::upload(const std::map<std::string, std::pair<const void*, uint64_t>>&
     }
     seq->upload(staging);
     seq->barrier("transfer", "compute");
-    const std::string& code = spirv("copy_words", false, "deterministic");
+    const std::string& code = spirv("copy_words", false, Mode::Deterministic);
     for (size_t i = 0; i < staging.size(); i++) {
         uint32_t words = static_cast<uint32_t>(ceilDiv(stored[i].second->bytes, 4));
         auto copy = std::make_shared<Program>(ctx, code, std::vector<std::shared_ptr<Buffer>>{ staging[i], stored[i].second },
@@ -732,23 +753,20 @@ struct Recording
     std::shared_ptr<Buffer> xw, st;
     uint32_t xwOff = 0, stOff = 0;   // in floats
     std::array<std::shared_ptr<Buffer>, 3> outs;
-    std::string_view stepShader;   // chooseStepKernel's
+    StepKernel stepKernel;         // the pool's (chooseStepKernel's, once per key)
     bool batched;                  // the batched layouts (RB, transposed planes)
     bool coopmat;
 
-    Recording(LayerImpl& layer, const PlanKey& k, const RunInputs& inputs)
+    Recording(LayerImpl& layer, const PlanKey& k, const RunInputs& inputs, const PlanPool& pool)
       : L(layer)
       , s(layer.spec)
       , key(k)
       , in(inputs)
+      , settings(pool.settings)
+      , stepKernel(pool.stepKernel)
     {
-        {
-            std::lock_guard<std::mutex> lock(L.settingsLock);
-            settings = L.settings;
-        }
         limits = L.currentLimits();
-        stepShader = chooseStepKernel(s, L.device, *L.ctx, settings, key.batch);
-        batched = stepShader == "step_batched";
+        batched = stepKernel == StepKernel::Batched;
         coopmat = useCoopmat(s, L.device, *L.ctx, settings.coopmat);
     }
 
@@ -897,9 +915,9 @@ struct Recording
         common.push_back({ "GENERAL", general });
         std::vector<std::pair<std::shared_ptr<Program>, std::array<uint64_t, 3>>> passes;
         plan->steps = batched ? std::string(batchedVariant(H, batch, s.float16, settings.variants).shader())
-                              : std::string(stepShader);
+                              : std::string(stepKernelName(stepKernel));
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), G)) {
-            if (stepShader == "step_coopmat") {
+            if (stepKernel == StepKernel::Coopmat) {
                 // 16 units x the pass's gates x 16 NBT batch rows a workgroup, on the matrix units.
                 uint32_t nbt = coopmatBlocks(H, batch, D, settings.variants);
                 std::array<uint64_t, 3> groups{ ceilDiv(H, 16), D, ceilDiv(batch, 16 * nbt) };
@@ -1010,17 +1028,12 @@ struct Recording
 } // namespace
 
 std::shared_ptr<Plan>
-LayerImpl::record(const PlanKey& key, const RunInputs& in)
+LayerImpl::record(const PlanKey& key, const RunInputs& in, const PlanPool& pool)
 {
-    LayerSettings ls;
-    {
-        std::lock_guard<std::mutex> lock(settingsLock);
-        ls = settings;
-    }
-    if (chooseStepKernel(spec, device, *ctx, ls, key.batch) == "step_batched") {
+    if (pool.stepKernel == StepKernel::Batched) {
         uploadBatchedR();
     }
-    auto plan = Recording(*this, key, in).run();
+    auto plan = Recording(*this, key, in, pool).run();
     g_plansRecorded++;
     return plan;
 }
@@ -1028,18 +1041,16 @@ LayerImpl::record(const PlanKey& key, const RunInputs& in)
 std::pair<std::shared_ptr<PlanPool>, std::shared_ptr<Plan>>
 LayerImpl::acquire(const PlanKey& key)
 {
-    uint32_t limit;
-    {
-        std::lock_guard<std::mutex> lock(settingsLock);
-        // Caller regions may be one arena shared by this layer's shapes: one plan per key.
-        limit = key.callerScratch() ? 1 : settings.maxConcurrent;
-    }
+    LayerSettings current = currentSettings();
     std::unique_lock<std::mutex> lock(cacheLock);
     while (true) {
         auto& pool = pools[key];
         if (!pool) {
             pool = std::make_shared<PlanPool>();
-            pool->limit = limit;
+            // Caller regions may be one arena shared by this layer's shapes: one plan per key.
+            pool->limit = key.callerScratch() ? 1 : current.maxConcurrent;
+            pool->settings = current;
+            pool->stepKernel = stepKernelFor(key.batch, current);
             evict(key);
         }
         lru.remove(key);
@@ -1272,7 +1283,7 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
     // row do not depend on the other rows.)
     uint32_t coopmatFrom = coopmatStepsFrom(s.hidden, settings.variants);
     if (coopmatFrom > 1 && batch > 0 && batch < coopmatFrom && rows >= coopmatFrom &&
-        chooseStepKernel(s, L.device, *L.ctx, settings, coopmatFrom) == "step_coopmat") {
+        L.stepKernelFor(coopmatFrom, settings) == StepKernel::Coopmat) {
         rows = coopmatFrom - 1;
     }
     // Runs with caller scratch regions share an arena and are serialised anyway; a profile
@@ -1374,7 +1385,7 @@ LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const Output
     auto [pool, plan] = L.acquire(key);
     try {
         if (!plan) {
-            plan = L.record(key, in);
+            plan = L.record(key, in, *pool);
         }
         if (copies) {
             plan->x->writePieces(copies->x);
@@ -1463,16 +1474,13 @@ Layer::setSettings(const LayerSettings& s)
         std::lock_guard<std::mutex> lock(impl->settingsLock);
         impl->settings = s;
     }
-    // Plans recorded under other settings go (the next run of each shape records anew).
+    // Plans recorded under other settings go (the next run of each shape records anew): a
+    // pool holds the settings its plans record, so busy pools go too (release drops the plans
+    // of a pool no longer in the cache, and counts its runs down on the pool itself).
     std::lock_guard<std::mutex> lock(impl->cacheLock);
-    for (auto it = impl->pools.begin(); it != impl->pools.end();) {
-        if (it->second->free.size() == it->second->count) {
-            impl->lru.remove(it->first);
-            it = impl->pools.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    impl->pools.clear();
+    impl->lru.clear();
+    impl->cacheFree.notify_all();
 }
 
 std::optional<GpuProfile>
@@ -1527,7 +1535,7 @@ Layer::weightBytes() const
 std::pair<uint64_t, uint64_t>
 Layer::scratchSizes(uint32_t seq, uint32_t batch) const
 {
-    bool batched = chooseStepKernel(impl->spec, impl->device, *impl->ctx, settings(), batch) == "step_batched";
+    bool batched = impl->stepKernelFor(batch, settings()) == StepKernel::Batched;
     ScratchSizes s = ortops::scratchSizes(impl->spec, seq, batch, batched);
     return { s.xw, s.state };
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "nodeconfig.hpp"
+#include "types.hpp"
 #include "variants.hpp"
 
 namespace ortops {
@@ -37,34 +38,6 @@ struct UnsupportedLayerError : std::runtime_error
 {
     using std::runtime_error::runtime_error;
 };
-
-enum class ElementType
-{
-    Float32,
-    Float16,
-    Int32,
-};
-
-// The element type's name (as numpy and the node config spell it) and size in bytes.
-inline const char*
-elementTypeName(ElementType t)
-{
-    switch (t) {
-        case ElementType::Float32:
-            return "float32";
-        case ElementType::Float16:
-            return "float16";
-        case ElementType::Int32:
-            return "int32";
-    }
-    return "?";
-}
-
-inline size_t
-elementSize(ElementType t)
-{
-    return t == ElementType::Float16 ? 2 : 4;
-}
 
 // A C-contiguous host tensor the caller owns (ORT's input buffer, a numpy array).
 struct HostTensor

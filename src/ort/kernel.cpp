@@ -201,12 +201,12 @@ Kernel::Kernel(const OrtApi* api_, const OpDef* op_, const OrtKernelInfo* info) 
     }
     NodeConfig& config = runner.config;
     config = decodeNodeConfig(std::string_view(text.data(), text.size()));
-    if (config.cell == nullptr || config.cell->name != cell.name) {
+    if (config.cell == nullptr || config.cell->op != cell.op) {
         throw NodeError("its config is for op '" + std::string(config.cell ? config.cell->name : "?") +
                         "', the node is " + op->name);
     }
-    if (config.dtype != elementTypeName(op->dtype)) {
-        throw NodeError("its config says dtype '" + config.dtype + "', the node is " + op->name +
+    if (config.dtype != op->dtype) {
+        throw NodeError("its config says dtype '" + std::string(elementTypeName(config.dtype)) + "', the node is " + op->name +
                         " (" + elementTypeName(op->dtype) + ")");
     }
 
