@@ -321,6 +321,16 @@ def test_a_node_the_ep_refuses_stays_on_the_cpu(child):
     assert str(stock.value).split("Status Message:")[-1] in r["error"]
 
 
+def test_one_library_exports_both_doors():
+    """The EP and the custom ops are one file: ep_library_path() is library_path()."""
+    import ctypes
+
+    assert ortops.ep_library_path() == ortops.library_path()
+    lib = ctypes.CDLL(ortops.ep_library_path())
+    for symbol in ("CreateEpFactories", "ReleaseEpFactory", "RegisterCustomOps"):
+        assert hasattr(lib, symbol), symbol
+
+
 def test_ep_session_options_puts_ortops_first():
     so = ortops.ep_session_options(mode="exact")
     m, f = _one_node("GRU", seed=7)
