@@ -8,7 +8,7 @@ ONNX Runtime CPU with ortops.compare's rule (scaled error within the dtype's tol
 - every model in tests/models and models/recognizer.onnx, unmodified, with every recurrent
   node of the main graph assigned to the ortops EP by ONNX Runtime's own report
   (``session.record_ep_graph_assignment_info``), the LSTMs inside scripted_loop_if's Loop/If
-  bodies too (ORT asks the EP per body);
+  bodies too (ORT asks the EP per body), and test_control_flow's If, Scan and If-in-Loop bodies;
 - a float16 node and a layout-1 node (which ORT's CPU provider cannot run) on the EP, judged
   against the equivalent float32 / layout-0 model on the CPU;
 - weights fed at run time (graph inputs), changed between runs: each run follows its weights;
@@ -164,6 +164,26 @@ def _weights_as_inputs(model, feeds):
     return m, [dict(feeds, **arrays), dict(feeds, **other), dict(feeds, **arrays)]
 
 
+#: Recurrent nodes in bodies (tests/test_control_flow.py's models): case -> the body nodes.
+CONTROL_FLOW = {"cf_if": {"lstm", "gru"}, "cf_scan": {"scan_rnn"}, "cf_if_in_loop": {"inner_gru"}}
+
+
+def _control_flow_cases() -> dict:
+    """An If with an LSTM and a GRU branch (both conditions run), a Scan with a bidirectional
+    RNN, a GRU in an If nested in a Loop."""
+    import test_control_flow as cf
+
+    rng = np.random.default_rng(11)
+    u = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)  # noqa: E731
+    B, H, I, T = cf.B, cf.H, cf.I, cf.T
+    if_feeds = {"X": u(T, B, I), "h_in": u(1, B, H)}
+    return {
+        "cf_if": (cf._if_model(rng), [dict(if_feeds, cond=np.array(True)), dict(if_feeds, cond=np.array(False))]),
+        "cf_scan": (cf._scan_model(rng, 3), [{"h0": u(2, B, H), "Xs": u(3, T, B, I)}]),
+        "cf_if_in_loop": (cf._if_in_loop_model(rng, 5), [{"X": u(T, B, I), "h0": u(1, B, H)}]),
+    }
+
+
 def _stock(model, feeds):
     """Stock ORT CPU's outputs (through the float32 layout-0 equivalent where it must)."""
     if isinstance(model, str):
@@ -214,6 +234,8 @@ def child(tmp_path_factory):
         add(f"layout1_{op}", "run", m, [f])
     m, f = _one_node("LSTM", TensorProto.DOUBLE, seed=4)
     add("float64", "run", m, [f], dtype=np.float64)
+    for name, (m, feeds_list) in _control_flow_cases().items():
+        add(name, "run", m, feeds_list)
     m, f = _one_node("GRU", seed=8)
     m, weight_feeds = _weights_as_inputs(m, f)
     add("fed_weights", "run", m, weight_feeds)
@@ -279,6 +301,18 @@ def test_float16_and_layout1_nodes_run_on_the_ep(child, name):
         g = got[f"out{k}"]
         assert g.shape == w.shape
         assert scaled_error(g, w) <= tolerance(c.get("dtype", np.float32)), f"output {k}"
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_FLOW))
+def test_recurrent_nodes_in_if_loop_and_scan_bodies_run_on_the_ep(child, name):
+    cases, report, tmp = child
+    c, r = cases[name], report["cases"][name]
+    assert "error" not in r, r.get("error")
+    assert CONTROL_FLOW[name] <= _on_ep(r["assigned"]), r["assigned"]
+    for k, feeds in enumerate(c["feeds"]):
+        got = np.load(tmp / (f"{name}.npz" if k == 0 else f"{name}.{k}.npz"))
+        for i, w in enumerate(_stock(c["model"], feeds)):
+            assert scaled_error(got[f"out{i}"], w) <= 1e-5, f"run {k} output {i}"
 
 
 def test_weights_fed_at_run_time_follow_each_run(child):
