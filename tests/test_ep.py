@@ -365,7 +365,7 @@ def test_one_library_exports_both_doors():
         assert hasattr(lib, symbol), symbol
 
 
-def test_ep_session_options_puts_ortops_first():
+def test_ep_session_options_puts_ortops_first(capsys):
     so = ortops.ep_session_options(mode="exact")
     m, f = _one_node("GRU", seed=7)
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
@@ -384,8 +384,13 @@ def test_ep_session_options_puts_ortops_first():
         assert scaled_error(g, w) <= 1e-5
     so = ort.SessionOptions()
     so.add_provider_for_devices([dev], {"mode": "quick"})
-    with pytest.raises(Exception, match="EP option mode must be 'deterministic', 'exact' or 'fast', got 'quick'"):
-        ort.InferenceSession(m.SerializeToString(), sess_options=so)
+    message = "ortops: CreateEp: EP option mode must be 'deterministic', 'exact' or 'fast', got 'quick'"
+    try:
+        fallback = ort.InferenceSession(m.SerializeToString(), sess_options=so)
+    except Exception as e:          # onnxruntime 1.32: the session is refused
+        assert message in str(e)
+    else:                           # 1.29's Python binding prints the EP error and retries on the CPU
+        assert message in capsys.readouterr().out and EP not in fallback.get_providers()
     with pytest.raises(ValueError, match="mode must be one of"):
         ortops.ep_session_options(mode="quick")
     with pytest.raises(RuntimeError, match="no ortops EP device matches"):
