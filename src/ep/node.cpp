@@ -125,8 +125,19 @@ parametersUsed(const Cell& cell, const std::optional<std::vector<std::string>>& 
     return { alphas, betas };
 }
 
-// The config's "attrs" object from the node's attributes, typed as ONNX's schemas say.
-std::string
+// A node's attributes as read (ONNX's defaults where absent; ORT fills some in itself).
+struct RawAttrs
+{
+    std::optional<int64_t> hidden;
+    std::string direction = "forward";
+    int64_t layout = 0, inputForget = 0, linearBeforeReset = 0;
+    std::optional<std::vector<std::string>> activations;
+    std::optional<std::vector<float>> alpha, beta;
+    std::optional<float> clip;
+};
+
+// The node's attributes, each of the type ONNX's schemas give it (NodeError otherwise).
+RawAttrs
 readAttrs(const OrtApi* api, const OrtNode* node, const Cell& cell)
 {
     size_t count = 0;
@@ -135,12 +146,7 @@ readAttrs(const OrtApi* api, const OrtNode* node, const Cell& cell)
     if (count > 0) {
         check(api, api->Node_GetAttributes(node, attrs.data(), count), "Node_GetAttributes");
     }
-    std::optional<int64_t> hidden;
-    std::string direction = "forward";
-    int64_t layout = 0, inputForget = 0, linearBeforeReset = 0;
-    std::optional<std::vector<std::string>> activations;
-    std::optional<std::vector<float>> alpha, beta;
-    std::optional<float> clip;
+    RawAttrs a;
     for (const OrtOpAttr* attr : attrs) {
         const char* rawName = nullptr;
         check(api, api->OpAttr_GetName(attr, &rawName), "OpAttr_GetName");
@@ -167,49 +173,56 @@ readAttrs(const OrtApi* api, const OrtNode* node, const Cell& cell)
             return v;
         };
         if (name == "hidden_size") {
-            hidden = integer();
+            a.hidden = integer();
         } else if (name == "layout") {
-            layout = integer();
+            a.layout = integer();
         } else if (name == "input_forget") {
-            inputForget = integer();
+            a.inputForget = integer();
         } else if (name == "linear_before_reset") {
-            linearBeforeReset = integer();
+            a.linearBeforeReset = integer();
         } else if (name == "direction") {
-            direction = attrBytes(api, attr, type, name);
-            direction.erase(std::find(direction.begin(), direction.end(), '\0'), direction.end());
+            a.direction = attrBytes(api, attr, type, name);
+            a.direction.erase(std::find(a.direction.begin(), a.direction.end(), '\0'), a.direction.end());
         } else if (name == "activations") {
-            activations = splitNul(attrBytes(api, attr, type, name));
+            a.activations = splitNul(attrBytes(api, attr, type, name));
         } else if (name == "activation_alpha") {
-            alpha = attrArray<float>(api, attr, type, name);
+            a.alpha = attrArray<float>(api, attr, type, name);
         } else if (name == "activation_beta") {
-            beta = attrArray<float>(api, attr, type, name);
+            a.beta = attrArray<float>(api, attr, type, name);
         } else if (name == "clip") {
             float v = 0;
             size_t size = 0;
             check(api, api->ReadOpAttr(attr, type, &v, sizeof v, &size), "reading attribute clip");
             if (!std::isinf(v)) {    // an infinite clip clips nothing (ortops.convert writes none)
-                clip = v;
+                a.clip = v;
             }
         }
     }
-    auto [alphas, betas] = parametersUsed(cell, activations);
+    return a;
+}
+
+// The config's "attrs" object (what ortops.convert writes for the same attributes).
+std::string
+attrsJson(const RawAttrs& a, const Cell& cell)
+{
+    auto [alphas, betas] = parametersUsed(cell, a.activations);
     using json::Value;
     std::vector<Value> names;
-    if (activations) {
-        for (const std::string& n : *activations) {
+    if (a.activations) {
+        for (const std::string& n : *a.activations) {
             names.push_back(Value::fromString(n));
         }
     }
     Value object = Value::object({
-      { "activation_alpha", alpha ? floatList(*alpha, alphas) : Value::null() },
-      { "activation_beta", beta ? floatList(*beta, betas) : Value::null() },
-      { "activations", activations ? Value::array(std::move(names)) : Value::null() },
-      { "clip", clip ? Value::fromNumber(static_cast<double>(*clip)) : Value::null() },
-      { "direction", Value::fromString(direction) },
-      { "hidden_size", hidden ? Value::fromInteger(*hidden) : Value::null() },
-      { "input_forget", Value::fromInteger(inputForget) },
-      { "layout", Value::fromInteger(layout) },
-      { "linear_before_reset", Value::fromInteger(linearBeforeReset) },
+      { "activation_alpha", a.alpha ? floatList(*a.alpha, alphas) : Value::null() },
+      { "activation_beta", a.beta ? floatList(*a.beta, betas) : Value::null() },
+      { "activations", a.activations ? Value::array(std::move(names)) : Value::null() },
+      { "clip", a.clip ? Value::fromNumber(static_cast<double>(*a.clip)) : Value::null() },
+      { "direction", Value::fromString(a.direction) },
+      { "hidden_size", a.hidden ? Value::fromInteger(*a.hidden) : Value::null() },
+      { "input_forget", Value::fromInteger(a.inputForget) },
+      { "layout", Value::fromInteger(a.layout) },
+      { "linear_before_reset", Value::fromInteger(a.linearBeforeReset) },
     });
     try {
         return json::write(object);
@@ -257,6 +270,41 @@ configName(const std::string& name)
         out.resize(cut);
     }
     return out;
+}
+
+// Input `i` of the node (X first: it sets the element type the others must have).
+void
+readInput(const OrtApi* api, const OrtValueInfo* info, size_t i, NodeSpec& spec)
+{
+    const char* text = nullptr;
+    check(api, api->GetValueInfoName(info, &text), "GetValueInfoName");
+    spec.inputs[i] = cStr(text);
+    if (spec.inputs[i].empty()) {
+        return;
+    }
+    spec.inputInfo[i] = info;
+    std::string what = "input " + std::string(spec.cell->inputs[i]);
+    auto [element, shape] = tensorType(api, info, what);
+    spec.shapes[i] = shape;
+    if (i == ort::IN_X) {
+        if (element == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
+            spec.dtype = ElementType::Float16;
+        } else if (element != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+            throw NodeError("X is " + ort::ortTypeName(element) + "; the GPU path takes float32 and float16");
+        }
+    } else {
+        ElementType want = i == ort::IN_LENS ? ElementType::Int32 : spec.dtype;
+        if (element != ort::ortType(want)) {
+            throw NodeError(what + " is " + ort::ortTypeName(element) + ", not " + elementTypeName(want));
+        }
+    }
+    bool constant = false;
+    check(api, api->ValueInfo_IsConstantInitializer(info, &constant), "ValueInfo_IsConstantInitializer");
+    if (constant) {
+        const OrtValue* value = nullptr;
+        check(api, api->ValueInfo_GetInitializerValue(info, &value), "ValueInfo_GetInitializerValue");
+        spec.constants[i] = value;
+    }
 }
 
 } // namespace
@@ -326,36 +374,8 @@ readNode(const OrtApi* api, const OrtNode* node)
         }
     }
     for (size_t i = 0; i < inputs; ++i) {
-        if (in[i] == nullptr) {
-            continue;
-        }
-        check(api, api->GetValueInfoName(in[i], &text), "GetValueInfoName");
-        spec.inputs[i] = cStr(text);
-        if (spec.inputs[i].empty()) {
-            continue;
-        }
-        spec.inputInfo[i] = in[i];
-        std::string what = "input " + std::string(cell.inputs[i]);
-        auto [element, shape] = tensorType(api, in[i], what);
-        spec.shapes[i] = shape;
-        if (i == ort::IN_X) {
-            if (element == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
-                spec.dtype = ElementType::Float16;
-            } else if (element != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
-                throw NodeError("X is " + ort::ortTypeName(element) + "; the GPU path takes float32 and float16");
-            }
-        } else {
-            ElementType want = i == ort::IN_LENS ? ElementType::Int32 : spec.dtype;
-            if (element != ort::ortType(want)) {
-                throw NodeError(what + " is " + ort::ortTypeName(element) + ", not " + elementTypeName(want));
-            }
-        }
-        bool constant = false;
-        check(api, api->ValueInfo_IsConstantInitializer(in[i], &constant), "ValueInfo_IsConstantInitializer");
-        if (constant) {
-            const OrtValue* value = nullptr;
-            check(api, api->ValueInfo_GetInitializerValue(in[i], &value), "ValueInfo_GetInitializerValue");
-            spec.constants[i] = value;
+        if (in[i] != nullptr) {
+            readInput(api, in[i], i, spec);
         }
     }
     for (size_t i = 0; i < ort::IN_B; ++i) {
@@ -363,7 +383,7 @@ readNode(const OrtApi* api, const OrtNode* node)
             throw NodeError("input " + std::string(cell.inputs[i]) + " is required and the node has none");
         }
     }
-    spec.attrsJson = readAttrs(api, node, cell);
+    spec.attrsJson = attrsJson(readAttrs(api, node, cell), cell);
     return spec;
 }
 
