@@ -9,6 +9,7 @@ ONNX Runtime CPU with ortops.compare's rule (scaled error within the dtype's tol
   node of the main graph assigned to the ortops EP by ONNX Runtime's own report
   (``session.record_ep_graph_assignment_info``), the LSTMs inside scripted_loop_if's Loop/If
   bodies too (ORT asks the EP per body), and test_control_flow's If, Scan and If-in-Loop bodies;
+- every LSTM of every silero-vad model (a third-party streaming model, LSTMs in If branches);
 - a float16 node and a layout-1 node (which ORT's CPU provider cannot run) on the EP, judged
   against the equivalent float32 / layout-0 model on the CPU;
 - weights fed at run time (graph inputs), changed between runs: each run follows its weights;
@@ -184,6 +185,48 @@ def _control_flow_cases() -> dict:
     }
 
 
+def _silero_cases(folder: str) -> dict:
+    """silero-vad's models (the wheel scripts/setup.sh downloads; LSTMs inside If branches in
+    most), each fed a speech-like frame with its context as its wrapper does (silero_vad also
+    at 8 kHz, the If's other branch) and a small state."""
+    from _scripts import load_script
+
+    bench = load_script("stream_bench")
+    models = bench.extract_models(bench.find_wheel(), folder)
+    rng = np.random.default_rng(12)
+    sig = {sr: bench.signal(0.2, sr) for sr in bench.FRAMES}
+    cases = {}
+    for name, path in sorted(models.items()):
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feed_sets = []
+        for sr in ([16000, 8000] if name == "silero_vad" else [16000]):
+            frame, context = bench.FRAMES[sr]
+            rows = 3 if "sequence" in name else 1
+            f = {}
+            for i in sess.get_inputs():
+                if i.name == "sr":
+                    f["sr"] = np.array(sr, np.int64)
+                elif i.name == "input":
+                    f["input"] = np.stack([sig[sr][k * frame:k * frame + frame + context] for k in range(rows)])
+                else:
+                    f[i.name] = rng.uniform(-0.5, 0.5, [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+            feed_sets.append(f)
+        cases["silero_" + name] = (path, feed_sets)
+    return cases
+
+
+def _lstm_names(graph) -> set:
+    """Every LSTM of a graph and of its bodies, by name."""
+    names = set()
+    for node in graph.node:
+        if node.op_type == "LSTM":
+            names.add(node.name)
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                names |= _lstm_names(a.g)
+    return names
+
+
 def _stock(model, feeds):
     """Stock ORT CPU's outputs (through the float32 layout-0 equivalent where it must)."""
     if isinstance(model, str):
@@ -236,6 +279,8 @@ def child(tmp_path_factory):
     add("float64", "run", m, [f], dtype=np.float64)
     for name, (m, feeds_list) in _control_flow_cases().items():
         add(name, "run", m, feeds_list)
+    for name, (path, feeds_list) in _silero_cases(str(tmp)).items():
+        add(name, "run", path, feeds_list)
     m, f = _one_node("GRU", seed=8)
     m, weight_feeds = _weights_as_inputs(m, f)
     add("fed_weights", "run", m, weight_feeds)
@@ -313,6 +358,26 @@ def test_recurrent_nodes_in_if_loop_and_scan_bodies_run_on_the_ep(child, name):
         got = np.load(tmp / (f"{name}.npz" if k == 0 else f"{name}.{k}.npz"))
         for i, w in enumerate(_stock(c["model"], feeds)):
             assert scaled_error(got[f"out{i}"], w) <= 1e-5, f"run {k} output {i}"
+
+
+def test_every_lstm_of_every_silero_vad_model_runs_on_the_ep(child):
+    cases, report, tmp = child
+    names = sorted(n for n in cases if n.startswith("silero_"))
+    assert len(names) >= 3
+    placed = 0
+    for name in names:
+        c, r = cases[name], report["cases"][name]
+        assert "error" not in r, f"{name}: {r.get('error')}"
+        lstms = _lstm_names(onnx.load(c["path"]).graph)
+        # (silero_vad_op18_ifless has its LSTM unrolled into elementwise nodes: none to take)
+        assert lstms <= _on_ep(r["assigned"]), f"{name}: {r['assigned']}"
+        placed += len(lstms)
+        for k, feeds in enumerate(c["feeds"]):
+            got = np.load(tmp / (f"{name}.npz" if k == 0 else f"{name}.{k}.npz"))
+            for i, w in enumerate(_stock(c["path"], feeds)):
+                err = scaled_error(got[f"out{i}"], w)
+                assert err <= tolerance(w.dtype), f"{name} run {k} output {i}: {err:.3g}"
+    assert placed >= 8
 
 
 def test_weights_fed_at_run_time_follow_each_run(child):
