@@ -12,6 +12,7 @@ ONNX Runtime CPU with ortops.compare's rule (scaled error within the dtype's tol
 - every LSTM of every silero-vad model (a third-party streaming model, LSTMs in If branches);
 - a float16 node and a layout-1 node (which ORT's CPU provider cannot run) on the EP, judged
   against the equivalent float32 / layout-0 model on the CPU;
+- com.microsoft DynamicQuantizeLSTM (hand-built and from quantize_dynamic), by the quantized rule;
 - weights fed at run time (graph inputs), changed between runs: each run follows its weights;
 - threads sharing one session: every result equal to the serial one, bit for bit;
 - a bad feed (sequence_lens beyond seq_length): ONNX Runtime's error naming the node, the
@@ -215,6 +216,32 @@ def _silero_cases(folder: str) -> dict:
     return cases
 
 
+def _quantized_cases(tmp) -> dict:
+    """com.microsoft DynamicQuantizeLSTM: test_quantized's hand-built nodes (uint8 / int8, per
+    tensor / per channel, lengths, states, peepholes) and a quantize_dynamic model."""
+    import test_quantized as tq
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    cases = {}
+    for case, args in sorted(tq.CASES.items()):
+        fm, qm, feeds, ref = tq._hand_built(*args, np.random.default_rng(len(case)))
+        cases["quant_" + case] = (qm, fm, feeds, ref)
+    fm, _, feeds, _ = tq._hand_built("bidirectional", np.int8, True, True, True, False, np.random.default_rng(3),
+                                     seq=9, batch=2, inp=16, hidden=24)
+    src, dst = tmp / "qd_float.onnx", tmp / "qd_quant.onnx"
+    onnx.save(fm, str(src))
+    quantize_dynamic(str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8)
+    qm = onnx.load(str(dst))
+    node = next(n for n in qm.graph.node if n.op_type == "DynamicQuantizeLSTM")
+    consts = {t.name: numpy_helper.to_array(t) for t in qm.graph.initializer}
+    ref = dict(W=tq._dequantized(*(consts[node.input[i]] for i in (1, 8, 9))),
+               R=tq._dequantized(*(consts[node.input[i]] for i in (2, 10, 11))), B=consts[node.input[3]],
+               sequence_lens=feeds["lens"], initial_h=feeds["h0"], initial_c=feeds["c0"], hidden_size=24,
+               direction="bidirectional")
+    cases["quant_quantize_dynamic"] = (qm, fm, feeds, ref)
+    return cases
+
+
 def _lstm_names(graph) -> set:
     """Every LSTM of a graph and of its bodies, by name."""
     names = set()
@@ -281,6 +308,8 @@ def child(tmp_path_factory):
         add(name, "run", m, feeds_list)
     for name, (path, feeds_list) in _silero_cases(str(tmp)).items():
         add(name, "run", path, feeds_list)
+    for name, (qm, fm, f, ref) in _quantized_cases(tmp).items():
+        add(name, "run", qm, [f], float_model=fm, ref_args=ref)
     m, f = _one_node("GRU", seed=8)
     m, weight_feeds = _weights_as_inputs(m, f)
     add("fed_weights", "run", m, weight_feeds)
@@ -378,6 +407,29 @@ def test_every_lstm_of_every_silero_vad_model_runs_on_the_ep(child):
                 err = scaled_error(got[f"out{i}"], w)
                 assert err <= tolerance(w.dtype), f"{name} run {k} output {i}: {err:.3g}"
     assert placed >= 8
+
+
+def test_dynamic_quantize_lstm_runs_on_the_ep_by_the_quantized_rule(child):
+    """Judged as the custom-op door's quantized nodes are (ortops.compare.quantized_problems):
+    within float32's tolerance of the dequantized model, and within a margin of ORT's own
+    quantization error of its quantized kernel."""
+    import test_quantized as tq
+    from ortops import reference
+    from ortops.compare import quantized_problems
+
+    cases, report, tmp = child
+    names = sorted(n for n in cases if n.startswith("quant_"))
+    assert len(names) == len(tq.CASES) + 1
+    for name in names:
+        c, r = cases[name], report["cases"][name]
+        assert "error" not in r, f"{name}: {r.get('error')}"
+        assert [op for ep, nodes in r["assigned"] if ep == EP for _, op in nodes] == ["DynamicQuantizeLSTM"], name
+        got = np.load(tmp / f"{name}.npz")
+        feeds = c["feeds"][0]
+        exact = reference.lstm(feeds["X"], **c["ref_args"])
+        ort_q, ort_f = tq._ort(c["model"], feeds), tq._ort(c["float_model"], feeds)
+        for i, (e, q, f) in enumerate(zip(exact, ort_q, ort_f)):
+            assert quantized_problems(got[f"out{i}"], e, q, f) == [], f"{name} output {i}"
 
 
 def test_weights_fed_at_run_time_follow_each_run(child):

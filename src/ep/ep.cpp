@@ -175,10 +175,19 @@ compileNode(const Ep& ep, const OrtGraph* graph, const OrtNode* fused, ComputeIn
     r.config = nodeConfig(spec, computed, ep.options, ep.device);
 
     std::array<std::optional<HostTensor>, 4> weights;
+    std::array<std::vector<float>, 2> dequantized;    // DynamicQuantizeLSTM's W and R, until uploaded
     bool constant = true;
     for (size_t w = 0; w < ort::WEIGHT_INPUTS.size(); ++w) {
         size_t i = ort::WEIGHT_INPUTS[w];
         if (i >= cell.inputCount || spec.inputs[i].empty()) {
+            continue;
+        }
+        if (spec.quantized && w < 2) {
+            HostTensor t;
+            dequantized[w] = dequantize(ep.api, spec, w, t.shape);
+            t.data = dequantized[w].data();
+            t.type = ElementType::Float32;
+            weights[w] = t;
             continue;
         }
         if (spec.constants[i] == nullptr) {

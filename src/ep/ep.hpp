@@ -59,12 +59,22 @@ struct EpOptions
 std::vector<DeviceDescription>
 usableDevices();
 
+// com.microsoft DynamicQuantizeLSTM (onnxruntime.quantization.quantize_dynamic's LSTM): taken
+// as an LSTM whose constant int8/uint8 W and R are dequantized once at Compile
+// (quantized.cpp; ortops/ort/quantized.py holds the same rules for the custom-op door).
+inline constexpr const char* QUANTIZED_OP = "DynamicQuantizeLSTM";
+inline constexpr const char* QUANTIZED_DOMAIN = "com.microsoft";
+// Its inputs past LSTM's eight: W_scale, W_zero_point, R_scale, R_zero_point.
+inline constexpr size_t QUANTIZED_INPUTS = 12;
+
 // One standard recurrent node as read from the graph (node.cpp).
 struct NodeSpec
 {
     std::string name;
-    std::string opType;     // LSTM, GRU, RNN
+    std::string opType;     // LSTM, GRU, RNN, DynamicQuantizeLSTM (for messages)
     const Cell* cell = nullptr;
+    bool quantized = false;                        // DynamicQuantizeLSTM (cell: LSTM)
+    std::array<const OrtValue*, 4> quantParams{};  // W_scale, W_zero_point, R_scale, R_zero_point
     ElementType dtype = ElementType::Float32;
     std::array<std::string, 8> inputs;     // by ONNX position; "" absent
     std::array<std::string, 3> outputs;    // by ONNX position; "" absent
@@ -91,6 +101,13 @@ readNode(const OrtApi* api, const OrtNode* node);
 NodeConfig
 nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const EpOptions& options,
            const DeviceDescription& device);
+
+// A DynamicQuantizeLSTM weight (`which` 0: W, 1: R; [dirs, cols, 4*hidden] int8/uint8) as
+// ai.onnx LSTM's float32 [dirs, 4*hidden, cols]: (q - zero_point) * scale in float64, rounded
+// once. NodeError naming the argument, what was expected and what came (also for the
+// per-channel zero points ORT's kernel refuses).
+std::vector<float>
+dequantize(const OrtApi* api, const NodeSpec& spec, size_t which, std::vector<int64_t>& shape);
 
 // "ortops: LSTM node 'name': "
 std::string

@@ -292,7 +292,7 @@ readInput(const OrtApi* api, const OrtValueInfo* info, size_t i, NodeSpec& spec)
         } else if (element != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
             throw NodeError("X is " + ort::ortTypeName(element) + "; the GPU path takes float32 and float16");
         }
-    } else {
+    } else if (!(spec.quantized && (i == ort::IN_W || i == ort::IN_R))) {    // those: dequantize()'s checks
         ElementType want = i == ort::IN_LENS ? ElementType::Int32 : spec.dtype;
         if (element != ort::ortType(want)) {
             throw NodeError(what + " is " + ort::ortTypeName(element) + ", not " + elementTypeName(want));
@@ -304,6 +304,37 @@ readInput(const OrtApi* api, const OrtValueInfo* info, size_t i, NodeSpec& spec)
         const OrtValue* value = nullptr;
         check(api, api->ValueInfo_GetInitializerValue(info, &value), "ValueInfo_GetInitializerValue");
         spec.constants[i] = value;
+    }
+}
+
+// A DynamicQuantizeLSTM's quantization parameters (constants), and its W and R dequantized
+// once here to check them and learn their ai.onnx shapes (Compile dequantizes again).
+void
+readQuantized(const OrtApi* api, const std::vector<const OrtValueInfo*>& in, NodeSpec& spec)
+{
+    if (spec.dtype != ElementType::Float32) {
+        throw NodeError(std::string(QUANTIZED_OP) + ": X must be float32, got " + elementTypeName(spec.dtype));
+    }
+    for (size_t k = 0; k < spec.quantParams.size(); ++k) {
+        size_t i = ort::IN_P + 1 + k;
+        bool constant = false;
+        if (i < in.size() && in[i] != nullptr) {
+            check(api, api->ValueInfo_IsConstantInitializer(in[i], &constant), "ValueInfo_IsConstantInitializer");
+        }
+        if (constant) {
+            check(api, api->ValueInfo_GetInitializerValue(in[i], &spec.quantParams[k]), "ValueInfo_GetInitializerValue");
+        }
+    }
+    for (size_t i : { ort::IN_B, ort::IN_P }) {
+        if (!spec.inputs[i].empty() && spec.constants[i] == nullptr) {
+            throw NodeError(std::string(QUANTIZED_OP) + ": " + std::string(spec.cell->inputs[i]) +
+                            " not constant (the device path takes a quantized node's weights once)");
+        }
+    }
+    for (size_t which = 0; which < 2; ++which) {
+        std::vector<int64_t> shape;
+        (void)dequantize(api, spec, which, shape);
+        spec.shapes[which == 0 ? ort::IN_W : ort::IN_R] = shape;
     }
 }
 
@@ -329,6 +360,9 @@ isRecurrent(const OrtApi* api, const OrtNode* node)
         return false;
     }
     std::string d = cStr(domain);
+    if (d == QUANTIZED_DOMAIN) {
+        return cStr(op) == QUANTIZED_OP;
+    }
     return (d.empty() || d == "ai.onnx") && findCell(cStr(op)) != nullptr;
 }
 
@@ -341,23 +375,26 @@ readNode(const OrtApi* api, const OrtNode* node)
     spec.name = cStr(text);
     check(api, api->Node_GetOperatorType(node, &text), "Node_GetOperatorType");
     spec.opType = cStr(text);
-    spec.cell = findCell(spec.opType);
+    spec.quantized = spec.opType == QUANTIZED_OP;
+    spec.cell = findCell(spec.quantized ? "LSTM" : spec.opType);
     if (spec.cell == nullptr) {
         throw NodeError("not a recurrent op");
     }
     const Cell& cell = *spec.cell;
     int version = 0;
     check(api, api->Node_GetSinceVersion(node, &version), "Node_GetSinceVersion");
-    if (std::find(std::begin(SUPPORTED_VERSIONS), std::end(SUPPORTED_VERSIONS), version) == std::end(SUPPORTED_VERSIONS)) {
+    if (!spec.quantized &&
+        std::find(std::begin(SUPPORTED_VERSIONS), std::end(SUPPORTED_VERSIONS), version) == std::end(SUPPORTED_VERSIONS)) {
         throw NodeError(spec.opType + "-" + std::to_string(version) + " is not one of the supported versions 7, 14, 22");
     }
 
     size_t inputs = 0, outputs = 0;
+    size_t maxInputs = spec.quantized ? QUANTIZED_INPUTS : cell.inputCount;
     check(api, api->Node_GetNumInputs(node, &inputs), "Node_GetNumInputs");
     check(api, api->Node_GetNumOutputs(node, &outputs), "Node_GetNumOutputs");
-    if (inputs > cell.inputCount || outputs > cell.outputCount) {
+    if (inputs > maxInputs || outputs > cell.outputCount) {
         throw NodeError("the node has " + std::to_string(inputs) + " inputs and " + std::to_string(outputs) +
-                        " outputs; " + spec.opType + " has at most " + std::to_string(cell.inputCount) + " and " +
+                        " outputs; " + spec.opType + " has at most " + std::to_string(maxInputs) + " and " +
                         std::to_string(cell.outputCount));
     }
     std::vector<const OrtValueInfo*> in(inputs), out(outputs);
@@ -373,10 +410,13 @@ readNode(const OrtApi* api, const OrtNode* node)
             spec.outputs[i] = cStr(text);
         }
     }
-    for (size_t i = 0; i < inputs; ++i) {
+    for (size_t i = 0; i < std::min<size_t>(inputs, cell.inputCount); ++i) {
         if (in[i] != nullptr) {
             readInput(api, in[i], i, spec);
         }
+    }
+    if (spec.quantized) {
+        readQuantized(api, in, spec);
     }
     for (size_t i = 0; i < ort::IN_B; ++i) {
         if (spec.inputs[i].empty()) {
@@ -409,7 +449,7 @@ nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const 
       { "dtype", Value::fromString(elementTypeName(spec.dtype)) },
       { "mode", Value::fromString(options.mode) },
       { "node", Value::fromString(configName(spec.name)) },
-      { "op", Value::fromString(spec.opType) },
+      { "op", Value::fromString(std::string(cell.name)) },
       { "outputs", Value::array(std::move(computed)) },
       { "v", Value::fromInteger(NODE_CONFIG_VERSION) },
     });
