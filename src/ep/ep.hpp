@@ -11,6 +11,7 @@
 //   node.cpp     a graph node read through ORT's graph API (attributes typed, inputs,
 //                outputs, constant initializers) into the core's node config, checked by the
 //                core's checkers (the config decoder and the layer's spec checks).
+//   quantized.cpp  com.microsoft DynamicQuantizeLSTM's int8/uint8 weights dequantized.
 //   ep.cpp       the OrtEp: GetCapability claims each node the core takes, one fused node per
 //                call of EpGraphSupportInfo_AddNodesToFuse (AddSingleNode looks for a kernel
 //                at API 23), in the main graph and in every If/Loop/Scan body (ORT asks per
