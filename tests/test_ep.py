@@ -17,7 +17,8 @@ ONNX Runtime CPU with ortops.compare's rule (scaled error within the dtype's tol
 - threads sharing one session: every result equal to the serial one, bit for bit;
 - a bad feed (sequence_lens beyond seq_length): ONNX Runtime's error naming the node, the
   session usable afterwards;
-- a node the EP refuses (float64) left to the CPU provider, which answers as stock ORT does.
+- a node the EP refuses (float64) left to the CPU provider, which answers as stock ORT does;
+- sessions created and dropped release their layers (the core's count of layers alive).
 
 Under ``--vk-validation`` the child inherits ORTOPS_VALIDATION and the layer settings, and its
 output is searched for validation messages (the layer logs them to stdout, tests/vk_layer_settings.txt).
@@ -470,6 +471,24 @@ def test_a_node_the_ep_refuses_stays_on_the_cpu(child):
         _stock(cases["float64"]["model"], cases["float64"]["feeds"][0])
     assert r["error"] is not None and "ortops" not in r["error"]
     assert str(stock.value).split("Status Message:")[-1] in r["error"]
+
+
+def test_sessions_created_and_dropped_release_their_layers():
+    """Each EP session's layers (one per claimed node) go when the session goes: the core
+    counts layers alive in this process, which the EP shares with ortops._vk (one library)."""
+    import gc
+
+    from ortops import _vk
+
+    m, f = _one_node("LSTM", seed=13)
+    before = _vk.core_counters()["layers_alive"]
+    for _ in range(5):
+        sess = ort.InferenceSession(m.SerializeToString(), sess_options=ortops.ep_session_options())
+        sess.run(None, f)
+        assert _vk.core_counters()["layers_alive"] == before + 1
+        del sess
+        gc.collect()
+        assert _vk.core_counters()["layers_alive"] == before
 
 
 def test_one_library_exports_both_doors():
