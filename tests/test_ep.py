@@ -18,7 +18,9 @@ ONNX Runtime CPU with ortops.compare's rule (scaled error within the dtype's tol
 - a bad feed (sequence_lens beyond seq_length): ONNX Runtime's error naming the node, the
   session usable afterwards;
 - a node the EP refuses (float64) left to the CPU provider, which answers as stock ORT does;
-- sessions created and dropped release their layers (the core's count of layers alive).
+- sessions created and dropped release their layers (the core's count of layers alive);
+- 30 seeded mutants of standard nodes (attributes out of range, wrong counts, unknown names,
+  odd clips, no bias, odd lengths): right where stock ORT runs them, refused where it refuses.
 
 Under ``--vk-validation`` the child inherits ORTOPS_VALIDATION and the layer settings, and its
 output is searched for validation messages (the layer logs them to stdout, tests/vk_layer_settings.txt).
@@ -73,7 +75,11 @@ def assigned(sess):
 for case in job:
     name, r = case["name"], {}
     feeds = [dict(np.load(f)) for f in case["feeds"]]
-    sess = session(case["model"])
+    try:
+        sess = session(case["model"])
+    except Exception as e:
+        report["cases"][name] = {"creation_error": f"{type(e).__name__}: {e}", "assigned": []}
+        continue
     r["assigned"] = assigned(sess)
     if case["kind"] == "run":
         try:
@@ -243,6 +249,50 @@ def _quantized_cases(tmp) -> dict:
     return cases
 
 
+MUTANTS = 30
+
+
+def _mutants(n: int) -> list:
+    """``n`` seeded one-node models whose standard node has mutated attributes (values out of
+    range, wrong counts, unknown names, odd clips), a missing bias or odd sequence lengths:
+    the EP must take what it can run right and leave or refuse the rest as ONNX Runtime does."""
+    rng = np.random.default_rng(2026)
+    names = ["Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid",
+             "Elu", "Softsign", "Softplus", "tanh", "Nope"]
+    out = []
+    for _ in range(n):
+        op = str(rng.choice(RECURRENT))
+        m, f = _one_node(op, seq=4, batch=2, inp=3, hidden=5, lens=bool(rng.integers(2)), seed=int(rng.integers(1 << 30)))
+        node = m.graph.node[0]
+        attrs = {a.name: a for a in node.attribute}
+        pick = int(rng.integers(8))
+        if pick == 0:
+            attrs["hidden_size"] = helper.make_attribute("hidden_size", int(rng.choice([0, -1, 4, 6])))
+        elif pick == 1:
+            attrs["direction"] = helper.make_attribute("direction", str(rng.choice(["forward", "reverse", "sideways"])))
+        elif pick == 2:
+            attrs["activations"] = helper.make_attribute(
+                "activations", [str(x) for x in rng.choice(names, int(rng.integers(1, 7)))])
+        elif pick == 3:
+            attrs["activation_alpha"] = helper.make_attribute(
+                "activation_alpha", rng.uniform(-2, 2, int(rng.integers(1, 70))).astype(np.float32).tolist())
+        elif pick == 4:
+            attrs["clip"] = helper.make_attribute("clip", float(rng.choice([-1.0, 0.0, 1e-40, 0.5, 3.0, np.inf])))
+        elif pick == 5:
+            attrs["input_forget" if op == "LSTM" else "linear_before_reset"] = helper.make_attribute(
+                "input_forget" if op == "LSTM" else "linear_before_reset", int(rng.choice([0, 1, 2])))
+        elif pick == 6:
+            del node.input[3:]    # no bias (and no lengths)
+            del m.graph.input[1:]
+            f = {"X": f["X"]}
+        elif "L" in f:
+            f["L"] = rng.integers(0, 5, f["L"].shape).astype(np.int32)
+        del node.attribute[:]
+        node.attribute.extend(attrs.values())
+        out.append((m, f))
+    return out
+
+
 def _lstm_names(graph) -> set:
     """Every LSTM of a graph and of its bodies, by name."""
     names = set()
@@ -311,6 +361,8 @@ def child(tmp_path_factory):
         add(name, "run", path, feeds_list)
     for name, (qm, fm, f, ref) in _quantized_cases(tmp).items():
         add(name, "run", qm, [f], float_model=fm, ref_args=ref)
+    for k, (m, f) in enumerate(_mutants(MUTANTS)):
+        add(f"mutant{k}", "run", m, [f])
     m, f = _one_node("GRU", seed=8)
     m, weight_feeds = _weights_as_inputs(m, f)
     add("fed_weights", "run", m, weight_feeds)
@@ -431,6 +483,35 @@ def test_dynamic_quantize_lstm_runs_on_the_ep_by_the_quantized_rule(child):
         ort_q, ort_f = tq._ort(c["model"], feeds), tq._ort(c["float_model"], feeds)
         for i, (e, q, f) in enumerate(zip(exact, ort_q, ort_f)):
             assert quantized_problems(got[f"out{i}"], e, q, f) == [], f"{name} output {i}"
+
+
+def test_mutated_standard_nodes_run_right_or_fail_as_in_stock_ort(child):
+    """Each mutant: where stock ONNX Runtime runs it, the EP session runs it within tolerance
+    (on the EP or left to the CPU); where stock refuses the model, the EP session is refused
+    too; where stock fails at run time, the EP session fails or runs (never crashes: the
+    child lives)."""
+    cases, report, tmp = child
+    taken = stock_ok = 0
+    for k in range(MUTANTS):
+        name = f"mutant{k}"
+        c, r = cases[name], report["cases"][name]
+        try:
+            want = _stock(c["model"], c["feeds"][0])
+        except Exception as e:
+            stock_error = str(e)
+        else:
+            stock_error = None
+        if r.get("creation_error"):
+            assert stock_error is not None, f"{name}: the EP session was refused, stock ran: {r['creation_error']}"
+            continue
+        taken += bool(_on_ep(r["assigned"]))
+        if stock_error is None:
+            stock_ok += 1
+            assert "error" not in r, f"{name}: {r['error']}"
+            got = np.load(tmp / f"{name}.npz")
+            for i, w in enumerate(want):
+                assert scaled_error(got[f"out{i}"], w) <= 1e-5, f"{name} output {i}"
+    assert taken >= MUTANTS // 4 and stock_ok >= MUTANTS // 4, (taken, stock_ok)
 
 
 def test_weights_fed_at_run_time_follow_each_run(child):
