@@ -97,7 +97,7 @@ NodeSpec
 readNode(const OrtApi* api, const OrtNode* node);
 
 // The node's config, decoded and checked by the core (decodeNodeConfig: attributes,
-// activations; checkLayerSpec: weight shapes and types where the graph gives them; the
+// activations; makeSpec, spec.hpp: weight shapes and types where the graph gives them; the
 // device's storage-binding limit). `outputs`: the ONNX outputs computed.
 NodeConfig
 nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const EpOptions& options,

@@ -471,7 +471,7 @@ nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const 
         weights[w] = ort::WEIGHT_INPUTS[w] < cell.inputCount ? shaped(ort::WEIGHT_INPUTS[w]) : std::nullopt;
     }
     if (weights[0] && weights[1]) {
-        checkLayerSpec(config, ort::weightsOf(weights));
+        (void)makeSpec(config, ort::weightsOf(weights));    // the layer's own spec checks
         // Each weight is uploaded whole into one storage binding (exact mode's R as float32).
         for (size_t w = 0; w < weights.size(); ++w) {
             if (!weights[w]) {

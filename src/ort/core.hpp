@@ -12,6 +12,7 @@
 #include "core/errors.hpp"
 #include "core/layer.hpp"
 #include "core/nodeconfig.hpp"
+#include "core/spec.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

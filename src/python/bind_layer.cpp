@@ -14,6 +14,7 @@
 #include "specialization.hpp"
 #include "layer.hpp"
 #include "memory.hpp"
+#include "testing.hpp"
 
 namespace py = pybind11;
 
