@@ -1,6 +1,8 @@
-// The fault hooks (testing.hpp).
+// The fault hooks (testing.hpp): compiled into a test build only (ORTOPS_TESTING).
 
 #include "testing.hpp"
+
+#ifdef ORTOPS_TESTING
 
 #include <atomic>
 #include <cmath>
@@ -8,13 +10,22 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 
 namespace ortops {
 
 namespace {
 
+enum class Fault
+{
+    Off,
+    Fail,
+    Scale,
+    Add,
+};
+
 std::mutex g_faultLock;
-std::string g_faultKind;   // "", "fail", "scale", "add" (injectFault)
+Fault g_fault = Fault::Off;   // injectFault's kind
 std::atomic<bool> g_faultOn{ false };   // read by every run: no lock unless a test set a fault
 double g_faultValue = 0;
 
@@ -65,12 +76,19 @@ floatToHalf(float f)
 void
 injectFault(const std::string& kind, double value)
 {
-    if (kind != "" && kind != "fail" && kind != "scale" && kind != "add") {
+    static const std::pair<const char*, Fault> kinds[] = {
+        { "", Fault::Off }, { "fail", Fault::Fail }, { "scale", Fault::Scale }, { "add", Fault::Add }
+    };
+    const Fault* fault = nullptr;
+    for (const auto& [name, f] : kinds) {
+        fault = kind == name ? &f : fault;
+    }
+    if (!fault) {
         throw std::invalid_argument("ortops: fault kind must be '', 'fail', 'scale' or 'add', got '" + kind + "'");
     }
     std::lock_guard<std::mutex> lock(g_faultLock);
-    g_faultKind = kind;
-    g_faultOn.store(!kind.empty());
+    g_fault = *fault;
+    g_faultOn.store(*fault != Fault::Off);
     g_faultValue = value;
 }
 
@@ -80,19 +98,19 @@ applyFault(void* out, size_t n, bool float16)
     if (!g_faultOn.load(std::memory_order_relaxed)) {
         return;
     }
-    std::string kind;
+    Fault kind;
     double value;
     {
         std::lock_guard<std::mutex> lock(g_faultLock);
-        kind = g_faultKind;
+        kind = g_fault;
         value = g_faultValue;
     }
-    if (kind != "scale" && kind != "add") {
+    if (kind != Fault::Scale && kind != Fault::Add) {
         return;
     }
     for (size_t i = 0; i < n; i++) {
         float v = float16 ? halfToFloat(static_cast<uint16_t*>(out)[i]) : static_cast<float*>(out)[i];
-        v = kind == "scale" ? static_cast<float>(v * value) : static_cast<float>(v + value);
+        v = kind == Fault::Scale ? static_cast<float>(v * value) : static_cast<float>(v + value);
         if (float16) {
             static_cast<uint16_t*>(out)[i] = floatToHalf(v);
         } else {
@@ -108,7 +126,9 @@ faultFails()
         return false;
     }
     std::lock_guard<std::mutex> lock(g_faultLock);
-    return g_faultKind == "fail";
+    return g_fault == Fault::Fail;
 }
 
 } // namespace ortops
+
+#endif // ORTOPS_TESTING

@@ -18,16 +18,33 @@
 // weights it built a layer from and rebuilds only when the fed bits differ.
 //
 // Errors never cross the C boundary: every entry point returns an OrtStatus whose message is
-// "ortops: <op> node '<name>': <what>" (the words "device lost" for a lost Vulkan device).
+// "ortops: <op> node '<name>': <what>" (the words "device lost" for a lost Vulkan device;
+// status.hpp maps each error). The OrtCustomOp callbacks are op.cpp's, the values and strings
+// of ORT's API values.hpp's.
 #pragma once
 
 #include <onnxruntime_c_api.h>
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
-#include "ort/core.hpp"
+// The core's classes keep default visibility even though this glue is compiled with
+// -fvisibility=hidden: the Python module links against the core in this library, and a
+// typeinfo or vtable emitted in a hidden translation unit would otherwise be merged hidden
+// (the linker keeps the most restrictive visibility), e.g. InputError's typeinfo.
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+#include "core/errors.hpp"
+#include "core/layer.hpp"
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 #include "ort/noderun.hpp"
 
 namespace ortops::ort {
@@ -48,22 +65,29 @@ struct OpDef : OrtCustomOp
     std::string name;    // "LSTM", "LSTM_f16", ...
 };
 
-// Fill `op` for cell `cell` and element type `dtype` (the name, the callbacks).
+// Fill `op` for cell `cell` and element type `dtype` (the name, the callbacks; op.cpp).
 void
 defineOp(OpDef& op, const Cell& cell, ElementType dtype);
+
+// "ortops: LSTM node 'name': "
+std::string
+prefixFor(const OpDef* op, const std::string& node);
 
 struct Kernel
 {
     const OrtApi* api = nullptr;
     const OpDef* op = nullptr;
     std::string nodeName;
+    NodeConfig config;
     // Which of the cell's inputs/outputs the node has (a non-empty name at that index).
     std::array<bool, 8> hasInput{};
     std::array<bool, 3> hasOutput{};
     size_t nodeInputs = 0;
     size_t nodeOutputs = 0;
 
-    // The run (noderun.hpp): its layer built at creation when the weights are constant.
+    // The run (noderun.hpp, shared with the execution provider): the context's inputs and
+    // outputs are the node's, in ONNX's order; its layer built at creation when the weights
+    // are constant, else built and replaced by the runs.
     NodeRunner runner;
 
     // Throws (caught by the C entry points, which turn it into a status).
@@ -72,6 +96,15 @@ struct Kernel
 
     // "ortops: LSTM node 'name': "
     std::string prefix() const;
+
+  private:
+    // Creation: the node's name and config (checked against the op), the node's inputs and
+    // outputs (checked against the cell and the config), the layer when the weights are
+    // constant initializers.
+    void readConfig(const OrtKernelInfo* info);
+    void readNodeIO(const OrtKernelInfo* info);
+    void checkNodeIO() const;
+    void buildConstantLayer(const OrtKernelInfo* info);
 };
 
 } // namespace ortops::ort

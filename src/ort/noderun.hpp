@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ort/core.hpp"
+#include "ort/values.hpp"
 
 namespace ortops::ort {
 
@@ -30,19 +31,6 @@ namespace ortops::ort {
 inline constexpr size_t IN_X = 0, IN_W = 1, IN_R = 2, IN_B = 3, IN_LENS = 4, IN_H = 5, IN_C = 6, IN_P = 7;
 // The weights in NodeRunner::held's order, as input positions.
 inline constexpr std::array<size_t, 4> WEIGHT_INPUTS = { IN_W, IN_R, IN_B, IN_P };
-
-ONNXTensorElementDataType
-ortType(ElementType t);
-// numpy-style names of ONNX's element types ("float32", ...).
-std::string
-ortTypeName(ONNXTensorElementDataType t);
-std::string
-shapeText(const std::vector<int64_t>& shape);
-
-// An OrtValue's tensor as a HostTensor on ORT's buffer (no copy), of element type `want`
-// (InputError naming `name` otherwise).
-HostTensor
-hostTensor(const OrtApi* api, const OrtValue* value, std::string_view name, ElementType want);
 
 // A weight fed as an input, kept to compare the next run's with.
 struct HeldWeight

@@ -1,26 +1,24 @@
-// The status mapping (status.hpp).
+// The error-to-status table (status.hpp).
 #include "ort/status.hpp"
 
-#include <cstring>
-#include <exception>
 #include <new>
 #include <string_view>
-#include <typeinfo>
 
-#include "ort/core.hpp"
+// Vulkan-Hpp's exception types (kp's headers bring vulkan.hpp), to catch vk::DeviceLostError by
+// its type; the core's errors keep default visibility (kernel.hpp says why).
+#include <vulkan/vulkan.hpp>
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+#include "core/errors.hpp"
+#include "core/nodeconfig.hpp"
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 namespace ortops::ort {
 
 namespace {
-
-// ortops::DeviceLostError, or Vulkan-Hpp's vk::DeviceLostError should one escape the core
-// unwrapped (by name: the glue does not include vulkan.hpp).
-bool
-isDeviceLost(const std::exception& e)
-{
-    return dynamic_cast<const DeviceLostError*>(&e) != nullptr ||
-           std::strcmp(typeid(e).name(), "N2vk15DeviceLostErrorE") == 0;
-}
 
 std::string
 stripOrtopsPrefix(const char* message)
@@ -59,10 +57,10 @@ check(const OrtApi* api, OrtStatus* status, const char* what)
 }
 
 OrtStatus*
-statusFor(const OrtApi* api, const std::string& prefix, std::exception_ptr error) noexcept
+currentExceptionStatus(const OrtApi* api, const std::string& prefix) noexcept
 {
     try {
-        std::rethrow_exception(error);
+        throw;
     } catch (const ConfigError& e) {
         return makeStatus(api, ORT_INVALID_ARGUMENT, prefix, e.what());
     } catch (const NodeError& e) {
@@ -75,13 +73,14 @@ statusFor(const OrtApi* api, const std::string& prefix, std::exception_ptr error
         return makeStatus(api, e.code, prefix, e.what());
     } catch (const std::bad_alloc&) {
         return makeStatus(api, ORT_FAIL, prefix, "out of host memory");
+    } catch (const DeviceLostError& e) {
+        return makeStatus(api, ORT_RUNTIME_EXCEPTION, prefix, "device lost: " + stripOrtopsPrefix(e.what()));
+    } catch (const vk::DeviceLostError& e) {
+        // An unwrapped vk::DeviceLostError (a Vulkan call outside the core's checks).
+        return makeStatus(api, ORT_RUNTIME_EXCEPTION, prefix, "device lost: " + stripOrtopsPrefix(e.what()));
+    } catch (const std::invalid_argument& e) {
+        return makeStatus(api, ORT_INVALID_ARGUMENT, prefix, stripOrtopsPrefix(e.what()));
     } catch (const std::exception& e) {
-        if (isDeviceLost(e)) {
-            return makeStatus(api, ORT_RUNTIME_EXCEPTION, prefix, "device lost: " + stripOrtopsPrefix(e.what()));
-        }
-        if (dynamic_cast<const std::invalid_argument*>(&e) != nullptr) {
-            return makeStatus(api, ORT_INVALID_ARGUMENT, prefix, stripOrtopsPrefix(e.what()));
-        }
         return makeStatus(api, ORT_FAIL, prefix, stripOrtopsPrefix(e.what()));
     } catch (...) {
         return makeStatus(api, ORT_FAIL, prefix, "unknown error (an exception not derived from std::exception)");

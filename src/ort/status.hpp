@@ -1,14 +1,13 @@
-// The ONNX Runtime status mapping both ONNX Runtime doors share (the custom-op kernels,
-// kernel.cpp, and the plugin execution provider, src/ep/): failed ORT calls carried as
-// exceptions, and every exception turned into an OrtStatus at the C boundary, whose message is
-// "ortops: <op> node '<name>': <what>" (the words "device lost" for a lost Vulkan device).
-// Errors never cross the C boundary: an exception that reached ONNX Runtime would terminate
-// the process.
+// Errors into ONNX Runtime statuses, in one place any ORT door reuses (the custom ops,
+// kernel.hpp; an execution-provider door): each typed error of the core and the glue maps to
+// one OrtErrorCode, and the message is "<prefix><what>" with the core's "ortops: " taken off
+// <what> (the prefix names the node: "ortops: LSTM node 'name': "). A lost device says
+// "device lost". Nothing here throws: an exception that crossed into ONNX Runtime would
+// terminate the process.
 #pragma once
 
 #include <onnxruntime_c_api.h>
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -21,24 +20,27 @@ struct OrtCallError : std::runtime_error
     OrtCallError(OrtErrorCode c, const std::string& m) : std::runtime_error(m), code(c) {}
 };
 
-// The node does not fit the op (its inputs, outputs or config).
+// The node and its config disagree, or the config does not fit the op.
 struct NodeError : std::invalid_argument
 {
     using std::invalid_argument::invalid_argument;
 };
 
-// Throws OrtCallError("what: <ORT's message>") when `status` is an error (and releases it).
+// Throws OrtCallError ("<what>: <ORT's message>") when `status` is an error; releases it.
 void
 check(const OrtApi* api, OrtStatus* status, const char* what);
 
-// The status for one exception: INVALID_ARGUMENT for a bad config, node or input,
-// NOT_IMPLEMENTED for a layer the device cannot run, RUNTIME_EXCEPTION for a lost device,
-// ORT's own code for a failed ORT call, else FAIL; the message `prefix` + what.
+// The status of the exception being handled (call it inside a catch block):
+//   ConfigError, NodeError, InputError, other std::invalid_argument -> ORT_INVALID_ARGUMENT;
+//   UnsupportedLayerError -> ORT_NOT_IMPLEMENTED; OrtCallError -> its code;
+//   DeviceLostError (the core's, or Vulkan-Hpp's vk::DeviceLostError should one escape the
+//   core unwrapped) -> ORT_RUNTIME_EXCEPTION "device lost: ..."; std::bad_alloc and anything
+//   else -> ORT_FAIL.
 OrtStatus*
-statusFor(const OrtApi* api, const std::string& prefix, std::exception_ptr error) noexcept;
+currentExceptionStatus(const OrtApi* api, const std::string& prefix) noexcept;
 
 // Runs f, turning every exception into an OrtStatus (nullptr when f returns normally).
-template <typename F>
+template<typename F>
 OrtStatus*
 guarded(const OrtApi* api, const std::string& prefix, F&& f) noexcept
 {
@@ -46,26 +48,8 @@ guarded(const OrtApi* api, const std::string& prefix, F&& f) noexcept
         f();
         return nullptr;
     } catch (...) {
-        return statusFor(api, prefix, std::current_exception());
+        return currentExceptionStatus(api, prefix);
     }
-}
-
-// A string through ORT's two-call protocol: the first call asks the size (with the '\0'),
-// the second fills it. The bytes are kept exactly (embedded NULs included).
-template <typename Call>
-std::string
-twoCallString(const OrtApi* api, Call call, const char* what)
-{
-    size_t size = 0;
-    check(api, call(nullptr, &size), what);
-    if (size == 0) {
-        return {};
-    }
-    std::string buffer(size, '\0');
-    check(api, call(buffer.data(), &size), what);
-    size = std::min(size, buffer.size());
-    buffer.resize(size > 0 ? size - 1 : 0);    // drop the terminating '\0'
-    return buffer;
 }
 
 } // namespace ortops::ort

@@ -381,9 +381,12 @@ bindLayer(py::module_& m)
     m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
     m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
 
+#ifdef ORTOPS_TESTING
+    // A test build only (the CMake option ORTOPS_TESTING; scripts/setup.sh builds one).
     m.def("inject_fault", &injectFault, py::arg("kind"), py::arg("value") = 0.0,
           "Test hook: make every run fail ('fail') or change its float outputs ('scale', 'add' "
           "by value); '' switches it off.");
+#endif
 
     py::class_<Layer>(m, "Layer")
       .def(py::init([](const py::dict& config, py::array W, py::array R, py::object B, py::object P,
