@@ -36,7 +36,7 @@ def require_present() -> None:
 
 
 def requirement(name: str) -> str:
-    """The installed ortops' requirement on ``name`` (e.g. ``onnxruntime-extensions<0.16,>=0.12.0``);
+    """The installed ortops' requirement on ``name`` (e.g. ``onnxruntime>=1.29.0``);
     just ``name`` where ortops runs from a source tree without metadata."""
     from importlib import metadata
 

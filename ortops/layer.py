@@ -1,7 +1,8 @@
 """RecurrentLayer: one ONNX RNN, GRU or LSTM layer on a Vulkan device, planned once per shape.
 
 The Python door to the native core's layer (``src/core/layer.hpp``, the same code the
-custom-op library runs): the arguments are checked here, with ortops.validation's messages,
+custom-op library runs): the arguments are checked by the core (ortops.validation: the
+config the custom-op library's nodes carry, read by the same decoder, and the layer's spec),
 then the native layer uploads the weights once, records a plan per input shape (and set of
 optional inputs, requested outputs, steps and scratch regions) — buffers, pipelines and one
 sequence with every pass and barrier of a run — and each call only writes the inputs, submits
@@ -10,7 +11,8 @@ that sequence once and copies the outputs out, with the GIL released.
 The tunables the native plans read (``ortops.variants``' batched-kernel settings, the
 projection tile threshold, the dispatch cap, the plan cache, the storage-binding limit) are
 taken from this module and ``ortops.variants`` at each call, so that tests and benchmarks may
-change them.
+change them, and sent as the native ``LayerSettings`` (its fields by name, bound once in
+``src/python/bind_settings.cpp``) when they change.
 """
 
 from __future__ import annotations
@@ -119,13 +121,14 @@ class RecurrentLayer:
             tensors["P"] = P
         arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
         self.weight_bytes = sum(a.nbytes for a in arrays.values())
-        self._sent = self._settings()
-        first = self._settings_dict(self._sent)
+        self._sent = self._tunables()
+        first = self._settings(_native().LayerSettings())
         if coalesce_rows is not None:
-            first["coalesce_rows"] = int(coalesce_rows)
+            first.coalesce_rows = int(coalesce_rows)
+        config = validation.layer_config(self.spec, mode=self.mode, device=self.device.uuid or None)
         try:
-            self._native = _native().Layer(self._config(), arrays["W"], arrays["R"], arrays.get("B"),
-                                           arrays.get("P"), first)
+            self._native = _native().Layer(config, arrays["W"], arrays["R"], arrays.get("B"), arrays.get("P"),
+                                           first)
         except _native().UnsupportedLayerError as e:
             raise UnsupportedLayerError(str(e)) from None
 
@@ -269,40 +272,30 @@ class RecurrentLayer:
                 result.append(np.array(initial[name], dtype=s.dtype, copy=True))
         return tuple(result)
 
-    def _config(self) -> dict:
-        """The layer's node config (dict form, ortops.ort.nodeconfig): its attributes with the
-        activations as resolved here (every slot of every direction, each parameter it takes),
-        which the native core resolves to the same functions and parameters."""
-        s = self.spec
-        flat = [a for direction in s.activations for a in direction]
-        return {
-            "node": "", "op": s.op, "dtype": s.dtype.name, "mode": self.mode,
-            "device": self.device.uuid or None, "absent": [],
-            "outputs": list(validation.OUTPUTS[s.op]),
-            "attrs": {"hidden_size": s.hidden_size, "direction": s.direction, "layout": s.layout,
-                      "activations": [a.name for a in flat],
-                      "activation_alpha": [a.alpha for a in flat if a.takes_alpha],
-                      "activation_beta": [a.beta for a in flat if a.takes_beta],
-                      "clip": s.clip, "input_forget": int(s.input_forget),
-                      "linear_before_reset": int(s.linear_before_reset)},
-        }
+    def _tunables(self) -> tuple:
+        """The tunables in force now (module values, read at each call so that tests may set
+        them; compared with the last sent, so the native settings are built only on a change)."""
+        return (variants.tunables(), _LARGE_PROJECTION, _MAX_GROUPS, _PLAN_CACHE, self._limit,
+                self.max_concurrent, self.timestamps, fast.ENABLED)
 
-    def _settings(self) -> tuple:
-        """The tunables in force now (module values, read each call so that tests may set them)."""
-        v = variants.settings()
-        return (*v.values(), _LARGE_PROJECTION, _MAX_GROUPS, _PLAN_CACHE, self._limit, self.max_concurrent,
-                self.timestamps, fast.ENABLED, tuple(self.device.max_workgroup_count))
-
-    @staticmethod
-    def _settings_dict(t: tuple) -> dict:
-        keys = (*variants.SETTINGS_KEYS, "large_projection", "max_groups", "plan_cache", "storage_range",
-                "max_concurrent", "timestamps", "coopmat", "workgroup_count")
-        return dict(zip(keys, t))
+    def _settings(self, base):
+        """``base`` (a native LayerSettings, whose other fields are kept) with the tunables in
+        force."""
+        base.variants = variants.settings()
+        base.variants.large_projection = _LARGE_PROJECTION
+        base.variants.max_groups = _MAX_GROUPS
+        base.plan_cache = _PLAN_CACHE
+        base.storage_range = self._limit
+        base.max_concurrent = self.max_concurrent
+        base.timestamps = self.timestamps
+        base.coopmat = fast.ENABLED
+        base.workgroup_count = tuple(self.device.max_workgroup_count)
+        return base
 
     def _sync_settings(self) -> None:
-        now = self._settings()
+        now = self._tunables()
         if now != self._sent:
-            self._native.settings = self._settings_dict(now)
+            self._native.settings = self._settings(self._native.settings)
             self._sent = now
 
     def _region(self, what: str, region):

@@ -54,6 +54,7 @@ Special values (docs/special_values.md):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -194,10 +195,92 @@ class _Arith:
         return np.where(pre > c, c, np.where(pre < -c, -c, pre))
 
 
+@dataclass(frozen=True)
+class _Weights:
+    """One direction's weights: R, W's and R's biases, the peepholes, the activations."""
+
+    R: np.ndarray
+    Wb: np.ndarray
+    Rb: np.ndarray
+    P: Optional[np.ndarray]
+    acts: tuple
+
+
+def _lstm_step(ar: _Arith, x_t, h, c, w: _Weights):
+    """One LSTM step of every row: (h, c) of the next step."""
+    add, mul, act, clip = ar.add, ar.mul, ar.act, ar.clip
+    spec, H, f = ar.spec, ar.spec.hidden_size, w.acts[0]
+    pre = add(add(add(x_t, ar.dot(h, w.R)), w.Wb), w.Rb)
+    pre_i, pre_o, pre_f, pre_c = (pre[:, k * H:(k + 1) * H] for k in range(4))
+    if w.P is not None:
+        pre_i = add(pre_i, mul(w.P[:H], c))
+        pre_f = add(pre_f, mul(w.P[2 * H:], c))
+    i = act(f, clip(pre_i))
+    if spec.input_forget:
+        fg = 1.0 - i
+    else:
+        fg = act(f, clip(pre_f))
+    ct = act(w.acts[1], clip(pre_c), "g")
+    c_new = add(mul(fg, c), mul(i, ct))
+    if w.P is not None:
+        pre_o = add(pre_o, mul(w.P[H:2 * H], c_new))
+    o = act(f, clip(pre_o))
+    return mul(o, act(w.acts[2], c_new, "h")), c_new
+
+
+def _gru_step(ar: _Arith, x_t, h, c, w: _Weights):
+    """One GRU step of every row (gates z, r, h; ``c`` passes through)."""
+    add, mul, act, dot = ar.add, ar.mul, ar.act, ar.dot
+    H, f = ar.spec.hidden_size, w.acts[0]
+    Rz_r, Rh = w.R[: 2 * H], w.R[2 * H:]
+    pre_zr = ar.clip(add(add(add(x_t[:, : 2 * H], dot(h, Rz_r)), w.Wb[: 2 * H]), w.Rb[: 2 * H]))
+    z = act(f, pre_zr[:, :H])
+    r = act(f, pre_zr[:, H:], "r")
+    if ar.spec.linear_before_reset:
+        pre_h = add(add(x_t[:, 2 * H:], mul(r, add(dot(h, Rh), w.Rb[2 * H:]))), w.Wb[2 * H:])
+    else:
+        pre_h = add(add(add(x_t[:, 2 * H:], dot(mul(r, h), Rh)), w.Wb[2 * H:]), w.Rb[2 * H:])
+    ht = act(w.acts[1], ar.clip(pre_h), "g")
+    return add(mul(1.0 - z, ht), mul(z, h)), c
+
+
+def _rnn_step(ar: _Arith, x_t, h, c, w: _Weights):
+    """One RNN step of every row (``c`` passes through)."""
+    add = ar.add
+    pre = add(add(add(x_t, ar.dot(h, w.R)), w.Wb), w.Rb)
+    return ar.act(w.acts[0], ar.clip(pre)), c
+
+
+#: The cell update of one step, per op: (arith, X·Wᵀ of the step, h, c, weights) -> (h, c).
+_STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN": _rnn_step}
+
+
+def _direction(spec: LayerSpec, d: int, X, W, R, B, P, h, c, lens, Y, ar: _Arith):
+    """Run direction ``d`` over the sequence, writing its rows of ``Y``: its last (h, c)."""
+    G, H = spec.gates, spec.hidden_size
+    reverse = spec.direction == "reverse" or d == 1
+    Wb, Rb = (B[d, : G * H], B[d, G * H:]) if B is not None else (np.zeros(G * H),) * 2
+    w = _Weights(R[d], Wb, Rb, None if P is None else P[d], spec.activations[d])
+    cell = _STEPS[spec.op]
+    xw = ar.dot(X, W[d])  # [seq, batch, G*H]
+    rows = np.arange(X.shape[1])
+    for t in range(X.shape[0]):
+        active = t < lens
+        if not active.any():
+            break
+        # Each row walks its own valid prefix; inactive rows read a dummy step 0.
+        step = np.where(active, (lens - 1 - t) if reverse else t, 0)
+        h_new, c_new = cell(ar, xw[step, rows], h, c, w)
+        h = np.where(active[:, None], h_new, h)
+        c = np.where(active[:, None], c_new, c)
+        Y[step[active], d, rows[active]] = h_new[active]
+    return h, c
+
+
 def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P, ar: _Arith):
     """Run a checked layer; every array argument is float64 and in layout 0."""
     seq, batch, _ = X.shape
-    D, H, G = spec.num_directions, spec.hidden_size, spec.gates
+    D, H = spec.num_directions, spec.hidden_size
     Y = np.zeros((seq, D, batch, H))
     Y_h = np.zeros((D, batch, H))
     Y_c = np.zeros((D, batch, H))
@@ -209,73 +292,12 @@ def _run(spec: LayerSpec, X, W, R, B, sequence_lens, initial_h, initial_c, P, ar
         if initial_c is not None:
             Y_c[...] = initial_c
         return Y, Y_h, Y_c
-
     lens = np.full(batch, seq, dtype=np.int64) if sequence_lens is None else sequence_lens.astype(np.int64)
-    rows = np.arange(batch)
-    add, mul, dot, act, clip = ar.add, ar.mul, ar.dot, ar.act, ar.clip
-
+    ran = (lens > 0)[:, None]
     for d in range(D):
-        reverse = spec.direction == "reverse" or d == 1
-        acts = spec.activations[d]
-        f = acts[0]
-        Wd, Rd = W[d], R[d]
-        if B is not None:
-            Wb, Rb = B[d, : G * H], B[d, G * H:]
-        else:
-            Wb = Rb = np.zeros(G * H)
-        xw = dot(X, Wd)  # [seq, batch, G*H]
         h = np.zeros((batch, H)) if initial_h is None else initial_h[d].copy()
         c = np.zeros((batch, H)) if initial_c is None else initial_c[d].copy()
-        if P is not None:
-            Pi, Po, Pf = P[d, :H], P[d, H:2 * H], P[d, 2 * H:]
-
-        for t in range(seq):
-            active = t < lens
-            if not active.any():
-                break
-            # Each row walks its own valid prefix; inactive rows read a dummy step 0.
-            step = np.where(active, (lens - 1 - t) if reverse else t, 0)
-            x_t = xw[step, rows]  # [batch, G*H]
-
-            if spec.op == "LSTM":
-                pre = add(add(add(x_t, dot(h, Rd)), Wb), Rb)
-                pre_i, pre_o, pre_f, pre_c = (pre[:, k * H:(k + 1) * H] for k in range(4))
-                if P is not None:
-                    pre_i = add(pre_i, mul(Pi, c))
-                    pre_f = add(pre_f, mul(Pf, c))
-                i = act(f, clip(pre_i))
-                if spec.input_forget:
-                    fg = 1.0 - i
-                else:
-                    fg = act(f, clip(pre_f))
-                ct = act(acts[1], clip(pre_c), "g")
-                c_new = add(mul(fg, c), mul(i, ct))
-                if P is not None:
-                    pre_o = add(pre_o, mul(Po, c_new))
-                o = act(f, clip(pre_o))
-                h_new = mul(o, act(acts[2], c_new, "h"))
-                c = np.where(active[:, None], c_new, c)
-            elif spec.op == "GRU":
-                Rz_r = Rd[: 2 * H]
-                Rh = Rd[2 * H:]
-                pre_zr = add(add(add(x_t[:, : 2 * H], dot(h, Rz_r)), Wb[: 2 * H]), Rb[: 2 * H])
-                pre_zr = clip(pre_zr)
-                z = act(f, pre_zr[:, :H])
-                r = act(f, pre_zr[:, H:], "r")
-                if spec.linear_before_reset:
-                    pre_h = add(add(x_t[:, 2 * H:], mul(r, add(dot(h, Rh), Rb[2 * H:]))), Wb[2 * H:])
-                else:
-                    pre_h = add(add(add(x_t[:, 2 * H:], dot(mul(r, h), Rh)), Wb[2 * H:]), Rb[2 * H:])
-                ht = act(acts[1], clip(pre_h), "g")
-                h_new = add(mul(1.0 - z, ht), mul(z, h))
-            else:
-                pre = add(add(add(x_t, dot(h, Rd)), Wb), Rb)
-                h_new = act(f, clip(pre))
-
-            h = np.where(active[:, None], h_new, h)
-            Y[step[active], d, rows[active]] = h_new[active]
-
-        ran = (lens > 0)[:, None]
+        h, c = _direction(spec, d, X, W, R, B, P, h, c, lens, Y, ar)
         Y_h[d] = np.where(ran, h, 0.0)
         Y_c[d] = np.where(ran, c, 0.0)
     return Y, Y_h, Y_c

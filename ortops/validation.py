@@ -1,11 +1,17 @@
-"""Shape and attribute checks for the ONNX recurrent operators LSTM, GRU and RNN.
+"""The Python door's argument checks for the ONNX recurrent operators LSTM, GRU and RNN.
 
-The one place where the GPU path, the float64 reference and the ONNX
-integration check their arguments, so that all three refuse the same things
-with the same words. Every error is a ``ValueError`` whose message names the
-operator, the argument, what was expected and what came, e.g.
-``"LSTM: R must have shape [2, 1024, 256] (num_directions, 4*hidden_size,
-hidden_size), got [2, 1024, 128]"``.
+A layer's configuration is checked once, by the native core, for every door: the config
+decoder (``src/core/nodeconfig.cpp``: attribute values, activation lists, directions) and the
+layer's spec (``src/core/layer.cpp``: dtypes, ranks, shapes, hidden_size from R), reached
+through ``_vk.check_layer`` with a config this module encodes as the custom-op library's
+nodes carry it (``ortops.ort.nodeconfig``, version 4). What stays here is Python's own: that
+the arrays are numpy arrays of one dtype the caller allows (the config's dtype is W's), that an
+array is small enough to be bound before anything copies it, and converting the keyword
+arguments to the config's JSON (numpy scalars, bytes, +inf clip meaning none). The per-run
+inputs (:func:`check_inputs`) are checked here, for the float64 reference, which has no layer.
+Every error is a ``ValueError`` whose message names the operator, the argument, what was
+expected and what came, e.g. ``"LSTM: R must have shape [2, 1024, 256] (num_directions,
+4*hidden_size, hidden_size), got [2, 1024, 128]"``.
 
 Optional inputs are absent only when passed as ``None``; a zero-size array is
 an input like any other and must have the right shape.
@@ -40,27 +46,25 @@ Where these checks differ from ONNX Runtime 1.32 CPU (found by running it):
 
 from __future__ import annotations
 
+import json
 import math
-import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .activations import Activation, resolve_activations
+from .activations import Activation
 from .cells import CELLS, cell
 from .limits import UnsupportedLayerError
+from .ort.nodeconfig import CONFIG_VERSION, encode
 
-__all__ = ["GATES", "OUTPUTS", "LayerSpec", "check_layer", "check_inputs", "output_shapes"]
+__all__ = ["GATES", "OUTPUTS", "LayerSpec", "check_layer", "check_inputs", "output_shapes", "check_bindings",
+           "layer_config"]
 
 #: Gates per cell (rows of W and R per hidden unit) and outputs per cell, in ONNX's order;
 #: views of ortops.cells.CELLS, kept for the modules and scripts that import them.
 GATES = {name: c.gates for name, c in CELLS.items()}
 OUTPUTS = {name: c.outputs for name, c in CELLS.items()}
-
-_GATE_TEXT = {name: f"{c.gates}*hidden_size" if c.gates > 1 else "hidden_size" for name, c in CELLS.items()}
-_DIRECTIONS = ("forward", "reverse", "bidirectional")
-
 
 def _having(name: str) -> str:
     """The cells that have input or attribute ``name``, for "only defined for ..." messages."""
@@ -73,7 +77,9 @@ class LayerSpec:
 
     ``activations`` holds one tuple per direction (see
     :func:`ortops.activations.resolve_activations`); ``clip`` is ``None`` when
-    absent; ``has_bias`` / ``has_peepholes`` say whether B / P were given.
+    absent; ``has_bias`` / ``has_peepholes`` say whether B / P were given;
+    ``config`` is the node config the core checked (JSON text, ``ortops.ort.nodeconfig``'s
+    format), which :func:`layer_config` completes for the native layer.
     """
 
     op: str
@@ -90,6 +96,7 @@ class LayerSpec:
     linear_before_reset: bool
     has_bias: bool
     has_peepholes: bool
+    config: str = field(default="", repr=False, compare=False)
 
 
 def _shape(a) -> str:
@@ -135,14 +142,6 @@ def _require_rank(op: str, name: str, a, rank: int, meaning: str) -> None:
         )
 
 
-def _flag(op: str, name: str, value) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        return int(value)
-    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
-        return int(value)
-    raise ValueError(f"{op}: {name} must be 0 or 1, got {value!r}")
-
-
 def _dtype_text(dtype) -> str:
     """A dtype's name, with its byte order when that is not the machine's: a big-endian
     float32 array (``>f4``) is not a float32 array here, and "got float32" would not say why."""
@@ -156,6 +155,80 @@ def _dtype_text(dtype) -> str:
 def _dtype_names(dtypes) -> str:
     names = [np.dtype(d).name for d in dtypes]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _weights_dtype(op: str, allowed_dtypes, weights: dict) -> np.dtype:
+    """The layer's dtype (W's, one of ``allowed_dtypes``) once every weight given is a numpy
+    array of it that a device could bind whole: the Python door's own checks (the config it
+    writes names one dtype, and nothing may be copied before it is known to fit)."""
+    allowed = tuple(np.dtype(d) for d in allowed_dtypes)
+    W = weights["W"]
+    _require_array(op, "W", W)
+    if W.dtype not in allowed:
+        raise ValueError(f"{op}: W must have dtype {_dtype_names(allowed)}, got {_dtype_text(W.dtype)}")
+    for name, a in weights.items():
+        if a is None and name != "R":
+            continue
+        _require_array(op, name, a)
+        if a.dtype != W.dtype:
+            raise ValueError(f"{op}: {name} must have the dtype of W ({W.dtype.name}), got {_dtype_text(a.dtype)}")
+        _require_bindable(op, name, a)
+    return W.dtype
+
+
+def _json_value(op: str, name: str, value):
+    """A keyword argument as the config's JSON holds it: numpy scalars and arrays as Python's
+    own, bytes decoded; NaN and infinities, which JSON cannot hold, refused naming the argument
+    (the core's decoder checks every value the JSON holds)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if isinstance(value, (list, tuple)):
+        return [_json_value(op, f"{name}[{i}]", v) for i, v in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{op}: {name} must be a finite number, got {value!r}")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ValueError(f"{op}: {name} must be a number, a string or a list of them, got {value!r}")
+
+
+def _attrs(op: str, attrs: dict) -> dict:
+    """The config's ``attrs`` from the keyword arguments (Python's conversions only: a single
+    activation name as a list of one, the flags' bools as 0 / 1, clip +inf as no clip, which
+    it is; every rule on the values is the core's)."""
+    names = attrs["activations"]
+    if names is not None and not isinstance(names, (str, bytes)):
+        try:
+            names = list(names)
+        except TypeError:
+            raise ValueError(f"{op}: activations must be a list of names, got {names!r}") from None
+    attrs = dict(attrs, activations=[names] if isinstance(names, (str, bytes)) else names)
+    for flag in ("input_forget", "linear_before_reset"):
+        if isinstance(attrs[flag], (bool, np.bool_)):
+            attrs[flag] = int(attrs[flag])
+    if isinstance(attrs["clip"], (float, np.floating)) and attrs["clip"] == math.inf:
+        attrs["clip"] = None
+    return {k: _json_value(op, k, v) for k, v in attrs.items()}
+
+
+def _native_check(op: str, config: str, weights: dict, limit: Optional[Tuple[str, int]] = None) -> dict:
+    """The core's check (``_vk.check_layer``; with ``limit``, (device name,
+    maxStorageBufferRange), each weight's storage binding too); its refusals as this package's
+    errors."""
+    from ortops.device import _native
+
+    vk = _native()
+    shapes = {k: tuple(int(d) for d in a.shape) for k, a in weights.items() if a is not None}
+    device, storage_range = limit if limit is not None else (None, None)
+    try:
+        return vk.check_layer(config, shapes, device, storage_range)
+    except vk.UnsupportedLayerError as e:
+        raise UnsupportedLayerError(str(e)) from None
+    except vk.InputError as e:
+        raise ValueError(str(e)) from None
 
 
 def check_layer(
@@ -182,117 +255,45 @@ def check_layer(
     gates*hidden_size, hidden_size], B [num_directions, 2*gates*hidden_size]
     and P [num_directions, 3*hidden_size] (LSTM only) must share one dtype
     from ``allowed_dtypes``; gates is 4 (LSTM), 3 (GRU) or 1 (RNN). ``None``
-    means an optional input is absent. Returns the :class:`LayerSpec`; raises
-    ValueError naming the operator and the argument otherwise.
+    means an optional input is absent. Returns the :class:`LayerSpec`; raises ValueError
+    naming the operator and the argument otherwise.
     """
     c = cell(op)
-    gates = c.gates
-
-    if isinstance(direction, bytes):
-        direction = direction.decode("utf-8", errors="replace")
-    if direction not in _DIRECTIONS:
-        raise ValueError(
-            f"{op}: direction must be one of 'forward', 'reverse', 'bidirectional', got {direction!r}"
-        )
-    num_directions = 2 if direction == "bidirectional" else 1
-
-    if isinstance(layout, (bool, np.bool_)) or not isinstance(layout, numbers.Integral) or int(layout) not in (0, 1):
-        raise ValueError(f"{op}: layout must be 0 or 1, got {layout!r}")
-    layout = int(layout)
-
-    input_forget = _flag(op, "input_forget", input_forget)
-    if input_forget and "input_forget" not in c.attributes:
-        raise ValueError(f"{op}: input_forget is only defined for {_having('input_forget')}, got {input_forget}")
-    linear_before_reset = _flag(op, "linear_before_reset", linear_before_reset)
-    if linear_before_reset and "linear_before_reset" not in c.attributes:
-        raise ValueError(
-            f"{op}: linear_before_reset is only defined for {_having('linear_before_reset')}, "
-            f"got {linear_before_reset}"
-        )
-
-    if clip is not None:
-        if isinstance(clip, (bool, np.bool_)) or not isinstance(clip, numbers.Real):
-            raise ValueError(f"{op}: clip must be a positive number or None, got {clip!r}")
-        clip = float(clip)
-        if math.isnan(clip) or clip <= 0.0:
-            raise ValueError(f"{op}: clip must be a positive number or None, got {clip!r}")
-
-    allowed = tuple(np.dtype(d) for d in allowed_dtypes)
-    _require_array(op, "W", W)
-    if W.dtype not in allowed:
-        raise ValueError(f"{op}: W must have dtype {_dtype_names(allowed)}, got {_dtype_text(W.dtype)}")
-    dtype = W.dtype
-    for name, a in (("R", R), ("B", B), ("P", P)):
-        if a is None and name != "R":
-            continue
-        _require_array(op, name, a)
-        if a.dtype != dtype:
-            raise ValueError(
-                f"{op}: {name} must have the dtype of W ({dtype.name}), got {_dtype_text(a.dtype)}"
-            )
-    if P is not None and "P" not in c.inputs:
-        raise ValueError(f"{op}: P (peepholes) is only defined for {_having('P')}, got shape {_shape(P)}")
-
-    for name, a in (("W", W), ("R", R), ("B", B), ("P", P)):
-        if a is not None:
-            _require_bindable(op, name, a)
-
-    gate_text = _GATE_TEXT[op]
-    _require_rank(op, "W", W, 3, f"num_directions, {gate_text}, input_size")
-    _require_rank(op, "R", R, 3, f"num_directions, {gate_text}, hidden_size")
-
-    if hidden_size is not None:
-        if isinstance(hidden_size, (bool, np.bool_)) or not isinstance(hidden_size, numbers.Integral):
-            raise ValueError(f"{op}: hidden_size must be a positive integer, got {hidden_size!r}")
-        hidden_size = int(hidden_size)
-        if hidden_size <= 0:
-            raise ValueError(f"{op}: hidden_size must be > 0, got {hidden_size}")
-        source = ""
-    else:
-        hidden_size = int(R.shape[2])
-        if hidden_size <= 0:
-            raise ValueError(
-                f"{op}: hidden_size (R's last dimension) must be > 0, R has shape {_shape(R)}"
-            )
-        # Without the attribute, a W/R disagreement is reported against R's last dimension.
-        source = f"; hidden_size = {hidden_size} from R's last dimension"
-    H = hidden_size
-    input_size = int(W.shape[2])
-
-    _require_shape(op, "W", W, (num_directions, gates * H, input_size),
-                   f"num_directions, {gate_text}, input_size{source}")
-    _require_shape(op, "R", R, (num_directions, gates * H, H),
-                   f"num_directions, {gate_text}, hidden_size")
-    if B is not None:
-        _require_shape(op, "B", B, (num_directions, 2 * gates * H),
-                       f"num_directions, 2*{gate_text}{source}")
-    if P is not None:
-        _require_shape(op, "P", P, (num_directions, 3 * H),
-                       f"num_directions, 3*hidden_size{source}")
-
-    if activations is not None and not isinstance(activations, (str, bytes)):
-        try:
-            iter(activations)
-        except TypeError:
-            raise ValueError(f"{op}: activations must be a list of names, got {activations!r}") from None
-    acts = resolve_activations(op, num_directions, activations, activation_alpha, activation_beta)
-
+    weights = {"W": W, "R": R, "B": B, "P": P}
+    dtype = _weights_dtype(op, allowed_dtypes, weights)
+    attrs = _attrs(op, dict(hidden_size=hidden_size, direction=direction, layout=layout,
+                            activations=activations, activation_alpha=activation_alpha,
+                            activation_beta=activation_beta, clip=clip, input_forget=input_forget,
+                            linear_before_reset=linear_before_reset))
+    # The checks do not depend on the precision: a float64 layer (the reference's) as float32.
+    config = encode({
+        "v": CONFIG_VERSION, "node": "", "op": op, "dtype": "float16" if dtype == np.float16 else "float32",
+        "attrs": attrs, "absent": [n for n in ("B", "P") if n in c.inputs and weights[n] is None],
+        "outputs": list(c.outputs), "device": None, "mode": "deterministic",
+    })
+    checked = _native_check(op, config, weights)
     return LayerSpec(
-        op=op,
-        dtype=dtype,
-        direction=direction,
-        num_directions=num_directions,
-        hidden_size=H,
-        input_size=input_size,
-        gates=gates,
-        layout=layout,
-        activations=acts,
-        clip=clip,
-        input_forget=bool(input_forget),
-        linear_before_reset=bool(linear_before_reset),
-        has_bias=B is not None,
-        has_peepholes=P is not None,
-    )
+        op=op, dtype=dtype, direction=checked["direction"], num_directions=checked["num_directions"],
+        hidden_size=checked["hidden_size"], input_size=checked["input_size"], gates=c.gates,
+        layout=attrs["layout"],
+        activations=tuple(tuple(Activation(*a) for a in d) for d in checked["activations"]),
+        clip=None if clip is None else float(clip), input_forget=bool(attrs["input_forget"]),
+        linear_before_reset=bool(attrs["linear_before_reset"]), has_bias=B is not None,
+        has_peepholes=P is not None, config=config)
+
+
+def check_bindings(spec: LayerSpec, weights: dict, *, mode: str, device: str, storage_range: int) -> None:
+    """Each weight of a checked layer within a device's storage-binding limit, as the core's
+    upload checks it (the core's one message; in mode exact R is bound as float32 words):
+    UnsupportedLayerError otherwise. ``weights`` maps W, R, B, P to arrays (or None)."""
+    config = encode(dict(json.loads(spec.config), mode=mode))
+    _native_check(spec.op, config, weights, (device, storage_range))
+
+
+def layer_config(spec: LayerSpec, *, mode: str, device: Optional[str]) -> str:
+    """The config the native layer is built from: the one the core checked, on this device
+    (its UUID, or None) in this mode."""
+    return encode(dict(json.loads(spec.config), mode=mode, device=device))
 
 
 def _state_shape(spec: LayerSpec, batch: int) -> Tuple[int, int, int]:

@@ -59,10 +59,6 @@ BATCHED_ROWS: int | None | Dict[str, int | None] = None
 COOPMAT_STEPS_FROM: int | str | None = TABLE
 COOPMAT_BLOCKS: int | None = None
 
-# The native settings' keys that settings() fills, in the order ortops.layer sends them.
-SETTINGS_KEYS = ("batched_from", "batched_upt_float32", "batched_upt_float16", "batched_by_float32",
-                 "batched_by_float16", "batched_prefetch", "batched_ksplit", "batched_rows_float32",
-                 "batched_rows_float16", "coopmat_steps_from", "coopmat_blocks")
 _TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
@@ -76,9 +72,16 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def settings() -> dict:
-    """The batched-kernel tunables now in force, as the native layer settings take them (0 for
-    a field left to the table)."""
+def tunables() -> tuple:
+    """The tunables as they stand, cheaply (RecurrentLayer compares them at every call and asks
+    :func:`settings` only when they changed)."""
+    return (BATCHED_FROM, _by_dtype(BATCHED_UPT), _by_dtype(BATCHED_BY), BATCHED_PREFETCH, BATCHED_KSPLIT,
+            _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS)
+
+
+def settings():
+    """The batched-kernel tunables now in force as the native ``VariantSettings`` (its fields
+    by name, ``FIELDS``; 0 for a field left to the table, the rest the core's defaults)."""
     if BATCHED_KSPLIT not in (None, 1, 2, 4, 8):
         raise ValueError(f"ortops.variants.BATCHED_KSPLIT must be 1, 2, 4 or 8 (or None), got {BATCHED_KSPLIT!r}")
     upt32, upt16 = _by_dtype(BATCHED_UPT)
@@ -92,14 +95,23 @@ def settings() -> dict:
         if any(v is not None and (isinstance(v, bool) or int(v) != v or v < least) for v in values):
             raise ValueError(f"ortops.variants.{name} must be a positive integer (or None), got "
                              f"{globals()[name]!r}")
-    batched_from = _from_batch("BATCHED_FROM", "batched_from_table")
-    coopmat_from = _from_batch("COOPMAT_STEPS_FROM", "coopmat_steps_table")
     if COOPMAT_BLOCKS not in (None, 1, 2, 4) or isinstance(COOPMAT_BLOCKS, bool):
         raise ValueError(f"ortops.variants.COOPMAT_BLOCKS must be 1, 2 or 4 (or None), got {COOPMAT_BLOCKS!r}")
-    values = (batched_from, upt32, upt16, by32, by16,
-              None if BATCHED_PREFETCH is None else max(1, BATCHED_PREFETCH),
-              BATCHED_KSPLIT, rows32, rows16, coopmat_from, COOPMAT_BLOCKS)
-    return {k: _TABLE if v is None else int(v) for k, v in zip(SETTINGS_KEYS, values)}
+    s = _native().VariantSettings()
+    s.batched_from = _from_batch("BATCHED_FROM", "batched_from_table")
+    s.coopmat_steps_from = _from_batch("COOPMAT_STEPS_FROM", "coopmat_steps_table")
+    s.batched_upt_float32, s.batched_upt_float16 = _field(upt32), _field(upt16)
+    s.batched_by_float32, s.batched_by_float16 = _field(by32), _field(by16)
+    s.batched_rows_float32, s.batched_rows_float16 = _field(rows32), _field(rows16)
+    s.batched_prefetch = _field(None if BATCHED_PREFETCH is None else max(1, BATCHED_PREFETCH))
+    s.batched_ksplit = _field(BATCHED_KSPLIT)
+    s.coopmat_blocks = _field(COOPMAT_BLOCKS)
+    return s
+
+
+def _field(value) -> int:
+    """A tunable as the native settings hold it: None as the table's value."""
+    return _TABLE if value is None else int(value)
 
 
 def coopmat_steps_from(hidden: int) -> int:
@@ -111,8 +123,7 @@ def coopmat_steps_from(hidden: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _native_tables() -> dict:
-    """The native core's compile-time tables (variants.hpp), read once: settings() runs at
-    every RecurrentLayer call."""
+    """The native core's compile-time tables (variants.hpp), read once."""
     return _native().batched_tiles()
 
 

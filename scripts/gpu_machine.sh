@@ -38,7 +38,7 @@ if has library; then
   # The custom-op library as C and C++ programs use it, on the GPU: no libpython, its
   # end-to-end checks against ORT CPU, and examples/cpp (C++ API, no Python at run time).
   lib=$(py -c 'import ortops; print(ortops.library_path())')
-  { bash scripts/check_library.sh "$lib" && py scripts/library_e2e.py "$lib" && bash examples/cpp/run.sh "$lib"; } \
+  { bash scripts/ci/check_library.sh "$lib" && py scripts/ci/library_e2e.py "$lib" && bash examples/cpp/run.sh "$lib"; } \
     2>&1 | tee "$OUT/library.txt"
 fi
 if has recognizer; then
@@ -86,10 +86,10 @@ if has test || has test_validation; then
     tests ${TESTS_ARGS:-} > "$OUT/pytest_validation.txt" 2>&1; tail -3 "$OUT/pytest_validation.txt"
 fi
 if has shards; then
-  # The suite in parallel processes (scripts/parallel_suite.py says why): plainly in SHARDS
+  # The suite in parallel processes (scripts/gpu/parallel_suite.py says why): plainly in SHARDS
   # shards and under validation in VALIDATION_SHARDS at the same time (VALIDATION_FROM: only the
   # files from that one on, the rest of a cut validation run; VALIDATION_ONLY: those files).
-  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py scripts/parallel_suite.py --out "$OUT/shards" \
+  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py scripts/gpu/parallel_suite.py --out "$OUT/shards" \
     --shards ${SHARDS:-6} --validation-shards ${VALIDATION_SHARDS:-2} \
     ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} ${VALIDATION_ONLY:+--validation-only "$VALIDATION_ONLY"} \
     --timeout ${SHARDS_TIMEOUT:-480} \
@@ -98,16 +98,16 @@ fi
 if has exact; then
   # Exact mode (docs/exact.md): the committed digests must come out here too (exit status 1
   # on a mismatch), then the cost of exact against deterministic at the anchor shapes.
-  py scripts/exact_digests.py --check 2>&1 | tee "$OUT/exact_digests.txt"
+  py scripts/dev/exact_digests.py --check 2>&1 | tee "$OUT/exact_digests.txt"
   py -m pytest -q -p no:cacheprovider tests/test_exact_digests.py tests/test_exact_functions.py \
     > "$OUT/pytest_exact.txt" 2>&1; tail -3 "$OUT/pytest_exact.txt"
-  py scripts/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
+  py scripts/gpu/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
 fi
 if has steps; then
   # The step kernels side by side (docs/perf.md, "Batched steps"): lanes against batched in
   # several tilings, bits checked against the lanes kernel (exit 1 on a difference), cuDNN
   # strict / TF32 / float16 in the same run.
-  py scripts/step_kernels.py --out "$OUT" ${STEPS_ARGS:-} 2>&1 | tee "$OUT/step_kernels_log.txt"
+  py scripts/gpu/step_kernels.py --out "$OUT" ${STEPS_ARGS:-} 2>&1 | tee "$OUT/step_kernels_log.txt"
 fi
 if has fast; then
   # Mode "fast" (docs/modes.md): the device's VK_KHR_cooperative_matrix combinations and the
@@ -124,7 +124,7 @@ print('fast projection:', f.coopmat_reason(d, c) or f.KERNEL)" 2>&1 | tee "$OUT/
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --fail-on-skip \
     --vk-validation tests/test_fast_mode.py > "$OUT/pytest_fast_validation.txt" 2>&1
   tail -3 "$OUT/pytest_fast_validation.txt"
-  py scripts/fast_cost.py --runs ${FAST_RUNS:-20} --out "$OUT" 2> "$OUT/fast_cost_log.txt"
+  py scripts/gpu/fast_cost.py --runs ${FAST_RUNS:-20} --out "$OUT" 2> "$OUT/fast_cost_log.txt"
   echo "fast_cost exit status $?"; tail -3 "$OUT/fast_cost_log.txt"
   # A float16 model end to end in fast mode against ORT CPU (exit status 1 beyond tolerance).
   [ -f models/recognizer_fp16.onnx ] || py scripts/make_models.py > /dev/null
@@ -134,7 +134,7 @@ fi
 if has coopmat; then
   # Mode "fast"'s matrix-unit steps (glsl/step_coopmat.comp, docs/modes.md): their tests (the
   # kernel choice, every batch-block count, coalescing, the special-value placements in mode
-  # "fast") plainly and under validation, then scripts/coopmat_steps.py: the portable steps
+  # "fast") plainly and under validation, then scripts/gpu/coopmat_steps.py: the portable steps
   # against the matrix-unit ones in each block count, cuDNN float16 beside (exit status 1
   # outside the float16 tolerance or on bits that change run to run).
   tests="tests/test_fast_mode.py tests/test_coalesce.py tests/test_special_values.py::test_placements_fast"
@@ -143,40 +143,40 @@ if has coopmat; then
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --fail-on-skip \
     --vk-validation $tests > "$OUT/pytest_coopmat_validation.txt" 2>&1
   tail -3 "$OUT/pytest_coopmat_validation.txt"
-  py scripts/coopmat_steps.py --out "$OUT" ${COOPMAT_ARGS:-} 2> "$OUT/coopmat_steps_log.txt"
+  py scripts/gpu/coopmat_steps.py --out "$OUT" ${COOPMAT_ARGS:-} 2> "$OUT/coopmat_steps_log.txt"
   echo "coopmat_steps exit status $?"; tail -3 "$OUT/coopmat_steps_log.txt"
 fi
 if has bench; then
-  py scripts/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
+  py scripts/gpu/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
 fi
 if has sweep; then
   # Batch (1..256) x hidden (128..1024) BiLSTM, 100 steps, float32 and float16: every ortops mode
   # against cuDNN strict / TF32 / f16 (docs/perf.md, "Sweep"); prints its expected time first.
   # SWEEP_ARGS picks a part (e.g. "--sweep-hiddens 128,256,512"); sweep.partial.json keeps what
   # ran if the call ends first. Join parts: ortops bench --from-json A --from-json B ...
-  py scripts/bench.py --sweep --estimate ${SWEEP_ARGS:-}
-  py scripts/bench.py --sweep --out "$OUT" ${SWEEP_ARGS:-} 2> "$OUT/sweep_log.txt"
+  py scripts/gpu/bench.py --sweep --estimate ${SWEEP_ARGS:-}
+  py scripts/gpu/bench.py --sweep --out "$OUT" ${SWEEP_ARGS:-} 2> "$OUT/sweep_log.txt"
   grep -E '^sweep: |failed' "$OUT/sweep_log.txt"; tail -1 "$OUT/sweep_log.txt"
 fi
 if has host; then
   # The host side of a run against memcpy (docs/perf.md, "Host path"): per anchor shape and
   # precision, one thread's memcpy, the layer call, its GPU time, call - GPU with the copies on
   # 1 thread / the pool / a thread per call, and the session's extra over the layer call.
-  py scripts/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
+  py scripts/gpu/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
 fi
 if has import; then
   # One copy each way against none (issue 21, item 4; docs/perf.md, "The custom-op library:
-  # targets"): src/tools/host_import_bench.cpp, built by its own CMake project (not the wheel's).
+  # targets"): experiments/host_import/host_import_bench.cpp, built by its own CMake project (not the wheel's).
   # First its check mode under synchronization validation (12340 B, 80 KiB, 1 MiB: every variant
   # bit-exact, no validation message; exit status 0), then 80 KiB, 1, 8, 26 and 52 MiB each way:
   # today's host copy + staging copy, VK_EXT_external_memory_host imported per run, and imported
   # once (the lower bound); median and p90 of IMPORT_REPEATS (30) after 5 warm-up runs, every run
   # checked bit for bit. Writes host_import.json / host_import.md; about 20 s after the build.
   JOBS=16 ORTOPS_VALIDATION=1 VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d VK_LAYER_SETTINGS_PATH=$PWD/tests \
-    bash scripts/host_import_bench.sh --check > "$OUT/host_import_check.txt" 2>&1
+    bash experiments/host_import/host_import_bench.sh --check > "$OUT/host_import_check.txt" 2>&1
   echo "host_import_bench --check under validation: exit status $?" | tee -a "$OUT/host_import_check.txt"
   grep -E '^VK_EXT|^round trip|FAILED|^validation messages' "$OUT/host_import_check.txt"
-  JOBS=16 bash scripts/host_import_bench.sh --repeats ${IMPORT_REPEATS:-30} --out "$OUT" ${IMPORT_ARGS:-} \
+  JOBS=16 bash experiments/host_import/host_import_bench.sh --repeats ${IMPORT_REPEATS:-30} --out "$OUT" ${IMPORT_ARGS:-} \
     2>&1 | tee "$OUT/host_import_log.txt"
   echo "host_import_bench exit status ${PIPESTATUS[0]}"
 fi
@@ -184,7 +184,7 @@ if has placement; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   # The cost model of placement="auto" on this GPU and CPU (calibrated afresh), its decisions for
   # the sample models, and a sweep of LSTM shapes: predicted winner against measured winner.
-  py scripts/placement.py --recalibrate 2>&1 | tee "$OUT/placement.txt"
+  py scripts/gpu/placement.py --recalibrate 2>&1 | tee "$OUT/placement.txt"
   # A quantized recognizer as a user makes it (quantize_dynamic), on the device against ORT CPU.
   py -c "from onnxruntime.quantization import quantize_dynamic as q; q('models/recognizer.onnx', \
 'models/recognizer_q.onnx', per_channel=True)" > /dev/null 2>&1
@@ -196,14 +196,14 @@ fi
 if has multigpu; then
   # Several GPUs (nvidia-h200-x2): recognizer runs/s on one GPU and on two, threads in one
   # process and one process per GPU, every run checked against its device's serial result.
-  py scripts/multi_gpu.py --out "$OUT" ${MULTIGPU_ARGS:-} 2>&1 | tee "$OUT/multi_gpu_log.txt"
+  py scripts/gpu/multi_gpu.py --out "$OUT" ${MULTIGPU_ARGS:-} 2>&1 | tee "$OUT/multi_gpu_log.txt"
 fi
 if has servewheels || has serve; then
   # Ray Serve is not on the image: its wheels are carried in .whl-ray1/ (ray, without its Java
   # jars and dashboard web client) and .whl-ray2/ (what else ray[serve] needs that the image
   # lacks), over 64 MiB together with .gl/ and .whl/, so in two calls on one warm machine;
   # each call installs the folders it finds (a folder carried earlier stays on the machine).
-  # scripts/ray_wheels.sh makes both folders (and says what it strips from ray); call 1: carry .gl .whl
+  # scripts/gpu/ray_wheels.sh makes both folders (and says what it strips from ray); call 1: carry .gl .whl
   # build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime .whl-ray1 (all of build/deps leaves too little
   # room), STAGE=servewheels; call 2, on the warm machine: the same with .whl-ray2, STAGE=serve SERVE_ARGS=...
   for d in .whl-ray*/; do
@@ -216,12 +216,12 @@ if has serve; then
   # Requests/s and p50/p99 latency of ortops.serve, 1 replica then one per GPU, every answer
   # checked against ONNX Runtime CPU; the replicas' devices are checked to differ.
   py -c "import ray; print('ray', ray.__version__)" || exit 1
-  py scripts/serve_bench.py --out "$OUT" ${SERVE_ARGS:-} 2>&1 | tee "$OUT/serve_bench_log.txt"
+  py scripts/gpu/serve_bench.py --out "$OUT" ${SERVE_ARGS:-} 2>&1 | tee "$OUT/serve_bench_log.txt"
   # SERVE_DIRECT_ARGS: a second run in the same call (e.g. "--direct": Ray's direct ingress,
   # docs/serving.md), its files under $OUT/direct.
   if [ -n "${SERVE_DIRECT_ARGS:-}" ]; then
     mkdir -p "$OUT/direct"
-    py scripts/serve_bench.py --out "$OUT/direct" ${SERVE_DIRECT_ARGS} 2>&1 | tee "$OUT/direct/serve_bench_log.txt"
+    py scripts/gpu/serve_bench.py --out "$OUT/direct" ${SERVE_DIRECT_ARGS} 2>&1 | tee "$OUT/direct/serve_bench_log.txt"
   fi
 fi
 if has stream; then
@@ -230,11 +230,11 @@ if has stream; then
   # probabilities differ from ORT CPU's beyond the float32 tolerance.
   # Back to back (steady clocks), then paced as a live stream (32 ms a frame: 1,000 frames take
   # 32 s an engine; the GPU idles between frames), then 8 kHz back to back.
-  py scripts/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 16000 --out "$OUT/stream16k" 2>&1 \
+  py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 16000 --out "$OUT/stream16k" 2>&1 \
     | grep -v CleanUnusedInitializers | tee "$OUT/stream.txt"
-  py scripts/stream_bench.py --frames ${STREAM_RT_FRAMES:-1000} --sr 16000 --realtime --out "$OUT/stream16k_rt" \
+  py scripts/gpu/stream_bench.py --frames ${STREAM_RT_FRAMES:-1000} --sr 16000 --realtime --out "$OUT/stream16k_rt" \
     2>&1 | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
-  py scripts/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 8000 --out "$OUT/stream8k" 2>&1 \
+  py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 8000 --out "$OUT/stream8k" 2>&1 \
     | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
 fi
 if has cudaep; then
@@ -251,7 +251,7 @@ if has cudaep; then
   # CUDA 13 and cuDNN 9 from the image's nvidia-* wheels (PyTorch's), for the CUDA provider.
   cudalibs=$(find /opt /usr/local \( -name 'libcublasLt.so.13*' -o -name 'libcudnn.so.9*' -o -name 'libcudart.so.13*' \
     -o -name 'libcufft.so.12*' -o -name 'libcurand.so.10*' -o -name 'libnvrtc.so.13*' \) -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
-  LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py scripts/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
+  LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py scripts/gpu/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
     2>&1 | tee "$OUT/cuda_ep.txt"
 fi
 # The device tool brings back only the first few files of $OUT (by name): on 2026-11-29 a call

@@ -45,8 +45,8 @@ if [ ! -f build/deps/kp-0.9.0.tar.gz ]; then
 fi
 
 # silero-vad (MIT licence): its wheel holds ONNX VAD models with LSTMs inside If nodes, used by
-# tests/test_silero_vad.py and scripts/stream_bench.py (extracted there, never committed).
-# Keep the version in step with SILERO_VERSION in scripts/stream_bench.py.
+# tests/test_silero_vad.py and scripts/gpu/stream_bench.py (extracted there, never committed).
+# Keep the version in step with SILERO_VERSION in scripts/gpu/stream_bench.py.
 if [ ! -f build/deps/silero_vad-6.2.3-py3-none-any.whl ]; then
   echo "setup: downloading silero-vad 6.2.3 (a streaming model from PyPI, for the tests)"
   $VPY -m pip download -q --no-deps silero-vad==6.2.3 -d build/deps
@@ -55,6 +55,8 @@ fi
 echo "setup: building and installing ortops"
 # The cpu extra: the onnxruntime CPU wheel (a plain `pip install ortops` requires no flavour;
 # docs/packaging.md). Its dependencies are the ones installed above, so nothing is fetched.
+# ORTOPS_TESTING=ON: the testing build, whose module binds the test hooks the suite needs
+# (src/python/bind_testing.cpp); a wheel is built without them.
 ORTOPS_KOMPUTE_SDIST="$PWD/build/deps/kp-0.9.0.tar.gz" \
   $VPY -m pip install -q --no-build-isolation -C cmake.define.ORTOPS_TESTING=ON ".[cpu]"
 if [ -f scripts/make_models.py ] && [ ! -f models/recognizer.onnx ]; then

@@ -12,7 +12,7 @@ scripts/setup.sh
 # Run pytest from the repository root through the venv's entry point, so that the installed
 # package (with its compiled shaders and native module) is the one imported. A skipped test
 # fails the run (--fail-on-skip): nothing counts as passed unless it ran. The conformance
-# suites (marked conformance) are scripts/conformance.py's job in scripts/test_full.sh. With
+# suites (marked conformance) are scripts/ci/conformance.py's job in scripts/test_full.sh. With
 # arguments, they replace the selection (e.g. scripts/test.sh -m "not gpu": the pure-Python
 # tests, seconds; scripts/test.sh tests/test_session.py).
 if [ $# -eq 0 ]; then

@@ -14,7 +14,7 @@ stamp() { echo "test_full: $1 ($(($(date +%s) - t0)) s)"; }
 # The conformance job itself (it writes docs/conformance.md), under synchronization
 # validation too: a validation message fails it. Its suites (marked conformance) are
 # deselected from pytest: each suite runs once.
-ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" .venv/bin/python -P scripts/conformance.py \
+ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" .venv/bin/python -P scripts/ci/conformance.py \
   || status=1
 stamp "conformance job"
 .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider -m "full and not conformance" \
@@ -37,7 +37,7 @@ if [ "$(cat "$layer/.version" 2>/dev/null)" != "$oldest" ]; then
 fi
 echo "test: the session, CLI and conformance tests against onnxruntime $oldest (the oldest admitted)"
 PYTHONPATH="$PWD/$layer" ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" \
-  .venv/bin/python -P scripts/conformance.py --out "$layer/conformance.md" || status=1
+  .venv/bin/python -P scripts/ci/conformance.py --out "$layer/conformance.md" || status=1
 # The conformance job just ran against this onnxruntime: its suites are deselected here too.
 PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
   --onnxruntime-version "$oldest" -m "not conformance" tests/test_session.py tests/test_session_parity.py \

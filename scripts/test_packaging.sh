@@ -2,9 +2,9 @@
 # CI's packaging jobs (scripts/test_full.sh runs them after its tests; docs/packaging.md):
 #   types       mypy over the public API (pyproject.toml's [tool.mypy])
 #   library     the custom-op library as a C or C++ program uses it: no libpython, no Python
-#               symbol, RegisterCustomOps exported, -z nodelete (scripts/check_library.sh), its
+#               symbol, RegisterCustomOps exported, -z nodelete (scripts/ci/check_library.sh), its
 #               end-to-end checks
-#               (scripts/library_e2e.py), and examples/cpp built against the onnxruntime
+#               (scripts/ci/library_e2e.py), and examples/cpp built against the onnxruntime
 #               wheel's own libonnxruntime and run in a process where Python never starts
 #   wheel       pip wheel with build isolation (build requirements from PyPI), auditwheel repair
 #               to a manylinux tag (libvulkan.so.1 excluded: the user's loader is used), a check
@@ -15,7 +15,7 @@
 #               same wheel: pip must not install the CPU onnxruntime beside it; the session and
 #               conformance tests pass there
 #   fuzz        the node-config decoder (docs/security.md): its corpus and regressions replayed
-#               under ASan and UBSan (scripts/fuzz.sh --replay, g++), then, where clang is
+#               under ASan and UBSan (scripts/ci/fuzz.sh --replay, g++), then, where clang is
 #               installed (.ci/run installs it), libFuzzer for FUZZ_SECONDS (default 120); and
 #               the Python fuzzer of model loading, rewrite and feeds for FUZZ_PYTHON_SECONDS
 #               (default 60): any crash, hang or finding fails the job
@@ -33,7 +33,9 @@ PY=${PYTHON:-python3}
 status=0
 has() { [[ ",$JOBS," == *",$1,"* ]]; }
 stamp() { echo "packaging: $1 ($(($(date +%s) - t0)) s)"; }
-PYTEST=(-P -m pytest --vk-validation --fail-on-skip -q -p no:cacheprovider)
+# --shipping-build: every pytest run here tests an installed wheel's module, which has no test
+# hooks (tests/conftest.py checks that they are absent; src/python/bind_testing.cpp).
+PYTEST=(-P -m pytest --vk-validation --fail-on-skip --shipping-build -q -p no:cacheprovider)
 export VK_LAYER_SETTINGS_PATH="$PWD/tests"
 t0=$(date +%s)
 
@@ -56,20 +58,20 @@ EOF
 
 if has library; then
   lib=$(.venv/bin/python -P -c 'import ortops; print(ortops.library_path())')
-  bash scripts/check_library.sh "$lib" || status=1
-  .venv/bin/python -P scripts/library_e2e.py "$lib" || status=1
+  bash scripts/ci/check_library.sh "$lib" || status=1
+  .venv/bin/python -P scripts/ci/library_e2e.py "$lib" || status=1
   bash examples/cpp/run.sh || status=1
   stamp "custom-op library checked, examples/cpp built and run"
 fi
 
 if has fuzz; then
-  bash scripts/fuzz.sh --replay || status=1
+  bash scripts/ci/fuzz.sh --replay || status=1
   if command -v clang++ > /dev/null; then
-    bash scripts/fuzz.sh "${FUZZ_SECONDS:-120}" || status=1
+    bash scripts/ci/fuzz.sh "${FUZZ_SECONDS:-120}" || status=1
   else
     echo "packaging: no clang here: the decoder's corpus was replayed, not fuzzed (apt-get install clang)"
   fi
-  .venv/bin/python -P scripts/fuzz_python.py "${FUZZ_PYTHON_SECONDS:-60}" --out build/fuzz-python || status=1
+  .venv/bin/python -P scripts/ci/fuzz_python.py "${FUZZ_PYTHON_SECONDS:-60}" --out build/fuzz-python || status=1
   stamp "fuzzed"
 fi
 
@@ -87,7 +89,7 @@ wheel_job() {  # each step needs the one before: stop at the first failure
   PATH="$PWD/.venv/bin:$PATH" .venv/bin/auditwheel repair -w "$wheelhouse" --exclude libvulkan.so.1 \
     build/dist/ortops-*.whl || return 1
   .venv/bin/auditwheel show "$wheelhouse"/ortops-*.whl || return 1
-  .venv/bin/python scripts/check_wheel.py "$wheelhouse"/ortops-*.whl || return 1
+  .venv/bin/python scripts/ci/check_wheel.py "$wheelhouse"/ortops-*.whl || return 1
   stamp "wheel repaired and checked"
   local venv=build/venv-wheel whl
   whl=$(ls "$wheelhouse"/ortops-*.whl)
@@ -120,7 +122,9 @@ import onnxruntime
 print(f"packaging: onnxruntime-gpu {onnxruntime.__version__} alone provides onnxruntime; providers {onnxruntime.get_available_providers()}")
 EOF
   stamp "onnxruntime-gpu venv"
-  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py || return 1
+  # (Less the one conformance test that injects a fault: the wheel's module has no such hook.)
+  "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py \
+    --deselect tests/test_conformance.py::test_a_wrong_result_fails_its_case || return 1
   stamp "onnxruntime-gpu: session and conformance tests"
 }
 if has flavour; then

@@ -8,8 +8,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def load_script(name: str):
-    """scripts/<name>.py as a module (cached in sys.modules)."""
-    key = f"_ortops_script_{name}"
+    """scripts/<name>.py as a module (cached in sys.modules); ``name`` may hold its folder
+    (``"ci/conformance"``)."""
+    key = "_ortops_script_" + name.replace("/", "_")
     if key in sys.modules:
         return sys.modules[key]
     spec = importlib.util.spec_from_file_location(key, ROOT / "scripts" / f"{name}.py")

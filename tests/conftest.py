@@ -12,7 +12,7 @@ one; ``--fail-on-skip`` makes a skipped or xfailed test fail the session.
 
 Markers (registered in pyproject.toml): ``gpu`` on every test that needs a Vulkan device
 (lavapipe will do), ``slow`` on those that take more than about 2 s, ``conformance`` on the
-suites scripts/conformance.py also runs, ``full`` on the cases of the slow parametrized
+suites scripts/ci/conformance.py also runs, ``full`` on the cases of the slow parametrized
 matrices beyond their representative subset (:func:`representative`, :data:`QUICK_CAP`) and
 on the few whole tests listed in :data:`FULL_ONLY`: scripts/test.sh, the quick command, runs
 ``not conformance and not full``; CI's
@@ -51,7 +51,9 @@ NO_DEVICE = {
                    "test_memcpy_bandwidth_and_the_host_bound", "test_cudnn_modes_and_absence",
                    "test_cudnn_measure_without_torch_is_none",
                    "test_samples_stop_at_runs_or_after_budget_with_three_at_least",
-                   "test_a_failed_figure_is_recorded_and_the_rest_measured"},
+                   "test_a_failed_figure_is_recorded_and_the_rest_measured",
+                   "test_measuring_helpers_have_one_home_and_no_import_circle",
+                   "test_scripts_use_only_public_names_of_the_package"},
     "test_compare": None,
     "test_reference": None,
     "test_validation": None,
@@ -94,6 +96,7 @@ NO_DEVICE = {
                     "test_default_cache_is_in_the_user_cache_dir", "test_corrupt_cache_is_measured_again",
                     "test_concurrent_writers_leave_every_entry"},
     "test_serve_wire": None,
+    "test_sizes": None,
     "test_visible": {"test_cuda_order_is_pci_order_for_one_model",
                      "test_cuda_order_refuses_to_guess_fastest_first_across_models",
                      "test_assigned_devices_maps_scheduler_variables", "test_bad_assignment_is_a_clear_error",
@@ -146,7 +149,7 @@ SLOW = {
                                    # 50 x 4 sessions from threads: 22-39 s
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
                         "test_stream_bench_reports_every_engine"},           # 3 s
-    "test_host_import": None,      # builds src/tools/host_import_bench first (6-8 s on 2 cores)
+    "test_host_import": None,      # builds experiments/host_import/host_import_bench first (6-8 s on 2 cores)
 }
 
 #: Whole tests that only scripts/test_full.sh runs (marker ``full`` on every case): checks of
@@ -210,7 +213,7 @@ QUICK_CAP = {
                       "test_coalesced_requests_fast_mode_matrix_steps": 1},
 }
 
-#: The suites scripts/conformance.py runs too (scripts/test_full.sh runs that job; it and
+#: The suites scripts/ci/conformance.py runs too (scripts/test_full.sh runs that job; it and
 #: scripts/test.sh deselect these with -m "not conformance", so that each suite runs once).
 CONFORMANCE = {
     "test_conformance": {"test_backend_suite_all_pass", "test_differential_suite_all_pass"},
@@ -334,6 +337,12 @@ def pytest_addoption(parser):
         "the oldest admitted onnxruntime, from a pip --target layer on PYTHONPATH)",
     )
     parser.addoption(
+        "--shipping-build",
+        action="store_true",
+        help="the ortops installed is a wheel's (no test hooks): check that its native module has none "
+        "(scripts/test_packaging.sh) instead of requiring them",
+    )
+    parser.addoption(
         "--fail-on-skip",
         action="store_true",
         help="a skipped or xfailed test fails the session (exit status 1): nothing counts as passed unless it ran",
@@ -354,6 +363,42 @@ def pytest_configure(config):
                 f"--onnxruntime-version {wanted}: the onnxruntime imported is {onnxruntime.__version__} "
                 f"({os.path.dirname(onnxruntime.__file__)})"
             )
+    _check_test_hooks(config)
+
+
+_REBUILD = "rebuild with scripts/setup.sh (ORTOPS_TESTING=ON)"
+
+
+def _hook(vk, name: str):
+    """A test hook of the native module by its TEST_HOOKS name ("inject_fault",
+    "Layer.run_coalesced"), or None."""
+    owner = vk
+    for part in name.split("."):
+        owner = getattr(owner, part, None)
+    return owner
+
+
+def _check_test_hooks(config) -> None:
+    """The suite runs against the testing build of ortops._vk (scripts/setup.sh builds it with
+    ORTOPS_TESTING=ON): its test hooks (fault injection, coalesced runs, weight layouts, the
+    native tables, the config encoder) are bound only there, and tests that need them must not
+    meet a shipping module halfway through. With --shipping-build (a wheel's module) it is the
+    other way round: none of them may be there."""
+    try:
+        from ortops import _vk
+    except ImportError as e:
+        raise pytest.UsageError(f"ortops._vk cannot be imported ({e}): {_REBUILD}") from None
+    hooks = getattr(_vk, "TEST_HOOKS", None)
+    if config.getoption("--shipping-build"):
+        found = [n for n in ("TEST_HOOKS", "inject_fault", "Layer.run_coalesced") if _hook(_vk, n) is not None]
+        if found:
+            raise pytest.UsageError(f"--shipping-build: ortops._vk ({_vk.__file__}) has test hooks {found}")
+        return
+    if hooks is None:
+        raise pytest.UsageError(f"ortops._vk ({_vk.__file__}) has no test hooks (TEST_HOOKS): {_REBUILD}")
+    missing = [n for n in hooks if _hook(_vk, n) is None]
+    if missing:
+        raise pytest.UsageError(f"ortops._vk lacks the test hooks {missing}: {_REBUILD}")
 
 
 def _onnxruntime_line() -> str:

@@ -5,15 +5,19 @@ checked on synthetic reports, and cudnn.measure's refusal without torch on its o
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
+import re
 
 import numpy as np
 import pytest
 
 from ortops import modes
 from ortops.timing import samples
-from ortops.tools import bench, cudnn, hostcopy, sweep
+from ortops.tools import bench, cudnn, hostcopy, report, sweep
+
+from _scripts import ROOT
 
 
 def _point(hidden, batch, dtype, gpu, call, peers):
@@ -130,7 +134,7 @@ def test_write_docs_fills_the_sweep_markers_and_keeps_the_rest(tmp_path):
     doc = tmp_path / "perf.md"
     doc.write_text(f"# P\n\nprose\n\n{bench.BEGIN}\nbench table\n{bench.END}\n\nmore prose\n")
     for _ in range(2):  # twice: replaced, not appended
-        bench.write_table(str(doc), "sweep table\n", sweep.BEGIN, sweep.END)
+        report.write_table(str(doc), "sweep table\n", sweep.BEGIN, sweep.END)
     text = doc.read_text()
     assert text.count(sweep.BEGIN) == 1 and text.count("sweep table") == 1
     assert f"{bench.BEGIN}\nbench table\n{bench.END}" in text and "more prose" in text
@@ -282,3 +286,36 @@ def test_a_failed_figure_is_recorded_and_the_rest_measured(monkeypatch):
     text = sweep.markdown(report)
     assert "Failed (—): hidden 8 batch 4" in text and "**Incomplete**: 1 of 8 points ran." in text
     assert "| 8 | 4 | — / — |" in text
+
+
+def _imports(path):
+    """(module, name) of every ``from module import name`` and ``import module`` of a file."""
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out += [(node.module, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [(a.name, None) for a in node.names]
+    return out
+
+
+def test_measuring_helpers_have_one_home_and_no_import_circle():
+    # ortops/tools/measure.py holds what bench, sweep and the scripts share; bench runs the
+    # sweep, so the sweep (and measure) must not reach back into bench.
+    tools = ROOT / "ortops" / "tools"
+    for name in ("sweep.py", "measure.py", "report.py"):
+        imported = _imports(tools / name)
+        assert not [i for i in imported if i[0] == "ortops.tools.bench"
+                    or (i[0] == "ortops.tools" and i[1] == "bench")], name
+    assert not [i for i in _imports(tools / "measure.py") if i[0] == "ortops.tools" and i[1] == "sweep"]
+
+
+def test_scripts_use_only_public_names_of_the_package():
+    # The measuring tools' private helpers (the native module ortops._vk is the scripts' way in).
+    tools = r"(?:bench|sweep|measure|cudnn|hostcopy|report)"
+    private = re.compile(rf"\bfrom ortops\.tools(?:\.{tools})? import [^\n]*\b_[a-z]\w*|\b{tools}\._[a-z]\w*")
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sorted((ROOT / "scripts").rglob("*.py"))
+             for m in private.finditer(p.read_text())]
+    assert not found, found
+

@@ -19,7 +19,7 @@ from _scripts import load_script
 
 
 make_models = load_script("make_models")
-conformance = load_script("conformance")
+conformance = load_script("ci/conformance")
 
 
 @pytest.fixture(scope="module")

@@ -150,9 +150,11 @@ def test_requests_of_another_shape_are_refused():
 
 def test_coalescing_settings_are_checked():
     layer = _layer("RNN", np.float32, 0)
-    assert layer._native.settings["coalesce_rows"] >= 1
+    settings = layer._native.settings
+    assert settings.coalesce_rows >= 1
+    settings.coalesce_rows = 0
     with pytest.raises(ValueError, match="coalesce_rows and coalesce_in_flight must be positive, got 0 and 1"):
-        layer._native.settings = {"coalesce_rows": 0}
+        layer._native.settings = settings
 
 
 def _counters():

@@ -37,7 +37,7 @@ def _recognizer():
 
 
 def _lens_case():
-    return load_script("conformance").node_case(
+    return load_script("ci/conformance").node_case(
         "lens", "LSTM", direction="bidirectional", seq=4, batch=3, inp=3, hidden=4, bias=True,
         lens="full", rng=np.random.default_rng(12))
 

@@ -1,7 +1,7 @@
-"""Conformance: scripts/conformance.py run in full (small shapes).
+"""Conformance: scripts/ci/conformance.py run in full (small shapes).
 
 test_backend_suite_all_pass and test_differential_suite_all_pass run the same suites as the
-conformance job (``python scripts/conformance.py``); they are marked ``conformance``
+conformance job (``python scripts/ci/conformance.py``); they are marked ``conformance``
 (tests/conftest.py) and CI's scripts/test_full.sh, which runs the job, deselects them from its
 pytest runs (as the quick scripts/test.sh does) so that each suite runs once. The other tests here are unit tests of the script.
 
@@ -21,7 +21,7 @@ from _scripts import load_script
 
 
 
-conformance = load_script("conformance")
+conformance = load_script("ci/conformance")
 
 
 def _failures(results):
@@ -139,7 +139,7 @@ def test_a_wrong_result_fails_its_case(inject_fault):
 
 def test_report_table(tmp_path):
     # Two backend cases are enough for the table's format (the suites themselves run in
-    # test_*_suite_all_pass and in scripts/conformance.py).
+    # test_*_suite_all_pass and in scripts/ci/conformance.py).
     results = conformance.run(conformance.backend_cases()[:2])
     out = tmp_path / "conformance.md"
     conformance.write_report(results, str(out))

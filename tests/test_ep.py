@@ -199,7 +199,7 @@ def _silero_cases(folder: str) -> dict:
     at 8 kHz, the If's other branch) and a small state."""
     from _scripts import load_script
 
-    bench = load_script("stream_bench")
+    bench = load_script("gpu/stream_bench")
     models = bench.extract_models(bench.find_wheel(), folder)
     rng = np.random.default_rng(12)
     sig = {sr: bench.signal(0.2, sr) for sr in bench.FRAMES}

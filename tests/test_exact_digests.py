@@ -1,10 +1,10 @@
 """Exact mode gives the committed bits: SHA-256 digests of exact-mode outputs for the fixed
-seeded cases of scripts/exact_digests.py, compared with tests/exact_digests.json.
+seeded cases of scripts/dev/exact_digests.py, compared with tests/exact_digests.json.
 
 The digests were produced on lavapipe; the same test runs on the H200 (scripts/gpu_machine.sh,
 stage test) against the same file. Each case is also checked against the float64 reference
 within the tolerances (docs/design.md, 'Tolerances'), so the committed bits are right ones.
-Regenerate with ``python -P scripts/exact_digests.py`` only after a deliberate change to the
+Regenerate with ``python -P scripts/dev/exact_digests.py`` only after a deliberate change to the
 exact kernels (docs/exact.md says what changes them).
 """
 
@@ -19,7 +19,7 @@ from ortops.compare import TOLERANCE, scaled_error
 from _cases import REFERENCE
 from _scripts import ROOT, load_script
 
-digests = load_script("exact_digests")
+digests = load_script("dev/exact_digests")
 CASES = digests.cases()
 COMMITTED = json.loads((ROOT / "tests" / "exact_digests.json").read_text())
 

@@ -246,7 +246,8 @@ def test_coopmat_steps_rules():
         got = _vk.coopmat_blocks(hidden, batch, dirs, rule)
         assert got == (2 if -(-hidden // 16) * dirs * -(-batch // 32) >= pair else 1), (hidden, batch, dirs)
     assert _vk.coopmat_blocks(1024, 64, 2, rule) == 2 and _vk.coopmat_blocks(512, 64, 2, rule) == 1
-    assert _vk.coopmat_blocks(1024, 64, 2, dict(rule, coopmat_blocks=4)) == 4
+    rule.coopmat_blocks = 4
+    assert _vk.coopmat_blocks(1024, 64, 2, rule) == 4
     variants.COOPMAT_STEPS_FROM = 7
     try:
         assert variants.coopmat_steps_from(1024) == 7
@@ -325,7 +326,7 @@ def test_fast_caller_scratch_offset(case, offset):
 def test_fast_reaches_sessions_and_converted_models(convert):
     # mode="fast" through onnxruntime (InferenceSession, and convert's standalone model) runs
     # the layer in fast mode: the bits of a RecurrentLayer in fast mode on the same weights.
-    from ortops.tools.bench import _weights, one_node_model
+    from ortops.tools.measure import one_node_model, weights
 
     shape = ("LSTM", 5, 3, 37, 20, "bidirectional")
     model = one_node_model(*shape, np.float16)
@@ -338,7 +339,7 @@ def test_fast_reaches_sessions_and_converted_models(convert):
                                    providers=["CPUExecutionProvider"]).run(None, {"X": X})
     else:
         got = ortops.InferenceSession(model.SerializeToString(), mode="fast").run(None, {"X": X})
-    W, R, B = _weights("LSTM", 37, 20, 2, np.float16)
+    W, R, B = weights("LSTM", 37, 20, 2, np.float16)
     want = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", mode="fast")(X)
     assert same_bits(got, want)
 
@@ -370,7 +371,7 @@ def test_fast_cost_script(tmp_path):
 
     from _scripts import load_script
 
-    assert load_script("fast_cost").main(["--small", "--runs", "3", "--out", str(tmp_path)]) == 0
+    assert load_script("gpu/fast_cost").main(["--small", "--runs", "3", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "fast_cost.json").read_text())
     (row,) = report["results"]
     assert row["fast"]["projection"] in (fast.KERNEL, fast.PORTABLE)
@@ -386,7 +387,7 @@ def test_coopmat_steps_script(tmp_path):
 
     from _scripts import load_script
 
-    assert load_script("coopmat_steps").main(["--small", "--runs", "2", "--out", str(tmp_path)]) == 0
+    assert load_script("gpu/coopmat_steps").main(["--small", "--runs", "2", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "coopmat_steps.json").read_text())
     for row in report["rows"]:
         v = row["variants"]

@@ -1,4 +1,4 @@
-"""Fixed-seed, time-bounded runs of scripts/fuzz_python.py (docs/security.md): mutated models
+"""Fixed-seed, time-bounded runs of scripts/ci/fuzz_python.py (docs/security.md): mutated models
 through load_model / rewrite / InferenceSession, and mutated weights, attributes and feeds
 through RecurrentLayer and ortops.lstm / gru / rnn. Each run is the script's own driver: a
 worker process with a bounded address space, so that a crash, a hang or an attempt to
@@ -6,7 +6,7 @@ materialise a huge array is caught and named instead of taking pytest down. A ca
 succeeds or raises a clean error (ValueError and its subclasses, onnx's ValidationError,
 RuntimeError, ONNX Runtime's exceptions); findings already reported (the script's KNOWN) are
 printed, not failed. Needs a Vulkan device (lavapipe will do): about 40 s there. The long
-version is ``python scripts/fuzz_python.py 600``.
+version is ``python scripts/ci/fuzz_python.py 600``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 
 from _scripts import load_script
 
-fuzz_python = load_script("fuzz_python")
+fuzz_python = load_script("ci/fuzz_python")
 
 
 def _run(tmp_path, part: str, seconds: int, seed: int) -> dict:

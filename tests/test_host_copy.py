@@ -171,9 +171,9 @@ def test_layer_results_equal_single_thread_copies(settings):
 
 def _layer_and_input(dtype=np.float32, seq=6, batch=5, inp=24, hidden=8, seed=3):
     from ortops.layer import RecurrentLayer
-    from ortops.tools.bench import _weights
+    from ortops.tools.measure import weights
 
-    W, R, B = _weights("LSTM", inp, hidden, 2, dtype)   # bench.one_node_model's weights
+    W, R, B = weights("LSTM", inp, hidden, 2, dtype)   # measure.one_node_model's weights
     layer = RecurrentLayer("LSTM", W, R, B, direction="bidirectional")
     X = np.random.default_rng(seed).standard_normal((seq, batch, inp)).astype(dtype)
     return layer, X
@@ -219,7 +219,7 @@ def test_session_runs_keep_earlier_results_and_give_the_layers_bits(dtype):
     """Each run's results are ORT's own tensors (the library writes into them), so an earlier
     run's results stay as they were, and every run gives the layer's bits."""
     import ortops
-    from ortops.tools.bench import one_node_model
+    from ortops.tools.measure import one_node_model
 
     layer, X1 = _layer_and_input(dtype)
     X2 = (X1 * 0.5).astype(dtype)
@@ -278,7 +278,7 @@ def test_host_path_script_reports_every_figure(tmp_path, capsys):
 
     from _scripts import load_script
 
-    host_path = load_script("host_path")
+    host_path = load_script("gpu/host_path")
     assert host_path.main(["--shape", "LSTM,4,2,8,8,bidirectional", "--runs", "3", "--warmup", "0",
                            "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "host_path.json").read_text())

@@ -1,9 +1,9 @@
-"""The host-pointer import measurement (src/tools/host_import_bench.cpp, issue 21 item 4) on the
+"""The host-pointer import measurement (experiments/host_import/host_import_bench.cpp, issue 21 item 4) on the
 local device: its check mode (sizes 12340 B, 80 KiB, 1 MiB; 2 runs after 1 warm-up) must round-trip
 the data bit for bit in every variant it can run, in both directions, and a copy at the wrong
 offset into the imported page range must be caught.
 
-The tool is built by scripts/host_import_bench.sh (its own CMake project, src/tools/CMakeLists.txt,
+The tool is built by experiments/host_import/host_import_bench.sh (its own CMake project, experiments/host_import/CMakeLists.txt,
 outside the package's build) and runs in a subprocess, so the suite's validation switch reaches it
 through the environment: under ``--vk-validation`` (ORTOPS_VALIDATION=1, VK_LAYER_SETTINGS_PATH
 set by tests/conftest.py) it runs under the Khronos validation layer with synchronization
@@ -21,7 +21,7 @@ from _scripts import ROOT
 
 pytestmark = pytest.mark.gpu
 
-SCRIPT = ROOT / "scripts" / "host_import_bench.sh"
+SCRIPT = ROOT / "experiments" / "host_import" / "host_import_bench.sh"
 NOT_OFFERED = "VK_EXT_external_memory_host: not offered by"
 VARIANTS = ("a_today", "b_import_per_run", "c_import_cached")
 

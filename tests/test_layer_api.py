@@ -391,12 +391,12 @@ LAYER_ERRORS = [
     ("activation-count", "GRU", None, {"activations": ["Sigmoid", "Tanh", "Tanh"]},
      r"^GRU: activations must list"),
     ("direction-case", "RNN", None, {"direction": "Forward"},
-     r"^RNN: direction must be one of 'forward', 'reverse', 'bidirectional', got 'Forward'"),
+     r"^RNN: direction must be 'forward', 'reverse' or 'bidirectional', got the string 'Forward'"),
     ("direction-unknown", "LSTM", None, {"direction": "both"},
-     r"^LSTM: direction must be one of .*got 'both'"),
+     r"^LSTM: direction must be .*got the string 'both'"),
     ("layout-2", "LSTM", None, {"layout": 2}, r"^LSTM: layout must be 0 or 1, got 2"),
-    ("layout-str", "GRU", None, {"layout": "1"}, r"^GRU: layout must be 0 or 1, got '1'"),
-    ("clip-0", "RNN", None, {"clip": 0.0}, r"^RNN: clip must be a positive number"),
+    ("layout-str", "GRU", None, {"layout": "1"}, r"^GRU: layout must be 0 or 1, got the string '1'"),
+    ("clip-0", "RNN", None, {"clip": 0.0}, r"^RNN: clip must be null or a positive number"),
     ("hidden_size", "LSTM", None, {"hidden_size": 8}, r"^LSTM: W must have shape \[2, 32, 6\]"),
 ]
 
@@ -468,7 +468,7 @@ def test_call_argument_errors(op, change, message, canary):
 
 @pytest.mark.parametrize("call_bad, message", [
     (lambda w, x: ortops.lstm(x["X"], w["W"], w["R"], direction="up"),
-     r"^LSTM: direction must be one of"),
+     r"^LSTM: direction must be 'forward', 'reverse' or 'bidirectional'"),
     (lambda w, x: ortops.gru(x["X"], w["W"][:, :21], w["R"][:, :21], linear_before_reset=3),
      r"^GRU: linear_before_reset must be 0 or 1, got 3"),
     (lambda w, x: ortops.rnn(x["X"], w["W"][:1, :7], w["R"][:1, :7], activations=["Tanhh"]),

@@ -48,5 +48,5 @@ def test_batched_defaults_are_the_native_defaults():
     from ortops import variants
 
     assert variants.BATCHED_FROM == variants.TABLE
-    assert variants.settings()["batched_from"] == _vk.batched_tiles()["batched_from_table"]
+    assert variants.settings().batched_from == _vk.batched_tiles()["batched_from_table"]
     assert all(getattr(variants, "BATCHED_" + name) is None for name in ("UPT", "BY", "PREFETCH", "KSPLIT", "ROWS"))

@@ -135,6 +135,7 @@ def test_ortops_adds_no_handler():
     # (stderr); an application silences or routes them through the "ortops" logger.
     import ortops.ort.customop  # noqa: F401
     import ortops.tools.bench  # noqa: F401
+    import ortops.tools.measure  # noqa: F401
 
     assert logging.getLogger("ortops").handlers == []
     assert logging.getLogger("ortops.bench").handlers == []
@@ -145,8 +146,8 @@ import logging, sys, types
 sys.modules["onnxruntime_ep_webgpu"] = types.SimpleNamespace(
     get_ep_name=lambda: (_ for _ in ()).throw(RuntimeError("no adapter (test)")))
 {setup}
-from ortops.tools import bench
-assert bench._webgpu_ms(None, None, 1) is None
+from ortops.tools import measure
+assert measure.webgpu_ms(None, None, 1) is None
 """
 
 
@@ -164,14 +165,14 @@ def test_warnings_are_visible_by_default_and_can_be_silenced():
 def test_bench_reports_through_the_logger(caplog, capsys, monkeypatch):
     import types
 
-    from ortops.tools import bench
+    from ortops.tools import measure
 
     def refuse():
         raise RuntimeError("no adapter (test)")
 
     monkeypatch.setitem(sys.modules, "onnxruntime_ep_webgpu", types.SimpleNamespace(get_ep_name=refuse))
     with caplog.at_level(logging.WARNING, logger="ortops"):
-        assert bench._webgpu_ms(None, None, 1) is None
+        assert measure.webgpu_ms(None, None, 1) is None
     assert [(r.name, r.levelname) for r in caplog.records] == [("ortops.bench", "WARNING")]
     assert capsys.readouterr().err == ""
 
@@ -187,3 +188,32 @@ def test_no_onnxruntime_extensions_dependency():
     import sys
 
     assert "onnxruntime_extensions" not in sys.modules
+
+
+# -- test hooks: only in the testing build (ORTOPS_TESTING), never in a wheel --------------------
+
+
+def test_the_wheel_check_finds_the_test_hooks():
+    """Every hook the testing build binds (ortops._vk.TEST_HOOKS) carries a docstring starting
+    "Test hook:", which scripts/check_wheel.py looks for in a wheel's module; run against a
+    wheel (--shipping-build), the module installed must show none of them."""
+    from _scripts import load_script
+
+    from ortops import _vk
+
+    check_wheel = load_script("check_wheel")
+    data = pathlib.Path(_vk.__file__).read_bytes()
+    hooks = getattr(_vk, "TEST_HOOKS", None)
+    if hooks is None:   # a wheel's module (tests/conftest.py: --shipping-build)
+        assert check_wheel.hook_markers(data) == []
+        return
+    assert {"inject_fault", "Layer.run_coalesced", "batched_r", "exact_r"} <= set(hooks)
+    for name in hooks:
+        owner = _vk
+        for part in name.split("."):
+            owner = getattr(owner, part)
+        assert "Test hook:" in owner.__doc__, name
+    found = check_wheel.hook_markers(data)
+    assert "TEST_HOOKS" in found and any(m.startswith("Test hook: make every run fail") for m in found), found
+    assert check_wheel.hook_markers(b"\0ortops\0Test hook: x\0") == ["Test hook: x"]
+    assert check_wheel.hook_markers(b"\0host_copy\0Copy a C-contiguous array\0") == []

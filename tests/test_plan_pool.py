@@ -88,8 +88,10 @@ def test_the_table_and_its_limits():
         assert 32 * t.by * t.ksplit <= 1024
     # Every field left to the table by default; the native settings' 0 means the table's.
     s = variants.settings()
+    tunables = {k: getattr(s, k) for k in s.FIELDS if k.startswith(("batched_", "coopmat_"))}
     tables = ("batched_from", "coopmat_steps_from")
-    assert all(s[k] == 0xFFFFFFFF for k in tables) and all(v == 0 for k, v in s.items() if k not in tables)
+    assert len(tunables) == 11 and all(tunables[k] == 0xFFFFFFFF for k in tables)
+    assert all(v == 0 for k, v in tunables.items() if k not in tables), tunables
     # A small layer: the table's tile clamped to it (one unit group: rows lanes along the units).
     assert _tile(variants.batched_variant(1, "float32", batch=16)) == (1, 1, 1, 8, 4)
     assert _tile(variants.batched_variant(1, "float32", batch=64)) == (1, 1, 1, 8, 4)
@@ -117,7 +119,7 @@ def test_batched_kernel_choice_follows_the_tunables(monkeypatch):
     monkeypatch.setattr(variants, "BATCHED_BY", {"float32": 3})
     assert _tile(variants.batched_variant(512, "float32", batch=16)) == (2, 3, 1, 8, 1)
     assert _tile(variants.batched_variant(512, "float16", batch=16)) == F16
-    # v4's shipped tilings (until issue 22) set in full, as scripts/step_kernels.py does.
+    # v4's shipped tilings (until issue 22) set in full, as scripts/gpu/step_kernels.py does.
     monkeypatch.setattr(variants, "BATCHED_UPT", {"float32": 1, "float16": 2})
     monkeypatch.setattr(variants, "BATCHED_BY", 2)
     monkeypatch.setattr(variants, "BATCHED_PREFETCH", 1)
@@ -151,3 +153,31 @@ def test_batched_kernel_choice_follows_the_tunables(monkeypatch):
     monkeypatch.setattr(variants, "BATCHED_BY", {"float16": 0})
     with pytest.raises(ValueError, match="BATCHED_BY must be a positive integer"):
         variants.batched_variant(64, batch=64)
+
+
+def test_the_settings_structs_are_bound_by_name_once():
+    # LayerSettings and VariantSettings (src/python/bind_settings.cpp): each field bound by
+    # name, listed once in FIELDS, which equality and repr follow; a copy is its own.
+    from ortops import _vk
+
+    s = _vk.LayerSettings()
+    assert s.FIELDS == ("variants", "plan_cache", "storage_range", "workgroup_count", "max_concurrent",
+                        "timestamps", "coopmat", "coalesce_rows", "coalesce_in_flight")
+    assert set(_vk.VariantSettings.FIELDS) >= {"batched_from", "coopmat_blocks", "large_projection", "max_groups"}
+    assert all(hasattr(s, f) for f in s.FIELDS) and all(hasattr(s.variants, f) for f in s.variants.FIELDS)
+    copy = _vk.LayerSettings(s)
+    assert copy == s and copy is not s
+    copy.variants.batched_ksplit = 4           # a nested field, changed in place
+    copy.workgroup_count = (8, 8, 8)
+    assert copy != s and copy.variants.batched_ksplit == 4 and copy.workgroup_count == [8, 8, 8]
+    assert "batched_ksplit=4" in repr(copy) and repr(copy).startswith("LayerSettings(variants=VariantSettings(")
+    assert (s == 3) is False
+    # ortops.variants fills the variant fields by these names: every one it sets is the table's
+    # by default (tests above), and tunables() changes exactly when settings() does.
+    before = variants.tunables()
+    variants.BATCHED_KSPLIT = 2
+    try:
+        assert variants.tunables() != before and variants.settings().batched_ksplit == 2
+    finally:
+        variants.BATCHED_KSPLIT = None
+    assert variants.tunables() == before

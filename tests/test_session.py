@@ -26,14 +26,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _script(name):
-    spec = importlib.util.spec_from_file_location(f"_ortops_script_{name}", ROOT / "scripts" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_ortops_script_{name.replace('/', '_')}", ROOT / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
 
 
-conformance = _script("conformance")
+conformance = _script("ci/conformance")
 node_case = conformance.node_case
 scaled_error = conformance.scaled_error
 

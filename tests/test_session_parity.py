@@ -20,7 +20,7 @@ from ortops.ort.session import placement
 
 from _scripts import load_script
 
-conformance = load_script("conformance")
+conformance = load_script("ci/conformance")
 CPU = ["CPUExecutionProvider"]
 
 

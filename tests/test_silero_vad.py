@@ -26,7 +26,7 @@ import ortops
 import onnxruntime as ort
 from ortops.compare import TOLERANCE, scaled_error
 
-bench = load_script("stream_bench")
+bench = load_script("gpu/stream_bench")
 TOL = TOLERANCE[np.dtype(np.float32)]
 
 
@@ -88,7 +88,7 @@ def test_streaming_frame_by_frame_equals_ort_cpu(models, sr):
 
 
 def test_stream_bench_reports_every_engine(tmp_path, capsys):
-    # scripts/stream_bench.py as gpu_machine.sh's stream stage runs it, a short stream, paced.
+    # scripts/gpu/stream_bench.py as gpu_machine.sh's stream stage runs it, a short stream, paced.
     assert bench.main(["--frames", "20", "--warmup", "0.2", "--realtime", "--out", str(tmp_path)]) == 0
     import json
 

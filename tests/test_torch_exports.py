@@ -1,6 +1,6 @@
 """Real PyTorch models (TorchScript and dynamo exporters) through ortops.
 
-The corpus (scripts/export_torch_models.py, ``corpus()``): nn.LSTM / nn.GRU / nn.RNN of one and
+The corpus (scripts/dev/export_torch_models.py, ``corpus()``): nn.LSTM / nn.GRU / nn.RNN of one and
 two layers, bidirectional, batch_first, with and without h0/c0, packed sequences with lengths,
 dynamic axes, a CRNN, an embedding + GRU tagger, a torch.jit.script model with an LSTM in a
 Loop body and a GRU in an If branch, and a dynamo export. Each NAME.onnx comes with NAME.npz:
@@ -10,7 +10,7 @@ and every output within the float32 tolerance of both ORT CPU and torch.
 
 The matrix over ORT's optimisation levels below covers the first three exports:
 
-tests/models/ holds three small exports written by scripts/export_torch_models.py: an
+tests/models/ holds three small exports written by scripts/dev/export_torch_models.py: an
 nn.LSTM at opset 9, an nn.GRU and a two-layer nn.RNN at opset 14, all sequence first with
 static shapes. Their recurrent outputs go through Squeeze into graph outputs, the pattern ORT's
 Reshape/Squeeze chain fusion rewrites: ORT 1.21 to 1.30 failed to create a session for them

@@ -343,3 +343,64 @@ def test_parameters_are_float32_values():
     assert d[0].alpha == float(np.float32(0.1)) != 0.1
     # So a float32 input equal to the threshold is not above it.
     assert apply(d[0], np.array([np.float32(0.1)]))[0] == 0.0
+
+
+# ---------------------------------------------------------------------------
+# One checker: the core's decoder and spec, reached with the config a node carries
+
+
+def test_the_core_checks_the_config_the_door_writes():
+    # The door's config is the custom node's (ortops.ort.nodeconfig, v4): the native decoder
+    # reads it back as the custom-op library would, so its rules are the layer's.
+    import json
+
+    from ortops import _vk
+
+    spec = layer("GRU", direction="reverse", clip=np.float32(2.5), linear_before_reset=True,
+                 activations=["HardSigmoid", "Tanh"], activation_alpha=np.array([0.5]))
+    decoded = _vk.decode_node_config(spec.config)
+    assert json.loads(spec.config)["v"] == decoded["v"] == 4
+    assert decoded["op"] == "GRU" and decoded["attrs"]["direction"] == "reverse"
+    assert decoded["attrs"]["clip"] == 2.5 and decoded["attrs"]["linear_before_reset"] == 1
+    assert decoded["attrs"]["activations"] == ["HardSigmoid", "Tanh"]
+    assert decoded["attrs"]["activation_alpha"] == [0.5] and decoded["absent"] == []
+    assert spec.activations[0][0] == Activation("HardSigmoid", 0.5, float(np.float32(0.5)))
+    # The decoder's rules reach the Python door: its range of hidden_size, finite parameters.
+    with pytest.raises(ValueError, match=r"^LSTM: hidden_size must be null or an integer from 1 to 1048576, "
+                                         r"got 1048577$"):
+        layer("LSTM", hidden_size=(1 << 20) + 1)
+    with pytest.raises(ValueError, match=r"^RNN: activation_alpha\[1\] must be a finite number, got nan$"):
+        layer("RNN", activations=["Affine"], activation_alpha=[1.0, float("nan")])
+    with pytest.raises(ValueError, match=r"^LSTM: activations must be a list of names, got 5$"):
+        layer("LSTM", activations=5)
+    # +inf clips nothing: the config says no clip, the spec keeps what was given.
+    assert json.loads(layer("LSTM", clip=float("inf")).config)["attrs"]["clip"] is None
+
+
+def test_the_storage_limit_is_the_cores_check():
+    # One message, the core's (src/core/limits.cpp), for the rewrite's check of a node as for
+    # a layer's upload; exact mode binds R as float32 words whatever the layer's dtype.
+    from ortops.limits import UnsupportedLayerError
+    from ortops.validation import check_bindings
+
+    t = weights("LSTM", hidden=4, input_size=2, dtype=np.float16)   # R: 1 x 16 x 4 halves, 128 bytes
+    spec = check_layer("LSTM", t["W"], t["R"], t["B"])
+    check_bindings(spec, t, mode="deterministic", device="tiny", storage_range=128)
+    with pytest.raises(UnsupportedLayerError) as info:
+        check_bindings(spec, t, mode="exact", device="tiny", storage_range=128)
+    assert str(info.value) == ("LSTM: unsupported layer on tiny: R needs 256 bytes in one storage binding, "
+                               "above the device's maxStorageBufferRange of 128 bytes")
+    with pytest.raises(UnsupportedLayerError, match=r"^LSTM: unsupported layer on tiny: W needs 64 bytes"):
+        check_bindings(spec, t, mode="deterministic", device="tiny", storage_range=63)
+
+
+def test_the_native_layer_reads_its_config_with_the_decoder():
+    # ortops._vk.Layer takes the config's text and decodes it as the custom-op library does
+    # (no dict of its own): a config the decoder refuses never reaches a device.
+    from ortops import _vk
+
+    t = weights("RNN")
+    config = layer("RNN").config.replace('"mode":"deterministic"', '"mode":"slow"')
+    with pytest.raises(ValueError, match=r"^RNN: mode must be 'deterministic', 'exact' or 'fast', "
+                                         r"got the string 'slow'$"):
+        _vk.Layer(config, t["W"], t["R"])

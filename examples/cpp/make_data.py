@@ -12,7 +12,6 @@ the same in OUT_DIR/ep/ plus ep/recurrent.txt (the main graph's recurrent node n
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -48,33 +47,10 @@ def model() -> onnx.ModelProto:
     return m
 
 
-def stub_convert(m: onnx.ModelProto) -> onnx.ModelProto:
-    """The node ortops.convert writes for the native library (config v4, src/core/nodeconfig.hpp),
-    for trees where ortops.convert still writes the onnxruntime-extensions node."""
-    m = onnx.ModelProto.FromString(m.SerializeToString())
-    (n,) = m.graph.node
-    attrs = {"activation_alpha": None, "activation_beta": None, "activations": None, "clip": None,
-             "direction": "bidirectional", "hidden_size": HIDDEN, "input_forget": 0, "layout": 0,
-             "linear_before_reset": 0}
-    config = {"v": 4, "node": n.name, "op": "LSTM", "dtype": "float32", "attrs": attrs,
-              "absent": ["sequence_lens", "initial_h", "initial_c", "P"],
-              "outputs": ["Y", "Y_h", "Y_c"], "device": None, "mode": "deterministic"}
-    custom = helper.make_node("LSTM", list(n.input), list(n.output), name=n.name, domain="ortops",
-                              config=json.dumps(config, sort_keys=True, separators=(",", ":")))
-    del m.graph.node[:]
-    m.graph.node.append(custom)
-    m.opset_import.append(helper.make_opsetid("ortops", 1))
-    return m
-
-
 def convert(m: onnx.ModelProto) -> onnx.ModelProto:
     import ortops
 
-    # ortops.library_path marks the tree whose convert writes the native library's node.
-    if hasattr(ortops, "library_path"):
-        return ortops.convert(m)
-    print("make_data: this ortops has no native library yet; writing the v4 node directly", file=sys.stderr)
-    return stub_convert(m)
+    return ortops.convert(m)
 
 
 def save(folder: str, name: str, a: np.ndarray) -> None:

@@ -126,28 +126,23 @@ def layer_kwargs(cfg_attrs: NodeAttrs | Mapping, op: str) -> dict:
 
 
 def check_node(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=None, mode=None):
-    """Whether the library's kernel will take a node: its weights and attributes checked as
-    ``RecurrentLayer`` checks them (ortops.validation's messages), its mode on the device, and
-    each weight within the device's storage-binding limit (the kernel uploads them whole).
-    Returns the ``ortops.Device`` it runs on; raises the refusal. Uploads nothing: the kernel
-    does, once, when ONNX Runtime creates it."""
+    """Whether the library's kernel will take a node: its weights and attributes checked by the
+    core as ``RecurrentLayer``'s are (ortops.validation), its mode on the device, and each
+    weight within the device's storage-binding limit (the kernel uploads them whole; the core's
+    check and message). Returns the ``ortops.Device`` it runs on; raises the refusal. Uploads
+    nothing: the kernel does, once, when ONNX Runtime creates it."""
     import numpy as np
 
     from ortops import validation
     from ortops.device import require_mode, select
-    from ortops.limits import UnsupportedLayerError
     from ortops.modes import check_mode
 
-    P = weights.get("P") if "P" in CELLS[op].inputs else None
-    validation.check_layer(op, weights["W"], weights["R"], weights.get("B"), P,
-                           allowed_dtypes=(np.float32, np.float16), **layer_kwargs(cfg_attrs, op))
+    tensors = {name: weights.get(name) if name in CELLS[op].inputs else None for name in WEIGHTS}
+    spec = validation.check_layer(op, tensors["W"], tensors["R"], tensors["B"], tensors["P"],
+                                  allowed_dtypes=(np.float32, np.float16), **layer_kwargs(cfg_attrs, op))
     mode = check_mode(mode, op)
     dev = select(device)
     require_mode(dev, mode)
-    for name in WEIGHTS:
-        a = weights.get(name)
-        if a is not None and a.nbytes > dev.max_storage_buffer_range:
-            raise UnsupportedLayerError(
-                f"{op}: unsupported layer on {dev.name}: {name} needs {a.nbytes} bytes in one storage "
-                f"binding, above the device's maxStorageBufferRange of {dev.max_storage_buffer_range} bytes")
+    validation.check_bindings(spec, tensors, mode=mode, device=dev.name,
+                              storage_range=dev.max_storage_buffer_range)
     return dev

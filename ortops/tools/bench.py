@@ -23,10 +23,10 @@ and, where matplotlib imports, perf.png into ``--out``. ``--sweep`` runs the bat
 sweep instead (ortops/tools/sweep.py: sweep.json, sweep.md, sweep.png, perf.md's sweep
 markers); ``--from-json`` writes the tables of saved results without measuring.
 
-    python scripts/bench.py --out docs            # the five anchor shapes, float32 and float16
-    python scripts/bench.py --small --out /tmp/b  # small shapes (lavapipe)
-    python scripts/bench.py --sweep --estimate    # the sweep's expected time on an H200
-    python scripts/bench.py --sweep --out /tmp/s  # the sweep
+    python scripts/gpu/bench.py --out docs            # the five anchor shapes, float32 and float16
+    python scripts/gpu/bench.py --small --out /tmp/b  # small shapes (lavapipe)
+    python scripts/gpu/bench.py --sweep --estimate    # the sweep's expected time on an H200
+    python scripts/gpu/bench.py --sweep --out /tmp/s  # the sweep
 """
 
 from __future__ import annotations
@@ -37,17 +37,14 @@ import json
 import logging
 import os
 import platform
-import statistics
 import sys
 
 import numpy as np
 
 from ortops import modes
 from ortops.modes import check_mode
-from ortops.timing import median_s, samples, wall_ms, warm
-from ortops.cells import CELLS
-from ortops.tools import cudnn, hostcopy, sweep
-from ortops.tools.report import write_report
+from ortops.tools import cudnn, hostcopy, measure, sweep
+from ortops.tools.report import plot_safely, pyplot, write_report, write_table
 
 #: Progress (info) and unavailable baselines (warning); main() shows the info lines on stderr,
 #: a program calling run() routes or silences them like any "ortops" record.
@@ -66,160 +63,6 @@ SMALL_SHAPES = [
     ("GRU", 8, 2, 32, 32, "bidirectional"),
     ("RNN", 8, 2, 32, 32, "forward"),
 ]
-
-
-def _median_ms(fn, runs: int) -> float:
-    return 1e3 * median_s(fn, runs, warmup_runs=3)
-
-
-def _weights(cell, inp, hidden, dirs, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    g = CELLS[cell].gates
-    s = 1.0 / np.sqrt(hidden)
-    W = rng.uniform(-s, s, (dirs, g * hidden, inp)).astype(dtype)
-    R = rng.uniform(-s, s, (dirs, g * hidden, hidden)).astype(dtype)
-    B = rng.uniform(-s, s, (dirs, 2 * g * hidden)).astype(dtype)
-    return W, R, B
-
-
-def one_node_model(cell, seq, batch, inp, hidden, direction, dtype):
-    """A model holding one recurrent node with its weights as initializers."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    dirs = 2 if direction == "bidirectional" else 1
-    W, R, B = _weights(cell, inp, hidden, dirs, dtype)
-    elem = TensorProto.FLOAT16 if dtype == np.float16 else TensorProto.FLOAT
-    outputs = list(CELLS[cell].outputs)
-    node = helper.make_node(cell, ["X", "W", "R", "B"], outputs, hidden_size=hidden,
-                            direction=direction)
-    graph = helper.make_graph(
-        [node], "bench",
-        [helper.make_tensor_value_info("X", elem, [seq, batch, inp])],
-        [helper.make_tensor_value_info(o, elem, None) for o in outputs],
-        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"),
-         numpy_helper.from_array(B, "B")])
-    # IR version 8 (opset 14 needs >= 7): loadable by older onnxruntime builds too.
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
-
-
-def _layer_figures(cell, seq, batch, inp, hidden, direction, dtype, runs, device, mode=None, *,
-                   budget_s=None, error=False, X=None):
-    """One RecurrentLayer of the shape in ``mode``: GPU time (median of its timestamps), the
-    layer call (numpy in, numpy out), memory, its budget, the GPU split, the bytes in and out
-    of a call and, with ``error``, the scaled error of Y against the float64 reference.
-    ``budget_s``: fewer runs (at least 3) once that many seconds have passed (the sweep)."""
-    from ortops import reference
-    from ortops.compare import scaled_error
-    from ortops.layer import RecurrentLayer
-
-    dirs = 2 if direction == "bidirectional" else 1
-    W, R, B = _weights(cell, inp, hidden, dirs, dtype)
-    layer = RecurrentLayer(cell, W, R, B, direction=direction, device=device, timestamps=True,
-                           mode=mode)
-    if X is None:
-        X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
-    for _ in range(3):
-        outputs = layer(X)
-    parts = []
-
-    def gpu_ms():
-        layer(X)
-        parts.append(layer.last_gpu_profile)
-        return layer.last_gpu_time_ms
-
-    gpu = samples(gpu_ms, runs, budget_s)
-    profile = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
-    layer_call = statistics.median(samples(lambda: wall_ms(lambda: layer(X)), runs, budget_s))
-    sizes = layer.scratch_sizes(seq, batch)
-    err = None
-    if error:
-        ref = getattr(reference, cell.lower())(X, W, R, B, hidden_size=hidden, direction=direction)
-        err = scaled_error(outputs[0], ref[0])
-    # The step kernel the plan recorded (mode "fast" may record the matrix-unit one).
-    steps = next((plan.steps for pool in layer._plans.values() for plan in pool.free), None)
-    return dict(gpu_ms=statistics.median(gpu), layer_call_ms=layer_call, step_kernel=steps,
-                memory_bytes=layer.memory_bytes(seq, batch),
-                memory_budget_bytes=layer.weight_bytes + sizes.xw + sizes.state,
-                gpu_profile=profile, bytes_in=X.nbytes,
-                bytes_out=sum(np.asarray(o).nbytes for o in outputs), error=err, runs=len(gpu))
-
-
-def _gpu_time(cell, seq, batch, inp, hidden, direction, dtype, runs, device, mode=None):
-    """(GPU ms, layer call ms, memory bytes, memory budget bytes, GPU split): scripts/exact_cost.py."""
-    f = _layer_figures(cell, seq, batch, inp, hidden, direction, dtype, runs, device, mode)
-    return (f["gpu_ms"], f["layer_call_ms"], f["memory_bytes"], f["memory_budget_bytes"],
-            f["gpu_profile"])
-
-
-def _round_trip_ms(device, runs, poll=True):
-    """Submit-and-wait of a prerecorded sequence doing nothing: the floor of any run.
-
-    ``poll``: end with the completion marker that layers poll (their path); without it,
-    Kompute's plain fence wait."""
-    from ortops.device import context
-
-    _, ctx = context(device)
-    seq = ctx.sequence()
-    seq.barrier("compute", "compute")
-    if poll:
-        seq.finish()
-    return _median_ms(seq.eval, runs)
-
-
-def _eval_split_us(device, runs):
-    """Median microseconds of an empty run in submit, until its marker lands, in the fence wait."""
-    from ortops.device import context
-
-    _, ctx = context(device)
-    seq = ctx.sequence()
-    seq.barrier("compute", "compute")
-    seq.finish()
-    splits = [seq.profile_eval() for _ in range(runs + 3)][3:]
-    return {k: statistics.median(s[i] for s in splits)
-            for i, k in enumerate(("submit", "until_marker", "fence_wait"))}
-
-
-def _ortops_session_ms(model, X, runs, device, mode=None):
-    try:
-        from ortops.ort.session import InferenceSession
-    except ImportError:
-        return None
-    sess = InferenceSession(model.SerializeToString(), device=device, mode=mode)
-    return _median_ms(lambda: sess.run(None, {"X": X}), runs)
-
-
-def _ort_cpu_ms(model, X, runs, threads):
-    import onnxruntime as ort
-
-    if X.dtype != np.float32:
-        return None  # stock ORT CPU has no float16 recurrent kernels
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return _median_ms(lambda: sess.run(None, {"X": X}), runs)
-
-
-def _webgpu_ms(model, X, runs):
-    try:
-        import onnxruntime as ort
-        import onnxruntime_ep_webgpu as wg
-    except ImportError:
-        return None
-    try:
-        name = wg.get_ep_name()
-        if not getattr(_webgpu_ms, "registered", False):
-            ort.register_execution_provider_library(name, wg.get_library_path())
-            _webgpu_ms.registered = True
-        devs = [d for d in ort.get_ep_devices() if d.ep_name == name]
-        if not devs:
-            return None
-        so = ort.SessionOptions()
-        so.add_provider_for_devices(devs, {})
-        sess = ort.InferenceSession(model.SerializeToString(), so)
-        return _median_ms(lambda: sess.run(None, {"X": X}), runs)
-    except Exception as exc:  # no adapter, or an older onnxruntime without plugin EPs
-        log.warning("webgpu EP unavailable: %s", exc)
-        return None
 
 
 #: cuDNN's precision mode that the ratio columns divide by, per ortops dtype: the one that keeps
@@ -250,39 +93,18 @@ def _targets(row):
                 host_work_ms=host)
 
 
-def warm_gpu(shape, device, seconds=3.0):
-    """A few seconds of the heaviest shape before anything is timed: on the H200 the first row
-    measured 1.1 ms of GPU time after a second of light load, 0.31 ms once the GPU had run
-    heavy work."""
-    warm(lambda: _gpu_time(*shape, np.float32, 3, device), seconds)
-
-
-def warm_process(device, runs):
-    """ORT's and onnxruntime-extensions' first-session set-up, the CPU's clocks: so that the
-    first shape of a table is measured like the others."""
-    warm = one_node_model("LSTM", 4, 1, 16, 16, "forward", np.float32)
-    _ortops_session_ms(warm, np.zeros((4, 1, 16), np.float32), runs, device)
-
-
-def _io_bytes(shape, dtype):
-    cell, seq, batch, inp, hidden, direction = shape
-    dirs = 2 if direction == "bidirectional" else 1
-    states = len(CELLS[cell].outputs) - 1
-    return np.dtype(dtype).itemsize * (seq * batch * inp + dirs * batch * hidden * (seq + states))
-
-
 def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=None, warm_s=3.0):
     """Measure every shape and dtype in ``mode`` (ortops.modes); return a list of result dicts."""
     from ortops.device import select
 
     dev = select(device)
-    trip = _round_trip_ms(device, runs)
-    eval_split = _eval_split_us(device, runs)
-    warm_process(device, runs)
+    trip = measure.round_trip_ms(device, runs)
+    eval_split = measure.eval_split_us(device, runs)
+    measure.warm_process(device, runs)
     # One thread's memcpy speed at the largest call's size (fresh and warm destination): the
     # yardstick of the host-work bound (ortops/tools/hostcopy.py).
-    bandwidth = hostcopy.memcpy_bandwidth(max(_io_bytes(s, d) for s in shapes for d in dtypes))
-    warm_gpu(max(shapes, key=lambda s: s[1] * s[2] * s[3] * s[4]), device, warm_s)
+    bandwidth = hostcopy.memcpy_bandwidth(max(measure.io_bytes(s, d) for s in shapes for d in dtypes))
+    measure.warm_gpu(max(shapes, key=lambda s: s[1] * s[2] * s[3] * s[4]), device, warm_s)
     rows = []
     for cell, seq, batch, inp, hidden, direction in shapes:
         for dtype in dtypes:
@@ -290,22 +112,22 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=N
             label = f"{cell} {seq}x{batch}x{inp}->{hidden} {direction} {dt.name}"
             if progress:
                 log.info("bench: %s", label)
-            model = one_node_model(cell, seq, batch, inp, hidden, direction, dt.type)
+            model = measure.one_node_model(cell, seq, batch, inp, hidden, direction, dt.type)
             X = np.random.default_rng(2).standard_normal((seq, batch, inp)).astype(dt)
-            f = _layer_figures(cell, seq, batch, inp, hidden, direction, dt.type, runs, device,
-                               mode, error=True, X=X)
-            e2e = _ortops_session_ms(model, X, runs, device, mode)
+            f = measure.layer_figures(cell, seq, batch, inp, hidden, direction, dt.type, runs,
+                                      device, mode, error=True, X=X)
+            e2e = measure.session_ms(model, X, runs, device, mode)
             gpu = f["gpu_ms"]
             row = dict(
                 cell=cell, seq=seq, batch=batch, input=inp, hidden=hidden, direction=direction,
                 dtype=dt.name, gpu_ms=gpu, layer_call_ms=f["layer_call_ms"], e2e_ms=e2e,
                 overhead_ms=None if e2e is None else e2e - gpu - trip,
                 error=f["error"],
-                ort1_ms=_ort_cpu_ms(model, X, runs, 1) if baselines else None,
-                ortN_ms=_ort_cpu_ms(model, X, runs, os.cpu_count() or 1) if baselines else None,
+                ort1_ms=measure.ort_cpu_ms(model, X, runs, 1) if baselines else None,
+                ortN_ms=measure.ort_cpu_ms(model, X, runs, os.cpu_count() or 1) if baselines else None,
                 cudnn=(_cudnn_figures(cell, batch, inp, hidden, direction, X, runs)
                        if baselines else {}),
-                webgpu_ms=_webgpu_ms(model, X, runs) if baselines else None,
+                webgpu_ms=measure.webgpu_ms(model, X, runs) if baselines else None,
                 memory_bytes=f["memory_bytes"], memory_budget_bytes=f["memory_budget_bytes"],
                 gpu_profile=f["gpu_profile"], bytes_in=f["bytes_in"], bytes_out=f["bytes_out"],
                 host_bound_ms=hostcopy.host_bound_ms(f["bytes_in"], f["bytes_out"],
@@ -323,7 +145,8 @@ def run(shapes, dtypes, runs, device=None, progress=True, baselines=True, mode=N
                         log.info("  %s: GPU %.3f ms, e2e %.3f ms, error %.2e", c["label"],
                                  c["gpu_ms"], c["e2e_ms"], c["error"])
     return dict(device=str(dev), driver=f"{dev.driver} {dev.driver_info}", round_trip_ms=trip,
-                round_trip_fence_ms=_round_trip_ms(device, runs, poll=False), mode=check_mode(mode),
+                round_trip_fence_ms=measure.round_trip_ms(device, runs, poll=False),
+                mode=check_mode(mode),
                 eval_split_us=eval_split, memcpy_bandwidth=bandwidth, torch=cudnn.versions(),
                 runs=runs, host=platform.node(), cpus=os.cpu_count(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -413,32 +236,6 @@ def markdown(report) -> str:
 
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
-
-
-def write_table(path, table, begin=BEGIN, end=END):
-    """Put the table between the markers of ``path`` (the bench's by default), keeping the
-    prose around it; markers not there yet are added at the end."""
-    text = open(path).read() if os.path.exists(path) else "# Performance\n"
-    if begin not in text or end not in text:
-        text = text.rstrip("\n") + f"\n\n{begin}\n{end}\n"
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(f"{head}{begin}\n{table}{end}{tail}")
-
-
-def pyplot():
-    """matplotlib's pyplot (Agg), or None with a logged message: it is on the GPU machine, not
-    in every environment, and the plot is the only thing that needs it."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log.info("matplotlib not installed: no plot")
-        return None
-    return plt
 
 
 def _peer(key, precision):
@@ -581,23 +378,14 @@ def publish(report, out, docs=None):
         table = sweep.markdown(report)
         write_report(out, "sweep", report, table)
         write_table(docs, table, sweep.BEGIN, sweep.END)
-        _plot_safely(sweep.plot, report, os.path.join(out, "sweep.png"))
+        plot_safely(sweep.plot, report, os.path.join(out, "sweep.png"))
         return table
     table = markdown(report)
     with open(os.path.join(out, "perf.json"), "w") as f:
         json.dump(report, f, indent=1)
-    write_table(docs, table)
-    _plot_safely(plot, report, os.path.join(out, "perf.png"))
+    write_table(docs, table, BEGIN, END)
+    plot_safely(plot, report, os.path.join(out, "perf.png"))
     return table
-
-
-def _plot_safely(draw, report, path):
-    # The figures are written by then; a plotting library's failure must not fail the run.
-    try:
-        return draw(report, path)
-    except Exception as exc:  # noqa: BLE001 -- logged; the json and table stand
-        log.warning("plot %s failed: %s: %s", path, type(exc).__name__, exc)
-        return False
 
 
 def main(argv=None) -> int:

@@ -35,7 +35,8 @@ import numpy as np
 
 from ortops import modes
 from ortops.timing import samples, wall_ms
-from ortops.tools import cudnn
+from ortops.tools import cudnn, measure
+from ortops.tools.report import pyplot
 
 log = logging.getLogger("ortops.bench")
 
@@ -61,7 +62,7 @@ class Config:
     errors: bool = False           # scaled errors too (float64 references on the CPU: slow)
     cudnn: bool = True
     device: Optional[str] = None
-    warm_s: float = 3.0            # the GPU's clocks up first (bench.warm_gpu)
+    warm_s: float = 3.0            # the GPU's clocks up first (measure.warm_gpu)
     modes: Sequence[str] = field(default_factory=lambda: list(modes.MODES))
 
 
@@ -126,11 +127,9 @@ def estimate_s(cfg: Config, with_cudnn: Optional[bool] = None) -> float:
 
 # -- measuring -----------------------------------------------------------------------------
 def _ortops_point(hidden, batch, dtype, mode, X, cfg: Config):
-    from ortops.tools import bench
-
-    f = bench._layer_figures(CELL, cfg.seq, batch, hidden, hidden, DIRECTION, np.dtype(dtype).type,
-                             cfg.runs, cfg.device, mode, budget_s=cfg.point_s, error=cfg.errors,
-                             X=X)
+    f = measure.layer_figures(CELL, cfg.seq, batch, hidden, hidden, DIRECTION, np.dtype(dtype).type,
+                              cfg.runs, cfg.device, mode, budget_s=cfg.point_s, error=cfg.errors,
+                              X=X)
     session = None
     if hidden <= cfg.session_max_hidden:
         session = _session_ms(hidden, batch, dtype, mode, X, cfg)
@@ -141,10 +140,9 @@ def _ortops_point(hidden, batch, dtype, mode, X, cfg: Config):
 
 def _session_ms(hidden, batch, dtype, mode, X, cfg: Config):
     from ortops.ort.session import InferenceSession
-    from ortops.tools import bench
 
-    model = bench.one_node_model(CELL, cfg.seq, batch, hidden, hidden, DIRECTION,
-                                 np.dtype(dtype).type)
+    model = measure.one_node_model(CELL, cfg.seq, batch, hidden, hidden, DIRECTION,
+                                   np.dtype(dtype).type)
     sess = InferenceSession(model.SerializeToString(), device=cfg.device, mode=mode)
     feed = {"X": X}
     for _ in range(2):
@@ -189,7 +187,6 @@ def run(cfg: Config, progress: bool = True, on_point=None) -> Dict[str, object]:
     """Measure the grid; the report (see :func:`check_report`). ``on_point(report so far)``
     after each point: the command saves it, so that a device call cut short keeps what ran."""
     from ortops.device import select
-    from ortops.tools import bench
 
     for m in cfg.modes:
         modes.check_mode(m, "ortops bench --sweep")
@@ -202,9 +199,9 @@ def run(cfg: Config, progress: bool = True, on_point=None) -> Dict[str, object]:
     log.info("sweep: %d points x %d ortops modes (%s)%s; expected %.1f min on an H200",
              len(grid), len(cfg.modes), ", ".join(cfg.modes),
              " + cuDNN" if with_cudnn else "", expected / 60)
-    bench.warm_process(cfg.device, 3)
+    measure.warm_process(cfg.device, 3)
     hmax, bmax = max(cfg.hiddens), max(cfg.batches)
-    bench.warm_gpu((CELL, cfg.seq, bmax, hmax, hmax, DIRECTION), cfg.device, cfg.warm_s)
+    measure.warm_gpu((CELL, cfg.seq, bmax, hmax, hmax, DIRECTION), cfg.device, cfg.warm_s)
     t0 = time.perf_counter()
     settings = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(cfg).items()}
     report = dict(kind="sweep", schema=SCHEMA, cell=CELL, direction=DIRECTION,
@@ -474,9 +471,7 @@ def _kernels_line(kern) -> str:
 
 def plot(report, path) -> bool:
     """GPU time and e2e against batch, a panel per hidden, log axes (needs matplotlib)."""
-    from ortops.tools import bench
-
-    plt = bench.pyplot()
+    plt = pyplot()
     if plt is None:
         return False
     cfg = report["config"]

@@ -141,6 +141,85 @@ slotNames(const Cell& cell)
     return out;
 }
 
+// The float32 values of activation_alpha or activation_beta (none when absent).
+std::vector<float>
+float32List(const std::optional<std::vector<double>>& values)
+{
+    std::vector<float> out;
+    if (values) {
+        for (double v : *values) {
+            out.push_back(toFloat32(v));
+        }
+    }
+    return out;
+}
+
+// The activation codes of the names given, or of the cell's defaults (one per slot) when none
+// are: each name from the one table, matched case-insensitively, else an error naming its index.
+std::vector<uint32_t>
+namedCodes(const Cell& cell, const std::optional<std::vector<std::string>>& names)
+{
+    const std::string op(cell.name);
+    std::vector<uint32_t> codes;
+    if (names && !names->empty()) {
+        for (size_t i = 0; i < names->size(); ++i) {
+            std::optional<uint32_t> code = activationCode((*names)[i]);
+            if (!code) {
+                throw std::invalid_argument(op + ": activations[" + std::to_string(i) + "] must be one of " +
+                                            activationList() + " (case-insensitive), got " + pyRepr((*names)[i]));
+            }
+            codes.push_back(*code);
+        }
+    } else {
+        for (uint32_t i = 0; i < cell.slotCount; ++i) {
+            codes.push_back(*activationCode(cell.defaultActivations[i]));
+        }
+    }
+    return codes;
+}
+
+// Each activation with its alpha and beta: the activations that take one consume the given
+// values in order (ONNX's rule), the default of the table when the list runs out.
+std::vector<Activation>
+withParameters(const std::vector<uint32_t>& codes, const std::vector<float>& alphas, const std::vector<float>& betas)
+{
+    size_t alphaCursor = 0, betaCursor = 0;
+    std::vector<Activation> resolved;
+    for (uint32_t code : codes) {
+        const ActivationInfo& info = ACTIVATIONS[code];
+        Activation a;
+        a.code = code;
+        if (info.takesAlpha) {
+            a.alpha = alphaCursor < alphas.size() ? alphas[alphaCursor++] : info.defaultAlpha;
+        }
+        if (info.takesBeta) {
+            a.beta = betaCursor < betas.size() ? betas[betaCursor++] : info.defaultBeta;
+        }
+        resolved.push_back(a);
+    }
+    return resolved;
+}
+
+// The activations of each direction: one list of slots used for every direction, or one per
+// direction (forward then reverse). An RNN's second name for one direction is dropped, as ORT
+// does.
+std::vector<std::vector<Activation>>
+perDirection(std::vector<Activation> resolved, uint32_t slots, uint32_t directions)
+{
+    if (resolved.size() == 2 && slots == 1 && directions == 1) {
+        resolved.resize(1);
+    }
+    std::vector<std::vector<Activation>> out;
+    for (uint32_t d = 0; d < directions; ++d) {
+        if (resolved.size() == slots) {
+            out.push_back(resolved);
+        } else {
+            out.emplace_back(resolved.begin() + d * slots, resolved.begin() + (d + 1) * slots);
+        }
+    }
+    return out;
+}
+
 } // namespace
 
 std::optional<uint32_t>
@@ -166,34 +245,7 @@ resolveActivations(const Cell& cell,
         throw std::invalid_argument(op + ": num_directions must be 1 or 2, got " + std::to_string(directions));
     }
     const uint32_t slots = cell.slotCount;
-
-    std::vector<float> alphas, betas;
-    if (alpha) {
-        for (double a : *alpha) {
-            alphas.push_back(toFloat32(a));
-        }
-    }
-    if (beta) {
-        for (double b : *beta) {
-            betas.push_back(toFloat32(b));
-        }
-    }
-
-    std::vector<uint32_t> codes;
-    if (names && !names->empty()) {
-        for (size_t i = 0; i < names->size(); ++i) {
-            std::optional<uint32_t> code = activationCode((*names)[i]);
-            if (!code) {
-                throw std::invalid_argument(op + ": activations[" + std::to_string(i) + "] must be one of " +
-                                            activationList() + " (case-insensitive), got " + pyRepr((*names)[i]));
-            }
-            codes.push_back(*code);
-        }
-    } else {
-        for (uint32_t i = 0; i < slots; ++i) {
-            codes.push_back(*activationCode(cell.defaultActivations[i]));
-        }
-    }
+    const std::vector<uint32_t> codes = namedCodes(cell, names);
 
     size_t count = codes.size();
     bool allowed = count == slots || count == size_t(slots) * directions ||
@@ -220,32 +272,8 @@ resolveActivations(const Cell& cell,
                                     ": " + list);
     }
 
-    size_t alphaCursor = 0, betaCursor = 0;
-    std::vector<Activation> resolved;
-    for (uint32_t code : codes) {
-        const ActivationInfo& info = ACTIVATIONS[code];
-        Activation a;
-        a.code = code;
-        if (info.takesAlpha) {
-            a.alpha = alphaCursor < alphas.size() ? alphas[alphaCursor++] : info.defaultAlpha;
-        }
-        if (info.takesBeta) {
-            a.beta = betaCursor < betas.size() ? betas[betaCursor++] : info.defaultBeta;
-        }
-        resolved.push_back(a);
-    }
-    if (resolved.size() == 2 && slots == 1 && directions == 1) {
-        resolved.resize(1);
-    }
-    std::vector<std::vector<Activation>> out;
-    for (uint32_t d = 0; d < directions; ++d) {
-        if (resolved.size() == slots) {
-            out.push_back(resolved);
-        } else {
-            out.emplace_back(resolved.begin() + d * slots, resolved.begin() + (d + 1) * slots);
-        }
-    }
-    return out;
+    std::vector<Activation> resolved = withParameters(codes, float32List(alpha), float32List(beta));
+    return perDirection(std::move(resolved), slots, directions);
 }
 
 } // namespace ortops

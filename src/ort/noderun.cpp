@@ -60,59 +60,58 @@ weightsOf(const std::array<std::optional<HostTensor>, 4>& w)
     return weights;
 }
 
-void
-NodeRunner::run(OrtKernelContext* context)
+// The input at cell position `i` (nullopt: the node has none there).
+std::optional<HostTensor>
+NodeRunner::input(OrtKernelContext* context, size_t count, size_t i, ElementType type) const
 {
-    size_t count = 0;
-    check(api, api->KernelContext_GetInputCount(context, &count), "KernelContext_GetInputCount");
-    auto input = [&](size_t i, ElementType type) -> std::optional<HostTensor> {
-        if (i >= cell->inputCount || inputAt[i] < 0) {
-            return std::nullopt;
-        }
-        const OrtValue* value = nullptr;
-        if (static_cast<size_t>(inputAt[i]) < count) {
-            check(api, api->KernelContext_GetInput(context, inputAt[i], &value), "KernelContext_GetInput");
-        }
-        if (value == nullptr) {
-            throw NodeError("input " + std::string(cell->inputs[i]) + " of the node came without a value");
-        }
-        return hostTensor(api, value, cell->inputs[i], type);
-    };
-
-    RunInputs inputs;
-    inputs.X = *input(IN_X, dtype);
-    inputs.sequenceLens = input(IN_LENS, ElementType::Int32);
-    inputs.initialH = input(IN_H, dtype);
-    inputs.initialC = input(IN_C, dtype);
-
-    std::shared_ptr<Layer> current;
-    if (constantWeights) {
-        current = layer;
-    } else {
-        std::array<std::optional<HostTensor>, 4> fed;
-        for (size_t w = 0; w < WEIGHT_INPUTS.size(); ++w) {
-            fed[w] = input(WEIGHT_INPUTS[w], dtype);
-        }
-        std::lock_guard<std::mutex> guard(weightsLock);
-        bool same = layer != nullptr;
-        for (size_t w = 0; same && w < fed.size(); ++w) {
-            same = sameBits(held[w], fed[w]);
-        }
-        if (!same) {
-            // Built from ORT's buffers, then kept: a run already holding the old layer
-            // finishes with it (shared_ptr).
-            auto built = std::make_shared<Layer>(config, weightsOf(fed));
-            for (size_t w = 0; w < fed.size(); ++w) {
-                hold(held[w], fed[w]);
-            }
-            layer = std::move(built);
-        }
-        current = layer;
+    if (i >= cell->inputCount || inputAt[i] < 0) {
+        return std::nullopt;
     }
+    const OrtValue* value = nullptr;
+    if (static_cast<size_t>(inputAt[i]) < count) {
+        check(api, api->KernelContext_GetInput(context, inputAt[i], &value), "KernelContext_GetInput");
+    }
+    if (value == nullptr) {
+        throw NodeError("input " + std::string(cell->inputs[i]) + " of the node came without a value");
+    }
+    return hostTensor(api, value, cell->inputs[i], type);
+}
 
-    OutputShapes shapes = current->outputShapes(inputs);
+// The layer of the weights fed (built anew when their bits changed), or the constant one.
+std::shared_ptr<Layer>
+NodeRunner::layerFor(OrtKernelContext* context, size_t count)
+{
+    if (constantWeights) {
+        return layer;
+    }
+    std::array<std::optional<HostTensor>, 4> fed;
+    for (size_t w = 0; w < WEIGHT_INPUTS.size(); ++w) {
+        fed[w] = input(context, count, WEIGHT_INPUTS[w], dtype);
+    }
+    std::lock_guard<std::mutex> guard(weightsLock);
+    bool same = layer != nullptr;
+    for (size_t w = 0; same && w < fed.size(); ++w) {
+        same = sameBits(held[w], fed[w]);
+    }
+    if (!same) {
+        // Built from ORT's buffers, then kept: a run already holding the old layer finishes
+        // with it (shared_ptr).
+        auto built = std::make_shared<Layer>(config, weightsOf(fed));
+        for (size_t w = 0; w < fed.size(); ++w) {
+            hold(held[w], fed[w]);
+        }
+        layer = std::move(built);
+    }
+    return layer;
+}
+
+// ORT's output tensors for the shapes; an output computed that the graph does not read goes
+// to `dropped`.
+OutputPointers
+NodeRunner::outputsFor(OrtKernelContext* context, const OutputShapes& shapes,
+                       std::array<std::vector<unsigned char>, 3>& dropped) const
+{
     OutputPointers out{};
-    std::array<std::vector<unsigned char>, 3> dropped;    // outputs computed the graph does not read
     for (size_t i = 0; i < cell->outputCount; ++i) {
         if (!shapes[i]) {
             if (outputAt[i] >= 0) {
@@ -140,7 +139,23 @@ NodeRunner::run(OrtKernelContext* context)
         check(api, api->GetTensorMutableData(value, &data), "GetTensorMutableData");
         out[i] = data;
     }
-    current->run(inputs, shapes, out);
+    return out;
+}
+
+void
+NodeRunner::run(OrtKernelContext* context)
+{
+    size_t count = 0;
+    check(api, api->KernelContext_GetInputCount(context, &count), "KernelContext_GetInputCount");
+    RunInputs inputs;
+    inputs.X = *input(context, count, IN_X, dtype);
+    inputs.sequenceLens = input(context, count, IN_LENS, ElementType::Int32);
+    inputs.initialH = input(context, count, IN_H, dtype);
+    inputs.initialC = input(context, count, IN_C, dtype);
+    std::shared_ptr<Layer> current = layerFor(context, count);
+    OutputShapes shapes = current->outputShapes(inputs);
+    std::array<std::vector<unsigned char>, 3> dropped;
+    current->run(inputs, shapes, outputsFor(context, shapes, dropped));
 }
 
 } // namespace ortops::ort

@@ -63,6 +63,12 @@ struct NodeRunner
 
     // Throws (the callers turn it into a status, status.hpp).
     void run(OrtKernelContext* context);
+
+  private:
+    std::optional<HostTensor> input(OrtKernelContext* context, size_t count, size_t i, ElementType type) const;
+    std::shared_ptr<Layer> layerFor(OrtKernelContext* context, size_t count);
+    OutputPointers outputsFor(OrtKernelContext* context, const OutputShapes& shapes,
+                              std::array<std::vector<unsigned char>, 3>& dropped) const;
 };
 
 } // namespace ortops::ort

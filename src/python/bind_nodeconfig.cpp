@@ -1,12 +1,12 @@
-// The node-config decoder (src/core/nodeconfig.hpp) and activation resolution
-// (src/core/activations.hpp) for Python, so that tests/test_node_config_decoder.py can drive
-// the C++ decoder the native custom-op library uses, and compare it with ortops.activations:
+// The node-config decoder (src/core/nodeconfig.hpp) for Python: the one decoder the custom-op
+// library uses, for ortops.ort.nodeconfig (NodeConfig.from_json):
 //   decode_node_config(data: bytes | bytearray | str) -> dict
+// and, in the testing build only (ORTOPS_TESTING; tests/test_node_config_decoder.py drives the
+// C++ decoder and compares it with ortops.activations):
 //   encode_node_config(config: dict) -> str        (checked by decoding it first)
 //   resolve_activations(op, num_directions, activations=None, activation_alpha=None,
 //                       activation_beta=None) -> list[list[tuple[str, float, float]]]
-// Every refusal is a ValueError carrying the C++ message. bindNodeConfig(m) adds them to the
-// module m (ortops._vk).
+// Every refusal is a ValueError carrying the C++ message.
 #include <pybind11/pybind11.h>
 
 #include <cmath>
@@ -116,6 +116,38 @@ toDict(const ortops::NodeConfig& c)
     return d;
 }
 
+} // namespace
+
+namespace ortops {
+
+void
+bindNodeConfig(py::module_& m)
+{
+    m.attr("NODE_CONFIG_VERSION") = ortops::NODE_CONFIG_VERSION;
+    m.attr("NODE_CONFIG_MAX_BYTES") = ortops::NODE_CONFIG_MAX_BYTES;
+
+    m.def(
+      "decode_node_config",
+      [](const py::object& data) {
+          std::string bytes = configBytes(data);
+          try {
+              return toDict(ortops::decodeNodeConfig(bytes));
+          } catch (const ortops::ConfigError& e) {
+              throw py::value_error(e.what());
+          }
+      },
+      py::arg("data"),
+      "Decode a custom node's config attribute (bytes or str) strictly as the native library does: "
+      "a dict, or ValueError saying what is wrong.");
+}
+
+} // namespace ortops
+
+#ifdef ORTOPS_TESTING
+// ---------------------------------------------------------------- the testing build's part
+
+namespace {
+
 // A Python value (what json.dumps takes: dict with str keys, list, tuple, str, int, float,
 // bool, None) as a JSON value; anything else, or nesting deeper than the decoder's limit, is a
 // ValueError.
@@ -208,96 +240,94 @@ floats(const std::string& op, const char* argument, const py::object& values)
     return out;
 }
 
+// The activation names as given: one str, or an iterable of str.
+std::optional<std::vector<std::string>>
+names(const std::string& op, const py::object& activations)
+{
+    if (activations.is_none()) {
+        return std::nullopt;
+    }
+    std::vector<std::string> out;
+    if (PyUnicode_Check(activations.ptr())) {
+        out.push_back(activations.cast<std::string>());
+        return out;
+    }
+    for (const py::handle& n : activations) {
+        if (!PyUnicode_Check(n.ptr())) {
+            throw py::value_error(op + ": activations[" + std::to_string(out.size()) + "] must be a str, got " +
+                                  std::string(py::repr(n)));
+        }
+        out.push_back(n.cast<std::string>());
+    }
+    return out;
+}
+
+py::list
+resolve(const std::string& op, int64_t numDirections, const py::object& activations, const py::object& alpha,
+        const py::object& beta)
+{
+    const ortops::Cell* cell = ortops::findCell(op);
+    if (!cell) {
+        throw py::value_error("unknown op " + std::string(py::repr(py::str(op))) + " (LSTM, GRU or RNN)");
+    }
+    if (numDirections != 1 && numDirections != 2) {
+        throw py::value_error(op + ": num_directions must be 1 or 2, got " + std::to_string(numDirections));
+    }
+    auto given = names(op, activations);
+    auto a = floats(op, "activation_alpha", alpha);
+    auto b = floats(op, "activation_beta", beta);
+    std::vector<std::vector<ortops::Activation>> resolved;
+    try {
+        resolved = ortops::resolveActivations(*cell, static_cast<uint32_t>(numDirections), given, a, b);
+    } catch (const std::invalid_argument& e) {
+        throw py::value_error(e.what());
+    }
+    py::list out;
+    for (const auto& direction : resolved) {
+        py::list d;
+        for (const auto& act : direction) {
+            d.append(py::make_tuple(std::string(ortops::ACTIVATIONS[act.code].name), static_cast<double>(act.alpha),
+                                    static_cast<double>(act.beta)));
+        }
+        out.append(d);
+    }
+    return out;
+}
+
+std::string
+encode(const py::object& config)
+{
+    ortops::json::Value value = toJson(config, 0);
+    std::string text;
+    try {
+        text = ortops::json::write(value);
+    } catch (const std::invalid_argument& e) {
+        throw py::value_error(std::string(PREFIX) + e.what());
+    }
+    try {
+        return ortops::encodeNodeConfig(ortops::decodeNodeConfig(text));
+    } catch (const ortops::ConfigError& e) {
+        throw py::value_error(e.what());
+    }
+}
+
 } // namespace
 
+namespace ortops {
+
 void
-bindNodeConfig(py::module_& m)
+bindNodeConfigTesting(py::module_& m)
 {
-    m.attr("NODE_CONFIG_VERSION") = ortops::NODE_CONFIG_VERSION;
-    m.attr("NODE_CONFIG_MAX_BYTES") = ortops::NODE_CONFIG_MAX_BYTES;
-
-    m.def(
-      "decode_node_config",
-      [](const py::object& data) {
-          std::string bytes = configBytes(data);
-          try {
-              return toDict(ortops::decodeNodeConfig(bytes));
-          } catch (const ortops::ConfigError& e) {
-              throw py::value_error(e.what());
-          }
-      },
-      py::arg("data"),
-      "Decode a custom node's config attribute (bytes or str) strictly as the native library does: "
-      "a dict, or ValueError saying what is wrong.");
-
-    m.def(
-      "encode_node_config",
-      [](const py::object& config) {
-          ortops::json::Value value = toJson(config, 0);
-          std::string text;
-          try {
-              text = ortops::json::write(value);
-          } catch (const std::invalid_argument& e) {
-              throw py::value_error(std::string(PREFIX) + e.what());
-          }
-          try {
-              return ortops::encodeNodeConfig(ortops::decodeNodeConfig(text));
-          } catch (const ortops::ConfigError& e) {
-              throw py::value_error(e.what());
-          }
-      },
-      py::arg("config"),
-      "The canonical config text of a config dict (as decode_node_config returns), checked as the "
-      "decoder checks it: what json.dumps(config, sort_keys=True, separators=(',', ':'), "
-      "allow_nan=False) writes.");
-
-    m.def(
-      "resolve_activations",
-      [](const std::string& op, int64_t numDirections, const py::object& activations, const py::object& alpha,
-         const py::object& beta) {
-          const ortops::Cell* cell = ortops::findCell(op);
-          if (!cell) {
-              throw py::value_error("unknown op " + std::string(py::repr(py::str(op))) + " (LSTM, GRU or RNN)");
-          }
-          if (numDirections != 1 && numDirections != 2) {
-              throw py::value_error(op + ": num_directions must be 1 or 2, got " + std::to_string(numDirections));
-          }
-          std::optional<std::vector<std::string>> names;
-          if (!activations.is_none()) {
-              names.emplace();
-              if (PyUnicode_Check(activations.ptr())) {
-                  names->push_back(activations.cast<std::string>());
-              } else {
-                  for (const py::handle& n : activations) {
-                      if (!PyUnicode_Check(n.ptr())) {
-                          throw py::value_error(op + ": activations[" + std::to_string(names->size()) +
-                                                "] must be a str, got " + std::string(py::repr(n)));
-                      }
-                      names->push_back(n.cast<std::string>());
-                  }
-              }
-          }
-          auto a = floats(op, "activation_alpha", alpha);
-          auto b = floats(op, "activation_beta", beta);
-          std::vector<std::vector<ortops::Activation>> resolved;
-          try {
-              resolved = ortops::resolveActivations(*cell, static_cast<uint32_t>(numDirections), names, a, b);
-          } catch (const std::invalid_argument& e) {
-              throw py::value_error(e.what());
-          }
-          py::list out;
-          for (const auto& direction : resolved) {
-              py::list d;
-              for (const auto& act : direction) {
-                  d.append(py::make_tuple(std::string(ortops::ACTIVATIONS[act.code].name),
-                                          static_cast<double>(act.alpha), static_cast<double>(act.beta)));
-              }
-              out.append(d);
-          }
-          return out;
-      },
-      py::arg("op"), py::arg("num_directions"), py::arg("activations") = py::none(),
-      py::arg("activation_alpha") = py::none(), py::arg("activation_beta") = py::none(),
-      "The C++ resolveActivations: per direction, (name, alpha, beta) per slot; ValueError as "
-      "ortops.activations.resolve_activations words it.");
+    m.def("encode_node_config", &encode, py::arg("config"),
+          "Test hook: the canonical config text of a config dict (as decode_node_config returns), checked "
+          "as the decoder checks it: what json.dumps(config, sort_keys=True, separators=(',', ':'), "
+          "allow_nan=False) writes.");
+    m.def("resolve_activations", &resolve, py::arg("op"), py::arg("num_directions"),
+          py::arg("activations") = py::none(), py::arg("activation_alpha") = py::none(),
+          py::arg("activation_beta") = py::none(),
+          "Test hook: the C++ resolveActivations: per direction, (name, alpha, beta) per slot; ValueError "
+          "as ortops.activations.resolve_activations words it.");
 }
+
+} // namespace ortops
+#endif // ORTOPS_TESTING

@@ -3,7 +3,7 @@
 // few fixed cases of the JSON reader and writer. A corpus file named ok-* must decode and
 // encode back to exactly its own bytes (the corpus holds canonical configs); one named bad-*
 // must be refused. Any other name (libFuzzer's hashes, tests/fuzz/regressions/) only has to
-// pass the target's checks. scripts/fuzz.sh --replay builds it with ASan and UBSan (g++ or
+// pass the target's checks. scripts/ci/fuzz.sh --replay builds it with ASan and UBSan (g++ or
 // clang++) and runs it over tests/fuzz/corpus/nodeconfig and tests/fuzz/regressions.
 //
 //     replay [--doubles tests/fuzz/doubles.txt] DIR_OR_FILE...      exit status 0: all passed

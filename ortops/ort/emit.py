@@ -1,0 +1,139 @@
+"""Writing a taken node: the ``ortops::<OP>`` custom node (``customop.py`` has its contract)
+with its v4 config (:func:`node_config`; ``ortops.ort.nodeconfig``).
+
+Its inputs are ONNX's, in order (an absent optional one an empty name), its outputs the
+computed ones (the rest empty names). Constant weights, wherever they are defined (an enclosing
+scope, a Constant node, an exporter's data-movement chain), are read from initializers of the
+node's own graph in its dtype (:meth:`Builder.weight`), so that the library's kernel gets them as
+constant inputs and uploads them once; the chains they replace are collected for the rewrite
+to remove.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ortops.modes import DEFAULT as DEFAULT_MODE
+from ortops.ort import customop, subgraphs
+from ortops.ort.modelinfo import ModelInfo
+from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
+from ortops.ort.placement import Decision, StandardNode
+from ortops.validation import OUTPUTS
+
+_ONNX = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
+
+
+class Builder:
+    """The graph-wide parts of a rewrite: unique names and the graph whose nodes are being
+    written (where a node's weight initializers go)."""
+
+    def __init__(self, info: ModelInfo, graph: onnx.GraphProto):
+        self.info = info
+        self.graph = graph                  # the graph whose nodes are being emitted
+        self.scope = subgraphs.Scope()      # and its scope
+
+    def unique(self, base: str) -> str:
+        return self.info.unique(base)
+
+    def weight(self, src: str, value: np.ndarray, dtype: str) -> tuple[str, bool]:
+        """(the name the node reads weight ``src`` from, whether it is a new initializer): an
+        initializer of this graph in the node's dtype is read as it is; anything else (a
+        chain, a Constant, an outer scope's, another dtype) becomes an initializer of this
+        graph holding ``value``."""
+        for t in self.graph.initializer:
+            if t.name == src and t.data_type == _ONNX[dtype] and src not in self.info.graph_inputs:
+                return src, False
+        name = self.unique(f"{src}__ortops")
+        self.graph.initializer.append(numpy_helper.from_array(value, name))
+        return name, True
+
+    def finish(self, proto: onnx.ModelProto, nodes: list, taken: bool) -> None:
+        """Install the main graph's ``nodes`` and, when a node was ``taken``, the ortops opset
+        import. (The rewrite then removes the weight chains and constants nothing reads any more.)"""
+        g = proto.graph
+        del g.node[:]
+        g.node.extend(nodes)
+        if taken and not any(i.domain == customop.DOMAIN for i in proto.opset_import):
+            proto.opset_import.append(helper.make_opsetid(customop.DOMAIN, 1))
+
+
+def _custom_inputs(std: StandardNode, d: Decision, b: Builder, folded: set) -> list[str]:
+    """The custom node's inputs: the op's inputs in order ("" where absent), constant
+    weights from initializers of the node's graph (the chains they replace go to ``folded``)."""
+    new_in = []
+    for n, src in zip(customop.INPUTS[std.op], std.inputs):
+        if src and d.arrays is not None and n in customop.WEIGHTS:
+            name, new = b.weight(src, d.arrays[n], std.dtype)
+            if new:
+                folded.update(o for node in b.info.folder.chain(src) or () for o in node.output)
+            new_in.append(name)
+        else:
+            new_in.append(src)
+    while new_in and not new_in[-1]:
+        new_in.pop()
+    return new_in
+
+
+def emit(std: StandardNode, cfg: NodeConfig, d: Decision, b: Builder, folded: set) -> onnx.NodeProto:
+    """The custom node replacing ``std``: its outputs are the standard node's computed ones
+    ("" for the rest, which are not computed)."""
+    op, name = std.op, std.name
+    new_out = []
+    for o, s in zip(OUTPUTS[op], std.outputs):
+        if o in cfg.outputs:
+            new_out.append(s or b.unique(f"{name}_{o}"))
+        else:
+            new_out.append("")
+    while new_out and not new_out[-1]:
+        new_out.pop()
+    return helper.make_node(customop.op_type(op, std.dtype), _custom_inputs(std, d, b, folded), new_out,
+                            name=name, domain=customop.DOMAIN, config=cfg.to_json())
+
+
+def node_config(std: StandardNode, d: Decision, device, mode: str = DEFAULT_MODE) -> NodeConfig:
+    """The config of a taken node."""
+    return NodeConfig(
+        node=_config_name(std.name), op=std.op, dtype=std.dtype, attrs=_used_parameters(d.attrs, std.op),
+        absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
+        outputs=d.outputs, mode=mode, device=_device_uuid(d, device))
+
+
+#: The config's node name is for messages; the decoder refuses longer ones (nodeconfig.hpp).
+CONFIG_NAME_BYTES = 4096
+
+
+def _config_name(name: str) -> str:
+    """``name`` cut to at most 4096 bytes of UTF-8, on a character boundary."""
+    data = name.encode("utf-8", "backslashreplace")
+    return data[:CONFIG_NAME_BYTES].decode("utf-8", "ignore") if len(data) > CONFIG_NAME_BYTES else name
+
+
+def _used_parameters(attrs: NodeAttrs, op: str) -> NodeAttrs:
+    """``attrs`` with activation_alpha / activation_beta cut to the values the activations
+    consume (ORT ignores the rest too; the decoder takes at most 64): the same layer."""
+    from ortops.activations import ACTIVATIONS, Activation, DEFAULT_ACTIVATIONS
+
+    names = attrs.activations or DEFAULT_ACTIVATIONS[op]
+    canonical = {a.lower(): a for a in ACTIVATIONS}
+    acts = [Activation(canonical[str(n).lower()]) for n in names if str(n).lower() in canonical]
+    # The cursors run over the names as listed (one set serves both directions, consumed once).
+    alphas = sum(a.takes_alpha for a in acts)
+    betas = sum(a.takes_beta for a in acts)
+    cut = {}
+    if attrs.activation_alpha is not None and len(attrs.activation_alpha) > alphas:
+        cut["activation_alpha"] = tuple(attrs.activation_alpha[:alphas])
+    if attrs.activation_beta is not None and len(attrs.activation_beta) > betas:
+        cut["activation_beta"] = tuple(attrs.activation_beta[:betas])
+    return dataclasses.replace(attrs, **cut) if cut else attrs
+
+
+def _device_uuid(d: Decision, device) -> str | None:
+    """How a node names its device: by UUID (two GPUs of one model share a name); None when
+    none was asked for (the library then takes ORTOPS_DEVICE or the default, as here)."""
+    if device is None:
+        return None
+    return d.device.uuid or None

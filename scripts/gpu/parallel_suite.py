@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The test suite in parallel pytest processes, plainly and under validation at once.
+
+    python -P scripts/gpu/parallel_suite.py --out DIR [--shards 6] [--validation-shards 2]
+        [--validation-from FILE | --validation-only FILE,...] [--timeout S]
+
+Why: on the GPU machine one device call may run 10 minutes, and on 2026-12-02 the whole suite
+took longer than that under validation alone (81 % in 9 minutes), so the gate's two runs (plainly,
+under validation) no longer fit two calls. The machine has 16 cores and the suite keeps its GPU
+mostly idle, so shards run side by side. Files are dealt to shards by their test count
+(greedy, largest first); a file never splits, so module fixtures stay whole. Each shard writes
+DIR/<plain|validation>-<i>.txt; the script prints every shard's summary and the totals, and exits
+1 if any shard failed, errored or did not finish. ``--validation-from FILE`` runs under
+validation only the files from FILE on, in collection order (the rest of a run that a call's
+time limit cut; the gate record names both parts); ``--validation-only`` runs those files
+(the rest of a shard that was cut).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import OrderedDict
+
+
+def collect() -> "OrderedDict[str, int]":
+    """Test files in collection order with their number of tests."""
+    out = subprocess.run([sys.executable, "-P", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "tests"], capture_output=True, text=True).stdout
+    files: "OrderedDict[str, int]" = OrderedDict()
+    for line in out.splitlines():
+        if "::" in line:
+            f = line.split("::", 1)[0]
+            files[f] = files.get(f, 0) + 1
+    return files
+
+
+def deal(files: "OrderedDict[str, int]", n: int) -> list:
+    """The files in n shards of about equal test counts (largest file first)."""
+    shards = [[] for _ in range(max(1, n))]
+    load = [0] * len(shards)
+    for f, count in sorted(files.items(), key=lambda kv: -kv[1]):
+        i = load.index(min(load))
+        shards[i].append(f)
+        load[i] += count
+    return [s for s in shards if s]
+
+
+SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--shards", type=int, default=6, help="plain shards (0: none)")
+    ap.add_argument("--validation-shards", type=int, default=2, help="shards under validation (0: none)")
+    ap.add_argument("--validation-from", default=None, help="under validation only the files from this one on")
+    ap.add_argument("--validation-only", default=None, help="under validation only these files (comma list)")
+    ap.add_argument("--timeout", type=float, default=540.0, help="seconds before unfinished shards are stopped")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    files = collect()
+    if not files:
+        print("parallel_suite: pytest collected nothing", file=sys.stderr)
+        return 1
+    vfiles = files
+    if args.validation_from:
+        names = list(files)
+        start = names.index(args.validation_from)
+        vfiles = OrderedDict((f, files[f]) for f in names[start:])
+    if args.validation_only:
+        vfiles = OrderedDict((f, files[f]) for f in args.validation_only.split(","))
+    jobs = []
+    for kind, chosen, n in (("plain", files, args.shards), ("validation", vfiles, args.validation_shards)):
+        if n <= 0:
+            continue
+        for i, shard in enumerate(deal(chosen, n)):
+            cmd = [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", *shard]
+            env = dict(os.environ)
+            if kind == "plain":
+                env.pop("VK_LAYER_PATH", None)   # as the plain run had it: no layer on the path
+            if kind == "validation":
+                cmd.insert(cmd.index("-q"), "--vk-validation")
+            path = os.path.join(args.out, f"{kind}-{i}.txt")
+            with open(path, "w") as log:
+                log.write(f"# {' '.join(shard)}\n")
+                log.flush()
+                jobs.append((kind, i, path, sum(chosen[f] for f in shard),
+                             subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)))
+    print(f"parallel_suite: {len(files)} files, {sum(files.values())} tests; "
+          f"{sum(1 for j in jobs if j[0] == 'plain')} plain shards, "
+          f"{sum(1 for j in jobs if j[0] == 'validation')} validation shards "
+          f"({sum(vfiles.values())} tests{' from ' + args.validation_from if args.validation_from else ''})",
+          flush=True)
+    t0 = time.monotonic()
+    bad = False
+    totals = {"plain": {}, "validation": {}}
+    for kind, i, path, count, p in jobs:
+        try:
+            p.wait(timeout=max(1.0, args.timeout - (time.monotonic() - t0)))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        last = open(path).read().strip().splitlines()[-1:] or [""]
+        found = {k if not k.startswith("error") else "errors": int(v) for v, k in SUMMARY.findall(last[0])}
+        finished = p.returncode in (0, 1) and ("passed" in found or "failed" in found)
+        bad |= p.returncode != 0 or not finished
+        for k, v in found.items():
+            totals[kind][k] = totals[kind].get(k, 0) + v
+        state = "" if finished else " NOT FINISHED"
+        print(f"{kind} {i} ({count} tests): rc {p.returncode}{state}: {last[0]}", flush=True)
+    for kind, t in totals.items():
+        if t:
+            print(f"{kind} total: " + ", ".join(f"{v} {k}" for k, v in sorted(t.items())) +
+                  f" (wall {time.monotonic() - t0:.0f} s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

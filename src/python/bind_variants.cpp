@@ -1,0 +1,86 @@
+// The kernel-variant heuristics (variants.hpp) and the coalescing rule (coalesce.hpp) for
+// ortops.variants and the tools: each takes the VariantSettings in force (bind_settings.cpp),
+// so Python asks the one native rule instead of mirroring it.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "coalesce.hpp"
+#include "variants.hpp"
+
+namespace py = pybind11;
+
+namespace ortops {
+
+namespace {
+
+// The batched step kernels' defaults, as ortops.variants.batched_tiles reads them.
+py::dict
+batchedTables()
+{
+    py::list rows;
+    for (const auto& r : BATCHED_TILES) {
+        const BatchedTile& t = r.tile;
+        py::object below = r.belowHidden == ANY_HIDDEN ? py::object(py::none()) : py::int_(r.belowHidden);
+        rows.append(py::make_tuple(r.float16 ? "float16" : "float32", r.fromBatch, r.fromHidden, below,
+                                   py::make_tuple(t.upt, t.by, t.prefetch, t.ksplit, t.rows)));
+    }
+    auto fromRules = [](const auto& table) {
+        py::list out;
+        for (const auto& r : table) {
+            out.append(py::make_tuple(r.fromHidden, r.batch));
+        }
+        return out;
+    };
+    py::dict d;
+    d["batched_from"] = fromRules(BATCHED_FROM);
+    d["batched_from_table"] = BATCHED_FROM_TABLE;
+    d["coopmat_steps_from"] = fromRules(COOPMAT_STEPS_FROM);
+    d["coopmat_steps_table"] = COOPMAT_STEPS_TABLE;
+    d["coopmat_pair_groups"] = COOPMAT_PAIR_GROUPS;
+    d["tiles"] = rows;
+    d["shared_bytes"] = TILED_SHARED_BYTES;
+    d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
+    return d;
+}
+
+} // namespace
+
+void
+bindVariants(py::module_& m)
+{
+    m.def(
+      "step_variant",
+      [](uint32_t batch, uint32_t gates) {
+          StepVariant v = stepVariant(batch, gates);
+          return py::make_tuple(v.nb, v.units, v.rpt, v.rows);
+      },
+      py::arg("batch"), py::arg("gates_in_pass"));
+    m.def(
+      "batched_variant",
+      [](uint32_t hidden, uint32_t batch, bool float16, const VariantSettings& s) {
+          BatchedVariant v = batchedVariant(hidden, batch, float16, s);
+          return py::make_tuple(v.upt, v.by, v.prefetch, v.ksplit, v.rows);
+      },
+      py::arg("hidden"), py::arg("batch"), py::arg("float16"), py::arg("settings"));
+    m.def("batched_tiles", &batchedTables,
+          "The batched step kernels' defaults (variants.hpp): the batch they run from and the table "
+          "of tiles, rows (element type, from batch, from hidden, below hidden or None, (upt, by, "
+          "prefetch, ksplit, rows)).");
+    m.def("coopmat_steps_from", &coopmatStepsFrom, py::arg("hidden"), py::arg("settings"));
+    m.def("coopmat_blocks", &coopmatBlocks, py::arg("hidden"), py::arg("batch"), py::arg("dirs"),
+          py::arg("settings"));
+    m.def(
+      "step_kernel",
+      [](uint32_t batch, uint32_t hidden, const VariantSettings& s) {
+          return std::string(stepKernelName(stepKernel(batch, hidden, s)));
+      },
+      py::arg("batch"), py::arg("hidden"), py::arg("settings"));
+    m.def("batched_from", &batchedFromFor, py::arg("hidden"), py::arg("settings"));
+    m.def("projection_tpt", &projectionTpt, py::arg("outputs"), py::arg("large"));
+    m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
+    m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
+    m.def("coalesced_rows", &coalescedRows, py::arg("rows"), py::arg("max_rows"),
+          "The batch a coalesced run of `rows` request rows runs at (src/core/coalesce.hpp).");
+}
+
+} // namespace ortops
