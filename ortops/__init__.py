@@ -25,6 +25,9 @@ _LAZY = {
     "convert": ("ortops.ort.session", "convert"),
     "register": ("ortops.ort.session", "register"),
     "library_path": ("ortops.ort.session", "library_path"),
+    # The plugin execution provider (ortops/ep.py): unmodified models through onnxruntime.
+    "ep_library_path": ("ortops.ep", "ep_library_path"),
+    "ep_session_options": ("ortops.ep", "ep_session_options"),
     "DeviceLostError": ("ortops._vk", "DeviceLostError"),
     "NodeRunError": ("ortops.ort.customop", "NodeRunError"),
     "ModelError": ("ortops.ort.rewrite", "ModelError"),

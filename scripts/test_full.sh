@@ -42,7 +42,7 @@ PYTHONPATH="$PWD/$layer" ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests"
 PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
   --onnxruntime-version "$oldest" -m "not conformance" tests/test_session.py tests/test_session_parity.py \
   tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py tests/test_control_flow.py \
-  tests/test_silero_vad.py || status=1
+  tests/test_silero_vad.py tests/test_ep.py || status=1
 stamp "onnxruntime $oldest"
 # Installed like any package: types, the custom-op library (no libpython, end to end, the C++
 # example), the fuzzers, the wheel in a clean venv, onnxruntime-gpu as the flavour, a fresh

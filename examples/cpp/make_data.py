@@ -1,10 +1,13 @@
-"""Data for the C++ example (examples/cpp/run.sh): a small seeded bidirectional LSTM, converted
-for the ortops custom-op library, its input and ONNX Runtime CPU's output of the original model.
+"""Data for the C++ examples (examples/cpp/run.sh): for main.cpp (the custom-op library) a small
+seeded bidirectional LSTM, converted for the ortops custom-op library, its input and ONNX Runtime
+CPU's output of the original model; for ep_main.cpp (the execution provider) an unmodified model
+of tests/models (EP_MODEL), its stored input and ONNX Runtime CPU's output.
 
     python examples/cpp/make_data.py OUT_DIR
 
 Writes OUT_DIR/model.onnx, OUT_DIR/inputs/NAME.{bin,shape} and OUT_DIR/expected/NAME.{bin,shape}
-(NAME.bin: raw little-endian values; NAME.shape: "float32 d0 d1 ..."), what main.cpp reads.
+(NAME.bin: raw little-endian values; NAME.shape: "float32 d0 d1 ..."), what main.cpp reads, and
+the same in OUT_DIR/ep/ plus ep/recurrent.txt (the main graph's recurrent node names).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 SEED = 20261201
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: Two stacked bidirectional LSTMs between other nodes, as torch.onnx's dynamo exporter wrote them.
+EP_MODEL = os.path.join(ROOT, "tests", "models", "dynamo_lstm2_bidirectional.onnx")
 SEQ, BATCH, INPUT, HIDDEN = 12, 3, 16, 20
 
 
@@ -69,5 +75,25 @@ def main(out: str) -> None:
           ", ".join(f"{o.name} {v.shape}" for o, v in zip(ref.get_outputs(), expected)))
 
 
+def main_ep(out: str) -> None:
+    """The EP example's data: EP_MODEL copied unchanged, its stored input, ORT CPU's outputs."""
+    m = onnx.load(EP_MODEL)
+    stored = np.load(EP_MODEL[:-5] + ".npz")
+    feeds = {k[len("input."):]: stored[k] for k in stored.files if k.startswith("input.")}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = ref.run(None, feeds)
+    os.makedirs(out, exist_ok=True)
+    onnx.save(m, os.path.join(out, "model.onnx"))
+    with open(os.path.join(out, "recurrent.txt"), "w") as f:
+        f.writelines(n.name + "\n" for n in m.graph.node if n.op_type in ("LSTM", "GRU", "RNN"))
+    for k, v in feeds.items():
+        save(os.path.join(out, "inputs"), k, v)
+    for o, v in zip(ref.get_outputs(), expected):
+        save(os.path.join(out, "expected"), o.name, v)
+    print(f"make_data: {out}: {os.path.basename(EP_MODEL)} unmodified, expected " +
+          ", ".join(f"{o.name} {v.shape}" for o, v in zip(ref.get_outputs(), expected)))
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    main_ep(os.path.join(sys.argv[1], "ep"))

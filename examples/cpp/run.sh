@@ -1,7 +1,9 @@
 #!/bin/bash
-# The C++ example end to end: (a) data with Python (a seeded bidirectional LSTM converted by
-# ortops.convert, its input and ONNX Runtime CPU's output), (b) build main.cpp against the Debian
-# 1.21 headers and the onnxruntime wheel's libonnxruntime, (c) run it: no Python at run time.
+# The C++ examples end to end: (a) data with Python (a seeded bidirectional LSTM converted by
+# ortops.convert, its input and ONNX Runtime CPU's output; an unmodified model of tests/models,
+# its input and ORT CPU's output), (b) build main.cpp (the custom-op library) and ep_main.cpp
+# (the execution provider) against Debian's headers (ORT API 24 or later: scripts/ort_headers.sh)
+# and the onnxruntime wheel's libonnxruntime, (c) run both: no Python at run time.
 #
 #   examples/cpp/run.sh [LIBRARY]     LIBRARY: libortops_ort.so (default: ortops.library_path())
 # PYTHON: the interpreter with ortops, onnx and onnxruntime (default: .venv/bin/python of the
@@ -16,7 +18,7 @@ out=$top/build/examples/cpp
 mkdir -p "$out"
 
 # (b) first the build, which needs no device: headers, the wheel's runtime, cmake.
-inc=$(bash "$top/scripts/ort_headers.sh" "$top/build/deps")
+inc=$(bash "$top/scripts/ort_headers.sh" "$top/build/deps" 24)
 ortlib=$(cd "$out" && "$py" -c 'import glob, os, onnxruntime
 d = os.path.join(os.path.dirname(onnxruntime.__file__), "capi")
 libs = sorted(glob.glob(os.path.join(d, "libonnxruntime.so.1*")))
@@ -25,10 +27,11 @@ print(libs[-1] if libs else "")')
 cmake -S "$here" -B "$out/build" -DCMAKE_BUILD_TYPE=Release \
       -DORTOPS_ORT_INCLUDE_DIR="$inc" -DORTOPS_ORT_LIBRARY="$ortlib" >/dev/null
 cmake --build "$out/build" -j2
-[ "${BUILD_ONLY:-0}" = 1 ] && { echo "run.sh: built $out/build/ortops_example (BUILD_ONLY)"; exit 0; }
+[ "${BUILD_ONLY:-0}" = 1 ] && { echo "run.sh: built $out/build/ortops_example and ortops_ep_example (BUILD_ONLY)"; exit 0; }
 
 # (a) data, (c) run.
 # (from $out, so that the installed ortops is imported, not the source tree's)
 lib=${1:-$(cd "$out" && "$py" -c 'import ortops; print(ortops.library_path())')}
 "$py" "$here/make_data.py" "$out/data"
 "$out/build/ortops_example" "$out/data" "$lib"
+"$out/build/ortops_ep_example" "$out/data/ep" "$lib"

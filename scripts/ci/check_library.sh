@@ -3,7 +3,8 @@
 #   - no libpython among its DT_NEEDED entries,
 #   - no undefined dynamic symbol from Python's C API (Py*, _Py*),
 #   - RegisterCustomOps exported (a defined dynamic function symbol), the entry point every
-#     onnxruntime binding looks up,
+#     onnxruntime binding looks up, and the execution provider's CreateEpFactories and
+#     ReleaseEpFactory,
 #   - linked -z nodelete (DF_1_NODELETE), so a dlclose by ONNX Runtime or a binding leaves it loaded.
 # Usage: scripts/ci/check_library.sh path/to/libortops_ort.so      (CI runs it after the build)
 # Needs readelf and nm (binutils). Exit status 0 when every check passes, 1 otherwise.
@@ -39,10 +40,13 @@ else
     echo "FAIL: $lib is not linked with -Wl,-z,nodelete"; fail=1
 fi
 
-# nm -D --defined-only: "ADDRESS T RegisterCustomOps" (T: text, i.e. a function)
-if nm -D --defined-only "$lib" | awk '$2 ~ /^[TtWi]$/ && $3 == "RegisterCustomOps" {found=1} END {exit !found}'; then
-    echo "ok: RegisterCustomOps exported"
-else
-    echo "FAIL: $lib does not export the function RegisterCustomOps"; fail=1
-fi
+# nm -D --defined-only: "ADDRESS T RegisterCustomOps" (T: text, i.e. a function). The custom-op
+# door's entry point, and the execution provider's two (src/ep/factory.cpp).
+for symbol in RegisterCustomOps CreateEpFactories ReleaseEpFactory; do
+    if nm -D --defined-only "$lib" | awk -v s="$symbol" '$2 ~ /^[TtWi]$/ && $3 == s {found=1} END {exit !found}'; then
+        echo "ok: $symbol exported"
+    else
+        echo "FAIL: $lib does not export the function $symbol"; fail=1
+    fi
+done
 exit $fail

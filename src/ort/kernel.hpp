@@ -45,6 +45,7 @@
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
+#include "ort/noderun.hpp"
 
 namespace ortops::ort {
 
@@ -72,15 +73,6 @@ defineOp(OpDef& op, const Cell& cell, ElementType dtype);
 std::string
 prefixFor(const OpDef* op, const std::string& node);
 
-// A weight fed as an input, kept to compare the next run's with.
-struct HeldWeight
-{
-    bool present = false;
-    ElementType type = ElementType::Float32;
-    std::vector<int64_t> shape;
-    std::vector<unsigned char> bytes;
-};
-
 struct Kernel
 {
     const OrtApi* api = nullptr;
@@ -93,11 +85,10 @@ struct Kernel
     size_t nodeInputs = 0;
     size_t nodeOutputs = 0;
 
-    // Built at creation when the weights are constant; else built and replaced by compute.
-    bool constantWeights = false;
-    std::shared_ptr<Layer> layer;
-    std::mutex weightsLock;                 // guards layer and held when !constantWeights
-    std::array<HeldWeight, 4> held;         // W, R, B, P as last built
+    // The run (noderun.hpp, shared with the execution provider): the context's inputs and
+    // outputs are the node's, in ONNX's order; its layer built at creation when the weights
+    // are constant, else built and replaced by the runs.
+    NodeRunner runner;
 
     // Throws (caught by the C entry points, which turn it into a status).
     Kernel(const OrtApi* api, const OpDef* op, const OrtKernelInfo* info);
@@ -114,11 +105,6 @@ struct Kernel
     void readNodeIO(const OrtKernelInfo* info);
     void checkNodeIO() const;
     void buildConstantLayer(const OrtKernelInfo* info);
-    // A run: its inputs, the layer of the weights fed (built anew when they changed), the
-    // outputs ORT allocates for the shapes.
-    std::array<const OrtValue*, 8> inputValues(OrtKernelContext* context) const;
-    std::shared_ptr<Layer> layerFor(const std::array<const OrtValue*, 8>& values);
-    OutputPointers outputsFor(OrtKernelContext* context, const OutputShapes& shapes) const;
 };
 
 } // namespace ortops::ort

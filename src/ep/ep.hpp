@@ -1,0 +1,117 @@
+// ortops as an ONNX Runtime plugin execution provider (EP): the standard-domain RNN, GRU and
+// LSTM nodes of an unmodified model run on a Vulkan device through the core's Layer, every
+// other node on the next provider (CPU). libortops_ort.so exports CreateEpFactories /
+// ReleaseEpFactory beside RegisterCustomOps: one library for both ONNX Runtime doors, sharing
+// one core, one device context per process and the node's run (src/ort/noderun.hpp).
+//
+//   factory.cpp  the OrtEpFactory: one OrtEpDevice per usable Vulkan device, attached to the
+//                GPU hardware device ORT discovered for it, else to the CPU one (ORT's
+//                discovery finds no GPU where /sys/class/drm is missing, nor lavapipe);
+//                CreateEp reads the EP options.
+//   node.cpp     a graph node read through ORT's graph API (attributes typed, inputs,
+//                outputs, constant initializers) into the core's node config, checked by the
+//                core's checkers (the config decoder and the layer's spec checks).
+//   quantized.cpp  com.microsoft DynamicQuantizeLSTM's int8/uint8 weights dequantized.
+//   ep.cpp       the OrtEp: GetCapability claims each node the core takes, one fused node per
+//                call of EpGraphSupportInfo_AddNodesToFuse (AddSingleNode looks for a kernel
+//                at API 23), in the main graph and in every If/Loop/Scan body (ORT asks per
+//                body); Compile makes one NodeRunner per node.
+//
+// API: a fixed OrtApi version, EP_API_VERSION (23, the first with the EP graph API's
+// GetCapability/Compile; onnxruntime >= 1.29 is admitted). No allocator is registered, so
+// inputs and outputs are in ORT's CPU memory and no data transfer is needed.
+#pragma once
+
+#include <onnxruntime_c_api.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ort/core.hpp"
+
+namespace ortops::ep {
+
+inline constexpr uint32_t EP_API_VERSION = 23;
+inline constexpr const char* EP_NAME = "OrtopsExecutionProvider";
+inline constexpr const char* EP_VENDOR = "ortops";
+// Session options arrive as config entries "ep.<lower-case EP name>.<key>".
+inline constexpr const char* EP_OPTION_PREFIX = "ep.ortopsexecutionprovider.";
+// The OrtEpDevice metadata keys (ORT adds "version" and "library_path" itself).
+inline constexpr const char* META_UUID = "vulkan_uuid";
+inline constexpr const char* META_NAME = "vulkan_device_name";
+inline constexpr const char* META_DRIVER = "vulkan_driver";
+inline constexpr const char* META_INDEX = "vulkan_index";
+
+// The EP's options (EP_OPTION_PREFIX + key): device (a UUID, an index or what
+// ortops::chooseDevice takes; default: the device of the OrtEpDevice chosen), mode
+// (deterministic | exact | fast), placement (gpu | auto; auto behaves as gpu for now).
+struct EpOptions
+{
+    std::optional<std::string> device;
+    std::string mode = "deterministic";
+    std::string placement = "gpu";
+};
+
+// The Vulkan devices an EP may run on: those the core enumerates that preserve NaN/Inf/-0 in
+// float32 shaders (the layer refuses the others). Empty when there is no Vulkan loader.
+std::vector<DeviceDescription>
+usableDevices();
+
+// com.microsoft DynamicQuantizeLSTM (onnxruntime.quantization.quantize_dynamic's LSTM): taken
+// as an LSTM whose constant int8/uint8 W and R are dequantized once at Compile
+// (quantized.cpp; ortops/ort/quantized.py holds the same rules for the custom-op door).
+inline constexpr const char* QUANTIZED_OP = "DynamicQuantizeLSTM";
+inline constexpr const char* QUANTIZED_DOMAIN = "com.microsoft";
+// Its inputs past LSTM's eight: W_scale, W_zero_point, R_scale, R_zero_point.
+inline constexpr size_t QUANTIZED_INPUTS = 12;
+
+// One standard recurrent node as read from the graph (node.cpp).
+struct NodeSpec
+{
+    std::string name;
+    std::string opType;     // LSTM, GRU, RNN, DynamicQuantizeLSTM (for messages)
+    const Cell* cell = nullptr;
+    bool quantized = false;                        // DynamicQuantizeLSTM (cell: LSTM)
+    std::array<const OrtValue*, 4> quantParams{};  // W_scale, W_zero_point, R_scale, R_zero_point
+    ElementType dtype = ElementType::Float32;
+    std::array<std::string, 8> inputs;     // by ONNX position; "" absent
+    std::array<std::string, 3> outputs;    // by ONNX position; "" absent
+    std::array<const OrtValueInfo*, 8> inputInfo{};
+    // Static shapes where the graph gives every dimension.
+    std::array<std::optional<std::vector<int64_t>>, 8> shapes;
+    // The constant initializers among the inputs (nullptr: not constant).
+    std::array<const OrtValue*, 8> constants{};
+    std::string attrsJson;   // the config's "attrs" object
+};
+
+// Whether ORT may hand the node to this EP: a standard-domain LSTM, GRU or RNN.
+bool
+isRecurrent(const OrtApi* api, const OrtNode* node);
+
+// Read the node; throws ortops::ort::NodeError saying why the EP leaves it (opset version,
+// element types, attribute types) or OrtCallError for a failed ORT call.
+NodeSpec
+readNode(const OrtApi* api, const OrtNode* node);
+
+// The node's config, decoded and checked by the core (decodeNodeConfig: attributes,
+// activations; makeSpec, spec.hpp: weight shapes and types where the graph gives them; the
+// device's storage-binding limit). `outputs`: the ONNX outputs computed.
+NodeConfig
+nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const EpOptions& options,
+           const DeviceDescription& device);
+
+// A DynamicQuantizeLSTM weight (`which` 0: W, 1: R; [dirs, cols, 4*hidden] int8/uint8) as
+// ai.onnx LSTM's float32 [dirs, 4*hidden, cols]: (q - zero_point) * scale in float64, rounded
+// once. NodeError naming the argument, what was expected and what came (also for the
+// per-channel zero points ORT's kernel refuses).
+std::vector<float>
+dequantize(const OrtApi* api, const NodeSpec& spec, size_t which, std::vector<int64_t>& shape);
+
+// "ortops: LSTM node 'name': "
+std::string
+prefixFor(const std::string& op, const std::string& node);
+
+} // namespace ortops::ep

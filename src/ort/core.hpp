@@ -1,0 +1,18 @@
+// The native core's headers as the ONNX Runtime glue (src/ort/, src/ep/) includes them.
+// The core's classes keep default visibility even though this glue is compiled with
+// -fvisibility=hidden: the Python module links against the core in this library, and a
+// typeinfo or vtable emitted in a hidden translation unit would otherwise be merged hidden
+// (the linker keeps the most restrictive visibility), e.g. InputError's typeinfo.
+#pragma once
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+#include "core/devices.hpp"
+#include "core/errors.hpp"
+#include "core/layer.hpp"
+#include "core/nodeconfig.hpp"
+#include "core/spec.hpp"
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

@@ -1,0 +1,74 @@
+// One recurrent node's run through ONNX Runtime's kernel context, shared by both ONNX Runtime
+// doors: the custom-op kernels (kernel.cpp: ortops::LSTM etc., the context's inputs in ONNX's
+// order) and the plugin execution provider (src/ep/: a standard node fused alone, the fused
+// node's inputs and outputs in ORT's order, mapped by name).
+//
+// The weights: constant ones make the layer once, before any run (`layer` set,
+// `constantWeights`); otherwise they are inputs fed at run time and run() keeps a host copy of
+// the last weights it built a layer from, rebuilding only when the fed bits differ. run() may
+// be called from many threads at once (ORT does, on one kernel or compute state): the layer's
+// run is thread-safe and the rebuild is under a lock; a run already holding the old layer
+// finishes with it (shared_ptr).
+#pragma once
+
+#include <onnxruntime_c_api.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ort/core.hpp"
+#include "ort/values.hpp"
+
+namespace ortops::ort {
+
+// Input positions in ONNX's order (cells.hpp): X W R B sequence_lens initial_h initial_c P.
+inline constexpr size_t IN_X = 0, IN_W = 1, IN_R = 2, IN_B = 3, IN_LENS = 4, IN_H = 5, IN_C = 6, IN_P = 7;
+// The weights in NodeRunner::held's order, as input positions.
+inline constexpr std::array<size_t, 4> WEIGHT_INPUTS = { IN_W, IN_R, IN_B, IN_P };
+
+// A weight fed as an input, kept to compare the next run's with.
+struct HeldWeight
+{
+    bool present = false;
+    ElementType type = ElementType::Float32;
+    std::vector<int64_t> shape;
+    std::vector<unsigned char> bytes;
+};
+
+// W R B P (WEIGHT_INPUTS' order; W and R present) as the layer takes them.
+Weights
+weightsOf(const std::array<std::optional<HostTensor>, 4>& w);
+
+struct NodeRunner
+{
+    const OrtApi* api = nullptr;
+    const Cell* cell = nullptr;
+    ElementType dtype = ElementType::Float32;
+    NodeConfig config;
+    // The kernel context's index of each of the cell's inputs and outputs; -1: the node has
+    // none there. An output the config computes with no index is computed and dropped.
+    std::array<int, 8> inputAt{ -1, -1, -1, -1, -1, -1, -1, -1 };
+    std::array<int, 3> outputAt{ -1, -1, -1 };
+
+    bool constantWeights = false;
+    std::shared_ptr<Layer> layer;           // set before runs when constantWeights
+    std::mutex weightsLock;                 // guards layer and held when !constantWeights
+    std::array<HeldWeight, 4> held;         // W, R, B, P as last built
+
+    // Throws (the callers turn it into a status, status.hpp).
+    void run(OrtKernelContext* context);
+
+  private:
+    std::optional<HostTensor> input(OrtKernelContext* context, size_t count, size_t i, ElementType type) const;
+    std::shared_ptr<Layer> layerFor(OrtKernelContext* context, size_t count);
+    OutputPointers outputsFor(OrtKernelContext* context, const OutputShapes& shapes,
+                              std::array<std::vector<unsigned char>, 3>& dropped) const;
+};
+
+} // namespace ortops::ort
