@@ -20,8 +20,9 @@ if [ $# -eq 0 ]; then
   # First the core's C++ unit tests (tests/cpp, doctest; build/cpp-plain, incremental): the
   # core alone, no ONNX Runtime or Python, on lavapipe (scripts/cpp_tests.sh; the sanitizer
   # builds of them are scripts/test_full.sh's). A failure stops here, before pytest.
+  # Two rounds of the race test's sweep here (its 32 are the TSan job's, which can see races).
   t0=$(date +%s)
-  scripts/cpp_tests.sh plain
+  ORTOPS_TEST_ROUNDS=${ORTOPS_TEST_ROUNDS:-2} scripts/cpp_tests.sh plain
   echo "test: the C++ tests ($(($(date +%s) - t0)) s, build and run)"
   set -- -m "not conformance and not full"
 fi
