@@ -56,7 +56,7 @@ echo "setup: building and installing ortops"
 # The cpu extra: the onnxruntime CPU wheel (a plain `pip install ortops` requires no flavour;
 # docs/packaging.md). Its dependencies are the ones installed above, so nothing is fetched.
 ORTOPS_KOMPUTE_SDIST="$PWD/build/deps/kp-0.9.0.tar.gz" \
-  $VPY -m pip install -q --no-build-isolation ".[cpu]"
+  $VPY -m pip install -q --no-build-isolation -C cmake.define.ORTOPS_TESTING=ON ".[cpu]"
 if [ -f scripts/make_models.py ] && [ ! -f models/recognizer.onnx ]; then
   $VPY scripts/make_models.py
 fi

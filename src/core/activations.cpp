@@ -197,13 +197,13 @@ resolveActivations(const Cell& cell,
 
     size_t count = codes.size();
     bool allowed = count == slots || count == size_t(slots) * directions ||
-                   (cell.name == "RNN" && directions == 1 && count == 2);
+                   (cell.op == Op::RNN && directions == 1 && count == 2);
     if (!allowed) {
         std::string expected;
         if (directions == 2) {
             expected = std::to_string(slots) + " names (" + slotNames(cell) + "; used for both directions) or " +
                        std::to_string(2 * slots) + " (forward then reverse) for a bidirectional layer";
-        } else if (cell.name == "RNN") {
+        } else if (cell.op == Op::RNN) {
             expected = "1 name (f; 2 are accepted and the first used, as ORT does) for one direction";
         } else {
             expected = std::to_string(slots) + " names (" + slotNames(cell) + ") for one direction";

@@ -11,10 +11,20 @@
 
 namespace ortops {
 
+// The op a cell is, for decisions (its name is for messages and the Python views); the value
+// is glsl/cell.glsl's CELL constant.
+enum class Op : uint32_t
+{
+    LSTM = 0,
+    GRU = 1,
+    RNN = 2,
+};
+
 struct Cell
 {
+    Op op;
     std::string_view name;
-    uint32_t code;                                  // glsl/cell.glsl's CELL constant
+    uint32_t code;                                  // glsl/cell.glsl's CELL constant (uint32_t(op))
     std::array<std::string_view, 4> gateOrder;      // as ONNX stacks W, R and B
     uint32_t gates;
     std::array<std::string_view, 8> inputs;         // ONNX's inputs in order
@@ -32,10 +42,10 @@ struct Cell
     // between its two passes.
     uint32_t extraStatePlanes(bool lbr) const
     {
-        if (name == "LSTM") {
+        if (op == Op::LSTM) {
             return 1;
         }
-        return (name == "GRU" && !lbr) ? 2 : 0;
+        return (op == Op::GRU && !lbr) ? 2 : 0;
     }
     bool hasInput(std::string_view n) const
     {
@@ -58,19 +68,28 @@ struct Cell
 };
 
 inline constexpr std::array<Cell, 3> CELLS = { {
-  { "LSTM", 0, { "i", "o", "f", "c" }, 4,
+  { Op::LSTM, "LSTM", 0, { "i", "o", "f", "c" }, 4,
     { "X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P" }, 8,
     { "Y", "Y_h", "Y_c" }, 3,
     { "f", "g", "h" }, { "Sigmoid", "Tanh", "Tanh" }, 3, true, false },
-  { "GRU", 1, { "z", "r", "h", "" }, 3,
+  { Op::GRU, "GRU", 1, { "z", "r", "h", "" }, 3,
     { "X", "W", "R", "B", "sequence_lens", "initial_h", "", "" }, 6,
     { "Y", "Y_h", "" }, 2,
     { "f", "g", "" }, { "Sigmoid", "Tanh", "" }, 2, false, true },
-  { "RNN", 2, { "i", "", "", "" }, 1,
+  { Op::RNN, "RNN", 2, { "i", "", "", "" }, 1,
     { "X", "W", "R", "B", "sequence_lens", "initial_h", "", "" }, 6,
     { "Y", "Y_h", "" }, 2,
     { "f", "", "" }, { "Tanh", "", "" }, 1, false, false },
 } };
+static_assert(CELLS[0].code == uint32_t(Op::LSTM) && CELLS[1].code == uint32_t(Op::GRU) &&
+              CELLS[2].code == uint32_t(Op::RNN));
+
+// The cell of an op.
+inline const Cell&
+cellOf(Op op)
+{
+    return CELLS[static_cast<uint32_t>(op)];
+}
 
 // The cell of an ONNX op type, or nullptr.
 inline const Cell*

@@ -34,8 +34,8 @@
 #include <mutex>
 #include <vector>
 
-#include "layer.hpp"
 #include "memory.hpp"
+#include "tensors.hpp"
 
 namespace ortops {
 

@@ -11,6 +11,7 @@
 
 #include <kompute/Kompute.hpp>
 
+#include "cooperative_matrix.hpp"
 #include "errors.hpp"
 
 #include <array>
@@ -82,15 +83,6 @@ struct Context
   private:
     void markLost(const std::string& what);
     void destroyInstance();
-};
-
-// One combination a device lists for VK_KHR_cooperative_matrix (cooperative_matrix.hpp).
-struct CooperativeMatrixShape
-{
-    uint32_t m = 0, n = 0, k = 0;
-    std::string a, b, c, result;
-    bool saturating = false;
-    std::string scope;
 };
 
 // What ortops.device.Device carries about one Vulkan device (the Python door turns it into

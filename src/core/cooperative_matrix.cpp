@@ -1,7 +1,6 @@
 // VK_KHR_cooperative_matrix queries and enabling (see cooperative_matrix.hpp).
 
 #include "cooperative_matrix.hpp"
-#include "context.hpp"
 
 #include <cstring>
 #include <string>

@@ -44,7 +44,14 @@ struct CooperativeMatrixEnable
 
 extern const char* kCooperativeMatrix;   // "VK_KHR_cooperative_matrix"
 
-struct CooperativeMatrixShape;
+// One combination a device lists for VK_KHR_cooperative_matrix (DeviceDescription, context.hpp).
+struct CooperativeMatrixShape
+{
+    uint32_t m = 0, n = 0, k = 0;
+    std::string a, b, c, result;
+    bool saturating = false;
+    std::string scope;
+};
 
 // The combinations (M, N, K, component types, scope) the device lists; empty where the device
 // lacks the extension, its feature, or support in compute shaders.

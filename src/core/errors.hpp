@@ -7,6 +7,19 @@
 
 namespace ortops {
 
+// A bad weight or input: the message names the operator, the argument, what was expected and
+// what came ("LSTM: X must have rank 3 ([seq_length, batch_size, input_size]), got rank 2").
+struct InputError : std::invalid_argument
+{
+    using std::invalid_argument::invalid_argument;
+};
+
+// The device cannot run the layer (its limits).
+struct UnsupportedLayerError : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
 // The device was lost (or a submission failed in a way that leaves it unusable). Every later
 // submission on the same context raises it too; a new context starts afresh.
 struct DeviceLostError : std::runtime_error

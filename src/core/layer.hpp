@@ -7,167 +7,33 @@
 // Thread safety: run() may be called from many threads at once. Runs that arrive while one of
 // the layer is in flight are coalesced into one batched run (coalesce.hpp); runs that cannot
 // be (caller scratch regions, timestamps) use a plan of their own from the plan pool
-// (layer.cpp). Either way results equal serial results bit for bit.
+// (plan_pool.hpp). Either way results equal serial results bit for bit.
 //
-// Errors: InputError (std::invalid_argument) for a bad weight or input, its message naming
-// the operator, the argument, what was expected and what came ("LSTM: X must have rank 3
-// ([seq_length, batch_size, input_size]), got rank 2"); UnsupportedLayerError when the
-// device cannot run the layer (limits); DeviceLostError (context.hpp) when the device is lost.
+// Errors (errors.hpp): InputError (std::invalid_argument) for a bad weight or input, its
+// message naming the operator, the argument, what was expected and what came ("LSTM: X must
+// have rank 3 ([seq_length, batch_size, input_size]), got rank 2"); UnsupportedLayerError when
+// the device cannot run the layer (limits); DeviceLostError when the device is lost.
+//
+// The pieces behind it, one concept a file: spec (the checked configuration), kernel_choice,
+// weights (on the device), recording (one plan), plan_pool (plans and their cache), limits.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "controls.hpp"
+#include "errors.hpp"
 #include "nodeconfig.hpp"
-#include "variants.hpp"
+#include "tensors.hpp"
+#include "types.hpp"
+#include "weights.hpp"
 
 namespace ortops {
-
-struct InputError : std::invalid_argument
-{
-    using std::invalid_argument::invalid_argument;
-};
-
-struct UnsupportedLayerError : std::runtime_error
-{
-    using std::runtime_error::runtime_error;
-};
-
-enum class ElementType
-{
-    Float32,
-    Float16,
-    Int32,
-};
-
-// The element type's name (as numpy and the node config spell it) and size in bytes.
-inline const char*
-elementTypeName(ElementType t)
-{
-    switch (t) {
-        case ElementType::Float32:
-            return "float32";
-        case ElementType::Float16:
-            return "float16";
-        case ElementType::Int32:
-            return "int32";
-    }
-    return "?";
-}
-
-inline size_t
-elementSize(ElementType t)
-{
-    return t == ElementType::Float16 ? 2 : 4;
-}
-
-// A C-contiguous host tensor the caller owns (ORT's input buffer, a numpy array).
-struct HostTensor
-{
-    const void* data = nullptr;
-    ElementType type = ElementType::Float32;
-    std::vector<int64_t> shape;
-
-    size_t elements() const;
-};
-
-struct Weights
-{
-    HostTensor W;
-    HostTensor R;
-    std::optional<HostTensor> B;
-    std::optional<HostTensor> P;
-};
-
-struct Buffer;
-
-// Whether mode "fast" may use the cooperative-matrix projection: yes unless ORTOPS_COOPMAT=0.
-bool
-coopmatRequested();
-
-// A coalescing setting from the environment (ORTOPS_COALESCE_ROWS: the batch rows concurrent
-// runs may be coalesced into, 1 switches coalescing off; ORTOPS_COALESCE_IN_FLIGHT), else
-// `fallback`.
-uint32_t
-coalesceSettingFromEnv(const char* variable, uint32_t fallback);
-
-// A caller's scratch region: a device buffer (Context's "storage" buffers) and a byte offset
-// (a multiple of 4) from which the region runs.
-struct ScratchRegion
-{
-    std::shared_ptr<Buffer> buffer;
-    uint64_t offset = 0;
-};
-
-struct RunInputs
-{
-    HostTensor X;
-    std::optional<HostTensor> sequenceLens;
-    std::optional<HostTensor> initialH;
-    std::optional<HostTensor> initialC;
-    // The Python door's extras (the custom-op library leaves them unset):
-    // steps to run (max_length, at least every sequence length; default seq_length);
-    std::optional<uint32_t> steps;
-    // the outputs computed, in the cell's order (default: the config's);
-    std::optional<std::array<bool, 3>> outputs;
-    // caller scratch regions for Xw and the state (default: the plan's own); runs given
-    // regions are serialised, since they may share one arena.
-    std::optional<ScratchRegion> xwScratch;
-    std::optional<ScratchRegion> stateScratch;
-};
-
-// Per-layer settings the Python door may change between runs (tests and benchmarks lower
-// them): the variant tunables, the plan cache's capacity, the storage-binding limit checked
-// (default: the device's maxStorageBufferRange), runs of one shape in flight at once, and
-// whether plans record GPU timestamps.
-struct LayerSettings
-{
-    VariantSettings variants = variantSettings();
-    uint32_t planCache = 8;
-    std::optional<uint64_t> storageRange;
-    std::optional<std::array<uint32_t, 3>> workgroupCount;   // default: the device's maxComputeWorkGroupCount
-    uint32_t maxConcurrent = 8;
-    bool timestamps = false;
-    // Mode "fast" may record the cooperative-matrix projection (default: yes; ORTOPS_COOPMAT=0: no).
-    bool coopmat = coopmatRequested();
-    // Concurrent runs coalesced into one batched run (coalesce.hpp): at most this many batch
-    // rows a run (1: never; default ORTOPS_COALESCE_ROWS, else 32), with at most
-    // `coalesceInFlight` runs of the layer in flight while requests wait to be coalesced
-    // (default ORTOPS_COALESCE_IN_FLIGHT, else 1).
-    uint32_t coalesceRows = coalesceSettingFromEnv("ORTOPS_COALESCE_ROWS", 32);
-    uint32_t coalesceInFlight = coalesceSettingFromEnv("ORTOPS_COALESCE_IN_FLIGHT", 1);
-};
-
-// One run's GPU time in milliseconds: the whole and its split (projection and state set-up,
-// steps, outputs).
-struct GpuProfile
-{
-    double totalMs = 0, projectionMs = 0, stepsMs = 0, outputsMs = 0;
-};
-
-// The plans a layer holds for one shape: its key's fields, how many plans exist and which
-// projection and step kernels each free one recorded.
-struct PlanPoolInfo
-{
-    uint32_t seq, batch, steps;
-    bool hasLens, hasH0, hasC0;
-    std::array<bool, 3> outputs;
-    uint32_t count;
-    std::vector<std::string> freeProjections;
-    std::vector<std::string> freeSteps;
-};
-
-// Output shapes in the cell's output order (Y, Y_h[, Y_c]); an output not computed has no
-// shape (nullopt).
-using OutputShapes = std::array<std::optional<std::vector<int64_t>>, 3>;
-// Where run() writes each output (nullptr for one not computed), C-contiguous, of the shape
-// outputShapes() gave and the layer's element type.
-using OutputPointers = std::array<void*, 3>;
 
 struct LayerImpl;
 struct DeviceDescription;
@@ -187,28 +53,6 @@ struct CoreCounters
 };
 CoreCounters
 coreCounters();
-
-// R [dirs, gates * hidden, hidden] in the batched step kernels' layout
-// RB[dir][position][unit][gate] (glsl/batched.glsl): position p = t * NI + i holds
-// k = l + 32 i of the class l at tree position t (l = t with its five bits reversed), so a
-// thread reads its sums' terms in order; positions past the hidden size hold 0.
-std::vector<uint8_t>
-batchedR(const void* R, uint32_t dirs, uint32_t gates, uint32_t hidden, uint32_t item);
-
-// Exact mode's R on the device (glsl/exact.glsl's LOADR): the n elements of R (float16 or
-// float32, the layer's dtype) as the float32 words the exact kernels' LOADT makes of them,
-// done once at upload instead of at every load of every step: a half widened by
-// half_to_float_'s integer rule (exact; Inf and NaN keep their payload), a float32 with its
-// denormals flushed to a zero of their sign (ftz_). The batched layout (batchedR) is made
-// from these words, item 4.
-std::vector<uint32_t>
-exactR(const void* R, size_t n, bool float16);
-
-// Test hook (both doors): every run after this fails ("fail": InputError "failure injected
-// by the test") or has its float outputs changed ("scale": times value, "add": plus value),
-// so that tests can check how a wrong or failing node is reported. "" switches it off.
-void
-injectFault(const std::string& kind, double value);
 
 class Layer
 {
@@ -240,7 +84,7 @@ class Layer
     void runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out,
                       uint32_t padTo = 0);
 
-    // The Python door's controls and views.
+    // The Python door's controls and views (controls.hpp).
     LayerSettings settings() const;
     void setSettings(const LayerSettings& s);
     std::optional<GpuProfile> lastProfile() const;

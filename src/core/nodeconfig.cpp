@@ -181,7 +181,7 @@ class Decoder
         }
         c.cell = findCell(op.string);
 
-        c.dtype = oneString(root, "dtype", DTYPES);
+        c.dtype = *parseElementType(oneString(root, "dtype", DTYPES));
         attrs(*root.find("attrs"), *c.cell, c.attrs);
         c.absent = nameList(*root.find("absent"), "absent", *c.cell, false);
         c.outputs = nameList(*root.find("outputs"), "outputs", *c.cell, true);
@@ -194,7 +194,7 @@ class Decoder
             }
             c.device = device.string;
         }
-        c.mode = oneString(root, "mode", MODES);
+        c.mode = *parseMode(oneString(root, "mode", MODES));
         return c;
     }
 
@@ -293,7 +293,7 @@ class Decoder
             }
             out.hiddenSize = hidden.integer;
         }
-        out.direction = oneString(a, "direction", DIRECTIONS, "attrs.");
+        out.direction = *parseDirection(oneString(a, "direction", DIRECTIONS, "attrs."));
         const json::Value& layout = *a.find("layout");
         if (layout.type != json::Type::Integer || (layout.integer != 0 && layout.integer != 1)) {
             fail("attrs.layout must be 0 or 1, got " + describe(layout));
@@ -479,7 +479,7 @@ encodeNodeConfig(const NodeConfig& config)
       { "activation_beta", numberList(a.activationBeta) },
       { "activations", a.activations ? stringList(*a.activations) : Value::null() },
       { "clip", a.clip ? Value::fromNumber(*a.clip) : Value::null() },
-      { "direction", Value::fromString(a.direction) },
+      { "direction", Value::fromString(directionName(a.direction)) },
       { "hidden_size", a.hiddenSize ? Value::fromInteger(*a.hiddenSize) : Value::null() },
       { "input_forget", Value::fromInteger(a.inputForget) },
       { "layout", Value::fromInteger(a.layout) },
@@ -489,8 +489,8 @@ encodeNodeConfig(const NodeConfig& config)
       { "absent", stringList(config.absent) },
       { "attrs", std::move(attrs) },
       { "device", config.device ? Value::fromString(*config.device) : Value::null() },
-      { "dtype", Value::fromString(config.dtype) },
-      { "mode", Value::fromString(config.mode) },
+      { "dtype", Value::fromString(elementTypeName(config.dtype)) },
+      { "mode", Value::fromString(modeName(config.mode)) },
       { "node", Value::fromString(config.node) },
       { "op", Value::fromString(std::string(config.cell->name)) },
       { "outputs", stringList(config.outputs) },

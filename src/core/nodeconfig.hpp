@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "cells.hpp"
+#include "types.hpp"
 
 namespace ortops {
 
@@ -50,7 +51,7 @@ struct ConfigError : std::invalid_argument
 struct NodeAttrs
 {
     std::optional<int64_t> hiddenSize;
-    std::string direction = "forward";
+    Direction direction = Direction::Forward;
     int64_t layout = 0;
     std::optional<std::vector<std::string>> activations;
     std::optional<std::vector<double>> activationAlpha;
@@ -59,20 +60,20 @@ struct NodeAttrs
     int64_t inputForget = 0;
     int64_t linearBeforeReset = 0;
 
-    uint32_t directions() const { return direction == "bidirectional" ? 2 : 1; }
+    uint32_t directions() const { return directionCount(direction); }
 };
 
 struct NodeConfig
 {
     int version = NODE_CONFIG_VERSION;
     std::string node;
-    const Cell* cell = nullptr;    // from "op"
-    std::string dtype;             // "float32" | "float16"
+    const Cell* cell = nullptr;    // from "op" (cell->op: the Op)
+    ElementType dtype = ElementType::Float32;   // "float32" | "float16"
     NodeAttrs attrs;
     std::vector<std::string> absent;
     std::vector<std::string> outputs;
     std::optional<std::string> device;
-    std::string mode;
+    Mode mode = Mode::Deterministic;
 
     bool isAbsent(std::string_view input) const;
     bool wants(std::string_view output) const;

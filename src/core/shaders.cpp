@@ -30,7 +30,7 @@ isFloatPass(std::string_view shader)
 }
 
 const std::string&
-spirv(std::string_view shader, bool float16, std::string_view mode)
+spirv(std::string_view shader, bool float16, Mode mode)
 {
     static const std::map<std::string, std::string> table = [] {
         std::map<std::string, std::string> t;
@@ -41,7 +41,7 @@ spirv(std::string_view shader, bool float16, std::string_view mode)
     }();
     std::string name(shader);
     name += float16 ? "_f16" : "_f32";
-    if (mode == "exact" && isFloatPass(shader)) {
+    if (mode == Mode::Exact && isFloatPass(shader)) {
         name += "_exact";
     }
     auto it = table.find(name);

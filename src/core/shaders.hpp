@@ -6,16 +6,18 @@
 #include <string>
 #include <string_view>
 
+#include "types.hpp"
+
 namespace ortops {
 
 // Whether a pass computes in float, so that it has an exact-mode variant (docs/exact.md).
 bool
 isFloatPass(std::string_view shader);
 
-// The SPIR-V of `shader` for float16 or float32 tensors in `mode` ("deterministic", "exact"
-// or "fast"; "fast" runs the deterministic binaries, its matrix kernel is a shader of its
-// own). std::runtime_error naming the file when it was not built.
+// The SPIR-V of `shader` for float16 or float32 tensors in `mode` (Mode::Fast runs the
+// deterministic binaries, its matrix kernel is a shader of its own). std::runtime_error naming
+// the file when it was not built.
 const std::string&
-spirv(std::string_view shader, bool float16, std::string_view mode);
+spirv(std::string_view shader, bool float16, Mode mode);
 
 } // namespace ortops

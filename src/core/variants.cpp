@@ -78,11 +78,11 @@ coopmatBlocks(uint32_t hidden, uint32_t batch, uint32_t dirs, const VariantSetti
     return ceilDiv(hidden, 16) * dirs * ceilDiv(batch, 32) >= COOPMAT_PAIR_GROUPS ? 2 : 1;
 }
 
-std::string_view
+StepKernel
 stepKernel(uint32_t batch, uint32_t hidden, const VariantSettings& s)
 {
     uint32_t from = batchedFromFor(hidden, s);
-    return (from != 0 && batch >= from) ? "step_batched" : "step";
+    return (from != 0 && batch >= from) ? StepKernel::Batched : StepKernel::Lanes;
 }
 
 BatchedTile

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "types.hpp"
+
 namespace ortops {
 
 inline constexpr uint32_t GROUP = 64;           // local size of the state and output passes
@@ -276,9 +278,10 @@ struct BatchedVariant
     std::string_view shader() const { return rows > 1 ? "step_tiled" : "step_batched"; }
 };
 
-// "step" (lanes split each product; latency-bound small batches) or "step_batched" (the
-// batched layouts: R as RB, h in transposed planes; the shader is BatchedVariant::shader()).
-std::string_view
+// StepKernel::Lanes ("step": lanes split each product; latency-bound small batches) or
+// StepKernel::Batched ("step_batched": the batched layouts, R as RB, h in transposed planes;
+// the shader is BatchedVariant::shader()). (The matrix-unit steps are the layer's choice.)
+StepKernel
 stepKernel(uint32_t batch, uint32_t hidden, const VariantSettings& s);
 // The batch from which a layer of this hidden size runs a batched kernel (0: never).
 uint32_t

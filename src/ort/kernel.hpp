@@ -18,7 +18,9 @@
 // weights it built a layer from and rebuilds only when the fed bits differ.
 //
 // Errors never cross the C boundary: every entry point returns an OrtStatus whose message is
-// "ortops: <op> node '<name>': <what>" (the words "device lost" for a lost Vulkan device).
+// "ortops: <op> node '<name>': <what>" (the words "device lost" for a lost Vulkan device;
+// status.hpp maps each error). The OrtCustomOp callbacks are op.cpp's, the values and strings
+// of ORT's API values.hpp's.
 #pragma once
 
 #include <onnxruntime_c_api.h>
@@ -62,9 +64,13 @@ struct OpDef : OrtCustomOp
     std::string name;    // "LSTM", "LSTM_f16", ...
 };
 
-// Fill `op` for cell `cell` and element type `dtype` (the name, the callbacks).
+// Fill `op` for cell `cell` and element type `dtype` (the name, the callbacks; op.cpp).
 void
 defineOp(OpDef& op, const Cell& cell, ElementType dtype);
+
+// "ortops: LSTM node 'name': "
+std::string
+prefixFor(const OpDef* op, const std::string& node);
 
 // A weight fed as an input, kept to compare the next run's with.
 struct HeldWeight
@@ -99,6 +105,20 @@ struct Kernel
 
     // "ortops: LSTM node 'name': "
     std::string prefix() const;
+
+  private:
+    // Creation: the node's name and config (checked against the op), the node's inputs and
+    // outputs (checked against the cell and the config), the layer when the weights are
+    // constant initializers.
+    void readConfig(const OrtKernelInfo* info);
+    void readNodeIO(const OrtKernelInfo* info);
+    void checkNodeIO() const;
+    void buildConstantLayer(const OrtKernelInfo* info);
+    // A run: its inputs, the layer of the weights fed (built anew when they changed), the
+    // outputs ORT allocates for the shapes.
+    std::array<const OrtValue*, 8> inputValues(OrtKernelContext* context) const;
+    std::shared_ptr<Layer> layerFor(const std::array<const OrtValue*, 8>& values);
+    OutputPointers outputsFor(OrtKernelContext* context, const OutputShapes& shapes) const;
 };
 
 } // namespace ortops::ort

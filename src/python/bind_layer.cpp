@@ -14,6 +14,7 @@
 #include "specialization.hpp"
 #include "layer.hpp"
 #include "memory.hpp"
+#include "testing.hpp"
 
 namespace py = pybind11;
 
@@ -31,6 +32,19 @@ optionalItem(const py::dict& d, const char* key)
     return d[key].cast<T>();
 }
 
+// A name parsed once into its typed decision (types.hpp); ValueError naming key and choices.
+template<typename T>
+T
+parsedName(std::optional<T> (*parse)(std::string_view), const char* key, const std::string& name,
+           const char* choices)
+{
+    std::optional<T> v = parse(name);
+    if (!v) {
+        throw std::invalid_argument(std::string("ortops: ") + key + " must be " + choices + ", got '" + name + "'");
+    }
+    return *v;
+}
+
 // A NodeConfig from the dict form ortops.ort.nodeconfig writes (already checked there).
 NodeConfig
 configFromDict(const py::dict& d)
@@ -42,14 +56,21 @@ configFromDict(const py::dict& d)
         throw std::invalid_argument("ortops: op must be one of LSTM, GRU, RNN, got '" + op + "'");
     }
     c.node = d.contains("node") ? d["node"].cast<std::string>() : std::string();
-    c.dtype = d["dtype"].cast<std::string>();
-    c.mode = d.contains("mode") && !d["mode"].is_none() ? d["mode"].cast<std::string>() : "deterministic";
+    c.dtype = parsedName(parseElementType, "dtype", d["dtype"].cast<std::string>(), "'float32' or 'float16'");
+    if (c.dtype == ElementType::Int32) {
+        throw std::invalid_argument("ortops: dtype must be 'float32' or 'float16', got 'int32'");
+    }
+    if (d.contains("mode") && !d["mode"].is_none()) {
+        c.mode = parsedName(parseMode, "mode", d["mode"].cast<std::string>(), "'deterministic', 'exact' or 'fast'");
+    }
     c.device = optionalItem<std::string>(d, "device");
     c.absent = d.contains("absent") ? d["absent"].cast<std::vector<std::string>>() : std::vector<std::string>{};
     c.outputs = d["outputs"].cast<std::vector<std::string>>();
     py::dict a = d["attrs"].cast<py::dict>();
     c.attrs.hiddenSize = optionalItem<int64_t>(a, "hidden_size");
-    c.attrs.direction = optionalItem<std::string>(a, "direction").value_or("forward");
+    c.attrs.direction = parsedName(parseDirection, "attrs.direction",
+                                   optionalItem<std::string>(a, "direction").value_or("forward"),
+                                   "'forward', 'reverse' or 'bidirectional'");
     c.attrs.layout = optionalItem<int64_t>(a, "layout").value_or(0);
     c.attrs.activations = optionalItem<std::vector<std::string>>(a, "activations");
     c.attrs.activationAlpha = optionalItem<std::vector<double>>(a, "activation_alpha");
@@ -348,7 +369,7 @@ bindLayer(py::module_& m)
     m.def("step_kernel",
           [](uint32_t batch, uint32_t hidden, const py::dict& settings) {
               return std::string(
-                stepKernel(batch, hidden, settingsFromDict(settings, LayerSettings{}).variants));
+                stepKernelName(stepKernel(batch, hidden, settingsFromDict(settings, LayerSettings{}).variants)));
           },
           py::arg("batch"), py::arg("hidden"), py::arg("settings"));
     m.def("batched_from",
@@ -360,9 +381,12 @@ bindLayer(py::module_& m)
     m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
     m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
 
+#ifdef ORTOPS_TESTING
+    // A test build only (the CMake option ORTOPS_TESTING; scripts/setup.sh builds one).
     m.def("inject_fault", &injectFault, py::arg("kind"), py::arg("value") = 0.0,
           "Test hook: make every run fail ('fail') or change its float outputs ('scale', 'add' "
           "by value); '' switches it off.");
+#endif
 
     py::class_<Layer>(m, "Layer")
       .def(py::init([](const py::dict& config, py::array W, py::array R, py::object B, py::object P,

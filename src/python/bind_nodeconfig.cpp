@@ -95,7 +95,7 @@ toDict(const ortops::NodeConfig& c)
     const ortops::NodeAttrs& a = c.attrs;
     py::dict attrs;
     attrs["hidden_size"] = a.hiddenSize ? py::object(py::int_(*a.hiddenSize)) : py::object(py::none());
-    attrs["direction"] = py::str(a.direction);
+    attrs["direction"] = py::str(ortops::directionName(a.direction));
     attrs["layout"] = py::int_(a.layout);
     attrs["activations"] = optionalStrings(a.activations);
     attrs["activation_alpha"] = optionalNumbers(a.activationAlpha);
@@ -107,12 +107,12 @@ toDict(const ortops::NodeConfig& c)
     d["v"] = py::int_(c.version);
     d["node"] = py::str(c.node.data(), c.node.size());
     d["op"] = py::str(std::string(c.cell->name));
-    d["dtype"] = py::str(c.dtype);
+    d["dtype"] = py::str(ortops::elementTypeName(c.dtype));
     d["attrs"] = attrs;
     d["absent"] = strings(c.absent);
     d["outputs"] = strings(c.outputs);
     d["device"] = c.device ? py::object(py::str(*c.device)) : py::object(py::none());
-    d["mode"] = py::str(c.mode);
+    d["mode"] = py::str(ortops::modeName(c.mode));
     return d;
 }
 

@@ -1,0 +1,155 @@
+// The typed decisions of a layer, each parsed once from its name (by the node-config decoder
+// and by each door) and named again only for messages and the Python views: the element type
+// of tensors, the numerics mode (docs/modes.md) and the direction of a layer. (The op is the
+// cell table's entry, cells.hpp) and the step kernel a plan records.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ortops {
+
+enum class ElementType
+{
+    Float32,
+    Float16,
+    Int32,
+};
+
+// The element type's name (as numpy and the node config spell it) and size in bytes.
+inline const char*
+elementTypeName(ElementType t)
+{
+    switch (t) {
+        case ElementType::Float32:
+            return "float32";
+        case ElementType::Float16:
+            return "float16";
+        case ElementType::Int32:
+            return "int32";
+    }
+    return "?";
+}
+
+inline size_t
+elementSize(ElementType t)
+{
+    return t == ElementType::Float16 ? 2 : 4;
+}
+
+inline std::optional<ElementType>
+parseElementType(std::string_view name)
+{
+    for (ElementType t : { ElementType::Float32, ElementType::Float16, ElementType::Int32 }) {
+        if (name == elementTypeName(t)) {
+            return t;
+        }
+    }
+    return std::nullopt;
+}
+
+// docs/modes.md: "deterministic" (the portable kernels, bit-identical run to run), "exact"
+// (float32 sums in a fixed order, docs/exact.md), "fast" (matrix units where the device has
+// them).
+enum class Mode
+{
+    Deterministic,
+    Exact,
+    Fast,
+};
+
+inline const char*
+modeName(Mode m)
+{
+    switch (m) {
+        case Mode::Deterministic:
+            return "deterministic";
+        case Mode::Exact:
+            return "exact";
+        case Mode::Fast:
+            return "fast";
+    }
+    return "?";
+}
+
+inline std::optional<Mode>
+parseMode(std::string_view name)
+{
+    for (Mode m : { Mode::Deterministic, Mode::Exact, Mode::Fast }) {
+        if (name == modeName(m)) {
+            return m;
+        }
+    }
+    return std::nullopt;
+}
+
+// ONNX's direction attribute.
+enum class Direction
+{
+    Forward,
+    Reverse,
+    Bidirectional,
+};
+
+inline const char*
+directionName(Direction d)
+{
+    switch (d) {
+        case Direction::Forward:
+            return "forward";
+        case Direction::Reverse:
+            return "reverse";
+        case Direction::Bidirectional:
+            return "bidirectional";
+    }
+    return "?";
+}
+
+inline std::optional<Direction>
+parseDirection(std::string_view name)
+{
+    for (Direction d : { Direction::Forward, Direction::Reverse, Direction::Bidirectional }) {
+        if (name == directionName(d)) {
+            return d;
+        }
+    }
+    return std::nullopt;
+}
+
+// num_directions: 2 for a bidirectional layer, else 1.
+inline uint32_t
+directionCount(Direction d)
+{
+    return d == Direction::Bidirectional ? 2 : 1;
+}
+
+// The step kernel a plan records (variants.hpp's stepKernel and the layer's chooseStepKernel
+// choose it; the recording records each): its name is its shader's, glsl/<name>.comp.
+//   Lanes:   "step", lanes split each product (latency-bound small batches);
+//   Batched: "step_batched", the batched layouts (R as RB, h in transposed planes); its shader
+//            is BatchedVariant::shader(), v4 glsl/step_batched.comp or v5 glsl/step_tiled.comp;
+//   Coopmat: "step_coopmat", R . h on the matrix units (mode "fast", float16).
+enum class StepKernel
+{
+    Lanes,
+    Batched,
+    Coopmat,
+};
+
+inline const char*
+stepKernelName(StepKernel k)
+{
+    switch (k) {
+        case StepKernel::Lanes:
+            return "step";
+        case StepKernel::Batched:
+            return "step_batched";
+        case StepKernel::Coopmat:
+            return "step_coopmat";
+    }
+    return "?";
+}
+
+} // namespace ortops
