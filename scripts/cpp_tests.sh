@@ -3,8 +3,9 @@
 # ORTOPS_BUILD_TESTS), in one flavour, each in its own build directory (incremental: a second
 # run rebuilds only what changed):
 #
-#   scripts/cpp_tests.sh plain [DOCTEST ARGS]   build/cpp-plain, the wheel's flags (Release);
-#                                               scripts/test.sh runs it before pytest
+#   scripts/cpp_tests.sh plain [DOCTEST ARGS]   the wheel's build directory (build/<wheel tag>,
+#                                               Release), else build/cpp-plain; scripts/test.sh
+#                                               runs it before pytest
 #   scripts/cpp_tests.sh tsan  [DOCTEST ARGS]   build/cpp-tsan, ThreadSanitizer
 #   scripts/cpp_tests.sh asan  [DOCTEST ARGS]   build/cpp-asan, AddressSanitizer (and LeakSanitizer)
 #   scripts/cpp_tests.sh ubsan [DOCTEST ARGS]   build/cpp-ubsan, UndefinedBehaviorSanitizer
@@ -31,6 +32,20 @@ case $flavour in
 esac
 build=$root/build/cpp-$flavour
 VPY=$root/.venv/bin/python
+# plain: in the build directory scripts/setup.sh's pip install made (build/<wheel tag>), where
+# the core's objects are already compiled with the wheel's flags: only the tests compile (on a
+# fresh clone, about a fifth of a build of the core and Kompute). The option only adds the test
+# target, which is built by name only (EXCLUDE_FROM_ALL) and installed nowhere, so the package
+# pip builds there is unchanged. Without such a directory, build/cpp-plain.
+if [ "$flavour" = plain ]; then
+  for cache in "$root"/build/cp3*/CMakeCache.txt; do
+    if [ -f "$cache" ] && grep -q "^ortops_SOURCE_DIR:STATIC=$root\$" "$cache"; then
+      build=$(dirname "$cache")
+      grep -q "^ORTOPS_BUILD_TESTS:BOOL=ON" "$cache" || cmake -DORTOPS_BUILD_TESTS=ON "$build" >/dev/null
+      break
+    fi
+  done
+fi
 if [ ! -f "$build/Makefile" ] && [ ! -f "$build/build.ninja" ]; then
   # CMAKE_BUILD_TYPE None: no build type's flags after ours (Release's -O3 would replace -O1).
   cmake -S "$root" -B "$build" -Wno-dev -DORTOPS_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=$type \

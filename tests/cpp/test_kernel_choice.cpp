@@ -46,12 +46,12 @@ TEST_SUITE("kernel choice")
         CHECK(batchedFromFor(383, s) == 32);
         CHECK(batchedFromFor(384, s) == 16);
         CHECK(batchedFromFor(4096, s) == 16);
-        CHECK(stepKernel(31, 8, s) == "step");
-        CHECK(stepKernel(32, 8, s) == "step_batched");
-        CHECK(stepKernel(16, 383, s) == "step");
-        CHECK(stepKernel(15, 384, s) == "step");
-        CHECK(stepKernel(16, 384, s) == "step_batched");
-        CHECK(stepKernel(1, 4096, s) == "step");
+        CHECK(stepKernel(31, 8, s) == StepKernel::Lanes);
+        CHECK(stepKernel(32, 8, s) == StepKernel::Batched);
+        CHECK(stepKernel(16, 383, s) == StepKernel::Lanes);
+        CHECK(stepKernel(15, 384, s) == StepKernel::Lanes);
+        CHECK(stepKernel(16, 384, s) == StepKernel::Batched);
+        CHECK(stepKernel(1, 4096, s) == StepKernel::Lanes);
     }
 
     TEST_CASE("the batchedFrom setting replaces the table: 0 never, any other batch at every hidden size")
@@ -59,12 +59,12 @@ TEST_SUITE("kernel choice")
         VariantSettings never;
         never.batchedFrom = 0;
         CHECK(batchedFromFor(512, never) == 0);
-        CHECK(stepKernel(100000, 512, never) == "step");
+        CHECK(stepKernel(100000, 512, never) == StepKernel::Lanes);
         VariantSettings from2;
         from2.batchedFrom = 2;
-        CHECK(stepKernel(1, 8, from2) == "step");
-        CHECK(stepKernel(2, 8, from2) == "step_batched");
-        CHECK(stepKernel(2, 1024, from2) == "step_batched");
+        CHECK(stepKernel(1, 8, from2) == StepKernel::Lanes);
+        CHECK(stepKernel(2, 8, from2) == StepKernel::Batched);
+        CHECK(stepKernel(2, 1024, from2) == StepKernel::Batched);
     }
 
     TEST_CASE("from-batch tables: the last row whose fromHidden is at most the hidden size")

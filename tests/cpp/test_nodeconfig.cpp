@@ -51,9 +51,9 @@ TEST_SUITE("nodeconfig")
         CHECK(c.node == "lstm_7");
         REQUIRE(c.cell != nullptr);
         CHECK(c.cell->name == "LSTM");
-        CHECK(c.dtype == "float32");
+        CHECK(c.dtype == ElementType::Float32);
         CHECK(c.attrs.hiddenSize == 16);
-        CHECK(c.attrs.direction == "forward");
+        CHECK(c.attrs.direction == Direction::Forward);
         CHECK(c.attrs.directions() == 1);
         CHECK(c.attrs.layout == 0);
         CHECK_FALSE(c.attrs.activations.has_value());
@@ -62,7 +62,7 @@ TEST_SUITE("nodeconfig")
         CHECK(c.wants("Y_c"));
         CHECK_FALSE(c.isAbsent("B"));
         CHECK_FALSE(c.device.has_value());
-        CHECK(c.mode == "deterministic");
+        CHECK(c.mode == Mode::Deterministic);
         CHECK(encodeNodeConfig(c) == text);
     }
 
