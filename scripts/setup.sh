@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 libvulkan-dev libfmt-dev vulkan-validationlayers
-              vulkan-tools cmake g++ make python3-venv python3-dev)
+              vulkan-tools cmake g++ make python3-venv python3-dev doctest-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,8 @@
 # that is already set up (README, "Tests"). The long parametrized matrices run a representative
 # subset here: every value of every parameter at least once (tests/conftest.py, marker "full"
 # on the other cases). scripts/test_full.sh runs the rest: those cases, the conformance job,
-# the oldest onnxruntime, the packaging jobs; .ci/run runs this and then that.
+# the oldest onnxruntime, the packaging jobs, the sanitizer jobs; .ci/run runs this and then
+# that. Without arguments the core's C++ unit tests (tests/cpp) run first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,6 +17,13 @@ scripts/setup.sh
 # arguments, they replace the selection (e.g. scripts/test.sh -m "not gpu": the pure-Python
 # tests, seconds; scripts/test.sh tests/test_session.py).
 if [ $# -eq 0 ]; then
+  # First the core's C++ unit tests (tests/cpp, doctest; build/cpp-plain, incremental): the
+  # core alone, no ONNX Runtime or Python, on lavapipe (scripts/cpp_tests.sh; the sanitizer
+  # builds of them are scripts/test_full.sh's). A failure stops here, before pytest.
+  # Two rounds of the race test's sweep here (its 32 are the TSan job's, which can see races).
+  t0=$(date +%s)
+  ORTOPS_TEST_ROUNDS=${ORTOPS_TEST_ROUNDS:-2} scripts/cpp_tests.sh plain
+  echo "test: the C++ tests ($(($(date +%s) - t0)) s, build and run)"
   set -- -m "not conformance and not full"
 fi
 exec .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider "$@"

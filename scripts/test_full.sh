@@ -4,7 +4,9 @@
 # job (it writes docs/conformance.md), the session, CLI and conformance tests again against the
 # oldest onnxruntime the package admits, and the packaging jobs (scripts/test_packaging.sh:
 # types, the custom-op library from plain onnxruntime and a C++ program, the fuzzers, the wheel,
-# onnxruntime-gpu, a fresh clone's pip install / pip wheel / git+file://). Together with scripts/test.sh every test runs once.
+# onnxruntime-gpu, a fresh clone's pip install / pip wheel / git+file://), and the sanitizer jobs
+# (scripts/test_sanitizers.sh: the core's C++ tests under TSan, ASan and UBSan). Together with
+# scripts/test.sh every test runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -49,4 +51,10 @@ stamp "onnxruntime $oldest"
 # clone (scripts/test_packaging.sh; docs/packaging.md, docs/security.md).
 bash scripts/test_packaging.sh || status=1
 stamp "packaging jobs"
+# The core and its C++ tests under ThreadSanitizer (the concurrency suite), AddressSanitizer
+# and UBSan (every C++ test), each job's time printed (scripts/test_sanitizers.sh,
+# docs/sanitizers.md). Their build directories (build/cpp-*) are kept: a later run rebuilds
+# only what changed.
+bash scripts/test_sanitizers.sh || status=1
+stamp "sanitizer jobs"
 exit $status
