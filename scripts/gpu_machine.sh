@@ -20,7 +20,15 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export ORTOPS_KOMPUTE_SDIST=$PWD/build/deps/kp-0.9.0.tar.gz KOMPUTE_PYTHON_NUM_PARALLEL_THREADS=8
 export CMAKE_BUILD_PARALLEL_LEVEL=16 PYTHONUNBUFFERED=1
-( time python3 -m pip install -q --no-build-isolation --no-deps . ) > /tmp/build.txt 2>&1 \
+# The testing build (ORTOPS_TESTING: the suite needs its hooks; scripts/setup.sh builds the same).
+# OLD_SRC (a folder holding an older tree, e.g. `git archive <commit>`): that build too, into
+# /tmp/site-old, in the background while this one builds and the suite runs (stage ab compares them).
+if [ -n "${OLD_SRC:-}" ] && [ ! -d /tmp/site-old/ortops ]; then
+  mkdir -p "$OLD_SRC/build/deps" && cp -r build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime "$OLD_SRC/build/deps/"
+  ( cd "$OLD_SRC" && python3 -m pip install -q --no-build-isolation --no-deps --target /tmp/site-old . \
+      > /tmp/build-old.txt 2>&1; echo "old build exit status $?" >> /tmp/build-old.txt ) &
+fi
+( time python3 -m pip install -q --no-build-isolation --no-deps -C cmake.define.ORTOPS_TESTING=ON . ) > /tmp/build.txt 2>&1 \
   || { tail -50 /tmp/build.txt; exit 1; }
 # -P: don't put the source tree ahead of the installed package on sys.path.
 py() { python3 -P "$@"; }
@@ -30,7 +38,7 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
-                      # bench, sweep, placement, portability,
+                      # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
                       # multigpu, servewheels, serve, stream, exact, fast, coopmat, cudaep, steps, host,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
@@ -145,6 +153,19 @@ if has coopmat; then
   tail -3 "$OUT/pytest_coopmat_validation.txt"
   py scripts/gpu/coopmat_steps.py --out "$OUT" ${COOPMAT_ARGS:-} 2> "$OUT/coopmat_steps_log.txt"
   echo "coopmat_steps exit status $?"; tail -3 "$OUT/coopmat_steps_log.txt"
+fi
+if has ab; then
+  # Issue 31's check: the anchor shapes on the old build (OLD_SRC, /tmp/site-old) and this one,
+  # alternated round by round in one call (scripts/gpu/ab_bench.py); the same bits asked too.
+  wait
+  tail -2 /tmp/build-old.txt
+  py scripts/gpu/ab_bench.py --build old=/tmp/site-old --build new= --rounds ${AB_ROUNDS:-3} --out "$OUT" \
+    ${AB_ARGS:-} 2>&1 | tee "$OUT/ab_log.txt"
+fi
+if has sequence; then
+  # The whole-sequence kernel's GPU rows (issue 32): whole-sequence against step kernels and
+  # cuDNN strict, alternated in rounds, same bits checked (exit status 1 otherwise).
+  py scripts/gpu/sequence_rule.py --out "$OUT" ${SEQRULE_ARGS:-} 2>&1 | tee "$OUT/sequence_rule_log.txt"
 fi
 if has bench; then
   py scripts/gpu/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"

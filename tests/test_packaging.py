@@ -201,7 +201,7 @@ def test_the_wheel_check_finds_the_test_hooks():
 
     from ortops import _vk
 
-    check_wheel = load_script("check_wheel")
+    check_wheel = load_script("ci/check_wheel")
     data = pathlib.Path(_vk.__file__).read_bytes()
     hooks = getattr(_vk, "TEST_HOOKS", None)
     if hooks is None:   # a wheel's module (tests/conftest.py: --shipping-build)
