@@ -179,7 +179,8 @@ runOnce(Layer& layer, const Model& m, const Request& r)
 bool
 sameBits(const std::vector<float>& a, const std::vector<float>& b)
 {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    // Empty vectors may hold no storage (data() null), which memcmp must not be given (UBSan).
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 bool
