@@ -99,7 +99,7 @@ if has shards; then
   # files from that one on, the rest of a cut validation run; VALIDATION_ONLY: those files).
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py scripts/gpu/parallel_suite.py --out "$OUT/shards" \
     --shards ${SHARDS:-6} --validation-shards ${VALIDATION_SHARDS:-2} \
-    ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} ${VALIDATION_ONLY:+--validation-only "$VALIDATION_ONLY"} \
+    ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} ${VALIDATION_ONLY:+--validation-only "$VALIDATION_ONLY"} ${PLAIN_ONLY:+--plain-only "$PLAIN_ONLY"} \
     --timeout ${SHARDS_TIMEOUT:-480} \
     2>&1 | tee "$OUT/shards.txt"
 fi

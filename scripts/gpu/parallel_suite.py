@@ -2,7 +2,7 @@
 """The test suite in parallel pytest processes, plainly and under validation at once.
 
     python -P scripts/gpu/parallel_suite.py --out DIR [--shards 6] [--validation-shards 2]
-        [--validation-from FILE | --validation-only FILE,...] [--timeout S]
+        [--validation-from FILE | --validation-only FILE,...] [--plain-only FILE,...] [--timeout S]
 
 Why: on the GPU machine one device call may run 10 minutes, and on 2026-12-02 the whole suite
 took longer than that under validation alone (81 % in 9 minutes), so the gate's two runs (plainly,
@@ -60,6 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("--validation-shards", type=int, default=2, help="shards under validation (0: none)")
     ap.add_argument("--validation-from", default=None, help="under validation only the files from this one on")
     ap.add_argument("--validation-only", default=None, help="under validation only these files (comma list)")
+    ap.add_argument("--plain-only", default=None, help="plainly only these files (comma list)")
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds before unfinished shards are stopped")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -74,8 +75,11 @@ def main(argv=None) -> int:
         vfiles = OrderedDict((f, files[f]) for f in names[start:])
     if args.validation_only:
         vfiles = OrderedDict((f, files[f]) for f in args.validation_only.split(","))
+    pfiles = files
+    if args.plain_only:
+        pfiles = OrderedDict((f, files[f]) for f in args.plain_only.split(","))
     jobs = []
-    for kind, chosen, n in (("plain", files, args.shards), ("validation", vfiles, args.validation_shards)):
+    for kind, chosen, n in (("plain", pfiles, args.shards), ("validation", vfiles, args.validation_shards)):
         if n <= 0:
             continue
         for i, shard in enumerate(deal(chosen, n)):
