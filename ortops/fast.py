@@ -45,7 +45,7 @@ TILE = 128
 SUBGROUPS = 8
 SUBGROUP_SIZE = 32
 #: Shared memory the kernel declares: X's and W's 128 x 32 slices (rows of 40 halves) and a
-#: 16 x 20 float staging block a subgroup (30,720 bytes; src/core/layer.cpp has the same).
+#: 16 x 20 float staging block a subgroup (30,720 bytes; src/core/kernel_choice.hpp has the same).
 SHARED_BYTES = 2 * TILE * 40 * 2 + SUBGROUPS * 16 * 20 * 4
 
 
