@@ -223,9 +223,23 @@ describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice
         d.result = componentName(p.ResultType);
         d.saturating = static_cast<bool>(p.saturatingAccumulation);
         d.scope = scopeName(p.scope);
+        d.aType = p.AType;
+        d.bType = p.BType;
+        d.cType = p.CType;
+        d.resultType = p.ResultType;
+        d.scopeType = p.scope;
         out.push_back(std::move(d));
     }
     return out;
+}
+
+bool
+CooperativeMatrixShape::isHalfIntoFloatSubgroup16() const
+{
+    // VkComponentTypeKHR: 0 float16, 1 float32; VkScopeKHR: 3 subgroup.
+    constexpr uint32_t FLOAT16 = 0, FLOAT32 = 1, SUBGROUP = 3;
+    return m == 16 && n == 16 && k == 16 && aType == FLOAT16 && bType == FLOAT16 && cType == FLOAT32 &&
+           resultType == FLOAT32 && !saturating && scopeType == SUBGROUP;
 }
 
 std::optional<std::pair<uint32_t, uint32_t>>

@@ -48,9 +48,16 @@ extern const char* kCooperativeMatrix;   // "VK_KHR_cooperative_matrix"
 struct CooperativeMatrixShape
 {
     uint32_t m = 0, n = 0, k = 0;
-    std::string a, b, c, result;
+    std::string a, b, c, result;   // the component types' names, for descriptions
     bool saturating = false;
     std::string scope;
+    // The same as the device gave them: VkComponentTypeKHR and VkScopeKHR values (decisions
+    // read these, not the names).
+    uint32_t aType = 0, bType = 0, cType = 0, resultType = 0, scopeType = 0;
+
+    // 16 x 16 x 16, float16 x float16 + float32 -> float32, not saturating, subgroup scope:
+    // the combination mode "fast"'s matrix kernels are written for.
+    bool isHalfIntoFloatSubgroup16() const;
 };
 
 // The combinations (M, N, K, component types, scope) the device lists; empty where the device

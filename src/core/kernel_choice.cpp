@@ -17,8 +17,7 @@ useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool r
     }
     bool listed = false;
     for (const auto& c : d.cooperativeMatrix) {
-        listed = listed || (c.m == 16 && c.n == 16 && c.k == 16 && c.a == "float16" && c.b == "float16" &&
-                            c.c == "float32" && c.result == "float32" && !c.saturating && c.scope == "subgroup");
+        listed = listed || c.isHalfIntoFloatSubgroup16();
     }
     return listed && ctx.cooperativeMatrix && d.nanPreserveFloat16 && d.subgroupSizeRange &&
            d.subgroupSizeRange->first == 32 && d.subgroupSizeRange->second == 32 &&
