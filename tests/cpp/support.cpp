@@ -58,6 +58,14 @@ Model::weights() const
     return w;
 }
 
+LayerSettings
+stepKernelSettings()
+{
+    LayerSettings s;
+    s.variants.sequenceSteps = 0;   // never (variants.hpp: 0 never, 1 where it fits)
+    return s;
+}
+
 std::unique_ptr<Layer>
 Model::layer(const LayerSettings& settings) const
 {

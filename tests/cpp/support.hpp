@@ -42,6 +42,13 @@ std::vector<float>
 randomFloats(size_t n, uint32_t seed);
 
 // A node's weights (W, R, B and P of ONNX's shapes) and its decoded config.
+// The settings these tests are written about: the step kernels, one dispatch a time step.
+// On a CPU implementation of Vulkan (lavapipe) the table picks the whole-sequence kernel
+// (variants.hpp, SEQUENCE_STEPS) for most of their shapes; test_kernel_choice.cpp checks that
+// choice, tests/test_sequence_kernel.py its results.
+LayerSettings
+stepKernelSettings();
+
 struct Model
 {
     LayerSpec spec;
@@ -50,7 +57,7 @@ struct Model
 
     uint32_t dirs() const { return spec.direction == "bidirectional" ? 2 : 1; }
     Weights weights() const;
-    std::unique_ptr<Layer> layer(const LayerSettings& settings = LayerSettings{}) const;
+    std::unique_ptr<Layer> layer(const LayerSettings& settings = stepKernelSettings()) const;
 };
 
 Model

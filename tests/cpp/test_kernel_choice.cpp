@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "context.hpp"
 #include "support.hpp"
 #include "variants.hpp"
 
@@ -180,6 +181,26 @@ TEST_SUITE("kernel choice")
         bad.maxGroups = 0;
         CHECK_THROWS_WITH_AS(setVariantSettings(bad), "ortops: max_groups must be positive", std::invalid_argument);
         CHECK(variantSettings().batchedKsplit == keep.saved.batchedKsplit);
+    }
+
+    TEST_CASE("the table's whole-sequence kernel: every batch up to 64 on a CPU device, up to 8 on a GPU")
+    {
+        test::Model m = test::makeModel(test::LayerSpec{ "LSTM", 8, 4 });
+        auto layer = m.layer(LayerSettings{});
+        auto stepsOf = [&](uint32_t batch) {
+            test::runOnce(*layer, m, test::makeRequest(m, 2, batch, batch));
+            for (const PlanPoolInfo& p : layer->planPools()) {
+                if (p.batch == batch) {
+                    REQUIRE(p.freeSteps.size() == 1);
+                    return p.freeSteps[0];
+                }
+            }
+            FAIL("no plan of batch " << batch);
+            return std::string();
+        };
+        bool cpu = layer->device().type == "cpu";
+        CHECK(stepsOf(1) == "step_sequence");
+        CHECK(stepsOf(32) == (cpu ? "step_sequence" : "step_tiled"));
     }
 
     TEST_CASE("a layer records the step kernel the heuristics choose, and the batched layouts with it")
