@@ -176,6 +176,7 @@ def test_table_chooses_it_where_it_says(monkeypatch):
     # this device's layer records the kernel exactly where its class's rule says, and
     # ORTOPS_SEQUENCE_STEPS (read where the tunable is left to the table) turns it off and on.
     monkeypatch.setattr(variants, "SEQUENCE_STEPS", variants.TABLE)
+    monkeypatch.delenv("ORTOPS_SEQUENCE_STEPS", raising=False)   # tests/conftest.py sets it to 0
     tables = _vk.batched_tiles()
     rules = tables["sequence_steps"]
     assert [r[0] for r in rules] == ["cpu", "gpu"]
