@@ -35,6 +35,21 @@ struct KeepVariantSettings
     ~KeepVariantSettings() { setVariantSettings(saved); }
 };
 
+// The step kernel a run of `batch` rows (2 steps) records on this layer.
+std::string
+recordedSteps(Layer& layer, const test::Model& m, uint32_t batch)
+{
+    test::runOnce(layer, m, test::makeRequest(m, 2, batch, batch));
+    for (const PlanPoolInfo& p : layer.planPools()) {
+        if (p.batch == batch) {
+            REQUIRE(p.freeSteps.size() == 1);
+            return p.freeSteps[0];
+        }
+    }
+    FAIL("no plan of batch " << batch);
+    return std::string();
+}
+
 } // namespace
 
 TEST_SUITE("kernel choice")
@@ -187,17 +202,7 @@ TEST_SUITE("kernel choice")
     {
         test::Model m = test::makeModel(test::LayerSpec{ "LSTM", 8, 4 });
         auto layer = m.layer(LayerSettings{});
-        auto stepsOf = [&](uint32_t batch) {
-            test::runOnce(*layer, m, test::makeRequest(m, 2, batch, batch));
-            for (const PlanPoolInfo& p : layer->planPools()) {
-                if (p.batch == batch) {
-                    REQUIRE(p.freeSteps.size() == 1);
-                    return p.freeSteps[0];
-                }
-            }
-            FAIL("no plan of batch " << batch);
-            return std::string();
-        };
+        auto stepsOf = [&](uint32_t batch) { return recordedSteps(*layer, m, batch); };
         bool cpu = layer->device().type == "cpu";
         CHECK(stepsOf(1) == "step_sequence");
         CHECK(stepsOf(32) == (cpu ? "step_sequence" : "step_tiled"));
@@ -207,17 +212,7 @@ TEST_SUITE("kernel choice")
     {
         test::Model m = test::makeModel(test::LayerSpec{ "LSTM", 8, 4 });
         auto layer = m.layer();
-        auto stepsOf = [&](uint32_t batch) {
-            test::runOnce(*layer, m, test::makeRequest(m, 2, batch, batch));
-            for (const PlanPoolInfo& p : layer->planPools()) {
-                if (p.batch == batch) {
-                    REQUIRE(p.freeSteps.size() == 1);
-                    return p.freeSteps[0];
-                }
-            }
-            FAIL("no plan of batch " << batch);
-            return std::string();
-        };
+        auto stepsOf = [&](uint32_t batch) { return recordedSteps(*layer, m, batch); };
         CHECK(stepsOf(31) == "step");
         CHECK(layer->weightNames() == std::vector<std::string>{ "B", "R", "W" });
         // Batch 32 at hidden 8: the 4-row tile, clamped to hidden 8 (step_tiled), with R's
