@@ -96,10 +96,11 @@ fi
 if has shards; then
   # The suite in parallel processes (scripts/gpu/parallel_suite.py says why): plainly in SHARDS
   # shards and under validation in VALIDATION_SHARDS at the same time (VALIDATION_FROM: only the
-  # files from that one on, the rest of a cut validation run; VALIDATION_ONLY: those files).
+  # files from that one on, the rest of a cut validation run; VALIDATION_ONLY: those files;
+  # SHARDS_RESUME: a folder of an earlier call's shard logs, whose unfinished shards run again).
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py scripts/gpu/parallel_suite.py --out "$OUT/shards" \
     --shards ${SHARDS:-6} --validation-shards ${VALIDATION_SHARDS:-2} \
-    ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} ${VALIDATION_ONLY:+--validation-only "$VALIDATION_ONLY"} ${PLAIN_ONLY:+--plain-only "$PLAIN_ONLY"} \
+    ${VALIDATION_FROM:+--validation-from "$VALIDATION_FROM"} ${VALIDATION_ONLY:+--validation-only "$VALIDATION_ONLY"} ${PLAIN_ONLY:+--plain-only "$PLAIN_ONLY"} ${SHARDS_RESUME:+--resume "$SHARDS_RESUME"} \
     --timeout ${SHARDS_TIMEOUT:-480} \
     2>&1 | tee "$OUT/shards.txt"
 fi

@@ -3,6 +3,7 @@
 
     python -P scripts/gpu/parallel_suite.py --out DIR [--shards 6] [--validation-shards 2]
         [--validation-from FILE | --validation-only FILE,...] [--plain-only FILE,...] [--timeout S]
+        [--resume DIR]
 
 Why: on the GPU machine one device call may run 10 minutes, and on 2026-12-02 the whole suite
 took longer than that under validation alone (81 % in 9 minutes), so the gate's two runs (plainly,
@@ -13,7 +14,10 @@ DIR/<plain|validation>-<i>.txt; the script prints every shard's summary and the 
 1 if any shard failed, errored or did not finish. ``--validation-from FILE`` runs under
 validation only the files from FILE on, in collection order (the rest of a run that a call's
 time limit cut; the gate record names both parts); ``--validation-only`` runs those files
-(the rest of a shard that was cut).
+(the rest of a shard that was cut). ``--resume DIR`` runs again, each kind in its own
+shards, the files of every shard in DIR (an earlier run's --out) that did not finish, so that
+the next device call can take the rest at once, on the machine still warm, without anyone
+reading the logs first.
 """
 
 from __future__ import annotations
@@ -39,6 +43,21 @@ def collect() -> "OrderedDict[str, int]":
     return files
 
 
+def unfinished(folder: str) -> dict:
+    """{kind: [files]} of the shards in an earlier run's folder that did not finish (their log's
+    first line names their files; a finished one ends with pytest's summary)."""
+    left: dict = {"plain": [], "validation": []}
+    for name in sorted(os.listdir(folder)):
+        m = re.fullmatch(r"(plain|validation)-\d+\.txt", name)
+        if not m:
+            continue
+        lines = open(os.path.join(folder, name)).read().strip().splitlines()
+        done = lines and SUMMARY.search(lines[-1]) and re.search(r"\b(passed|failed)\b", lines[-1])
+        if not done:
+            left[m.group(1)] += lines[0][2:].split() if lines else []
+    return left
+
+
 def deal(files: "OrderedDict[str, int]", n: int) -> list:
     """The files in n shards of about equal test counts (largest file first)."""
     shards = [[] for _ in range(max(1, n))]
@@ -62,9 +81,18 @@ def main(argv=None) -> int:
     ap.add_argument("--validation-only", default=None, help="under validation only these files (comma list)")
     ap.add_argument("--plain-only", default=None, help="plainly only these files (comma list)")
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds before unfinished shards are stopped")
+    ap.add_argument("--resume", default=None, help="only the files of the shards in this folder that did not finish")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     files = collect()
+    if args.resume:
+        left = unfinished(args.resume)
+        print(f"parallel_suite: resuming {args.resume}: plainly {left['plain'] or 'nothing'}; "
+              f"under validation {left['validation'] or 'nothing'}", flush=True)
+        args.plain_only = ",".join(left["plain"]) or None
+        args.validation_only = ",".join(left["validation"]) or None
+        args.shards = args.shards if left["plain"] else 0
+        args.validation_shards = args.validation_shards if left["validation"] else 0
     if not files:
         print("parallel_suite: pytest collected nothing", file=sys.stderr)
         return 1
