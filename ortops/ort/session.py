@@ -28,6 +28,7 @@ from ortops._onnxruntime import require_version
 
 require_version(ort.__version__)  # below the admitted bound: a clear ImportError, not odd results
 from ortops._typing import DeviceSpec
+from ortops.device import Device
 from ortops.ep import EP_NAME, register_ep
 from ortops.modes import check_mode
 from ortops.ort import customop, policy
@@ -203,7 +204,8 @@ class InferenceSession:
             plan = survey(proto, device=dev, mode=mode)
             source = _source(model, proto)
             so = register(sess_options) if _has_custom_nodes(proto) else sess_options
-            if any(p.where == "gpu" for p in plan.placement):
+            # A node is taken only on a resolved device (else every check named the spec's error).
+            if isinstance(dev, Device) and any(p.where == "gpu" for p in plan.placement):
                 providers = _ep_providers(providers, kwargs.pop("provider_options", None),
                                           {"device": dev.uuid or str(dev.index), "mode": mode, "placement": "gpu"})
                 register_ep()
