@@ -257,3 +257,34 @@ def test_float16_and_layout1_through_the_session_match_stock_on_the_equivalent()
         for g, w in zip(got, want):
             assert g.dtype == (np.float16 if dtype == TensorProto.FLOAT16 else np.float32)
             assert scaled_error(g.astype(np.float32), w) <= tol
+
+
+def test_device_none_is_ortops_device_then_the_assigned_gpu_then_the_preferred(monkeypatch):
+    """session_device (what device=None becomes) on a made-up machine: two NVIDIA GPUs
+    enumerated out of PCI order and lavapipe. CUDA_VISIBLE_DEVICES counts in CUDA's (PCI)
+    order; ORTOPS_DEVICE wins over it; with no NVIDIA device, CUDA's variables are not read."""
+    from _cases import fake_device
+
+    from ortops import device as device_mod
+    from ortops.ort.session import session_device
+
+    b = fake_device(index=0, uuid="8c1b9a00-aaaa-bbbb-cccc-ddddeeeeffff", pci_bus_id="0000:9a:00.0")
+    a = fake_device(index=1, uuid="8c1b2f3e-1111-2222-3333-444455556666", pci_bus_id="0000:18:00.0")
+    lava = fake_device(index=2, name="llvmpipe", type="cpu", vendor_id=0x10005, device_id=0,
+                       uuid="6d657361-3232-2e33-2e36-000000000000")
+    monkeypatch.setattr(device_mod, "devices", lambda: [b, a, lava])
+    for name in ("ORTOPS_DEVICE", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+        monkeypatch.delenv(name, raising=False)
+    assert session_device() is b                        # the preferred: the first discrete GPU
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert session_device() is a                        # CUDA's GPU 0 in PCI order: a (0000:18)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8c1b9a00,0")
+    assert session_device() is b                        # the first one listed, by UUID
+    assert session_device(lava) is lava and session_device("llvm") is lava   # an explicit device wins
+    monkeypatch.setenv("ORTOPS_DEVICE", "2")
+    assert session_device() is lava                     # ORTOPS_DEVICE wins over CUDA's variables
+    monkeypatch.delenv("ORTOPS_DEVICE")
+    monkeypatch.setattr(device_mod, "devices", lambda: [lava])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")     # no NVIDIA device: not read, no error
+    assert session_device() is lava
+    assert session_device("no such device") == "no such device"   # left to the survey's reasons
