@@ -83,7 +83,9 @@ def _node_device_lost_class():
     return _lost_class
 
 
-_STATUS = re.compile(r"ortops: (LSTM|GRU|RNN) node '(.*?)': (.*)", re.DOTALL)
+#: A node's status message: the custom-op kernel's and the EP's (``ortops: <OP> node '<name>':
+#: <what>``; the EP names a com.microsoft DynamicQuantizeLSTM by its own op type).
+_STATUS = re.compile(r"ortops: (LSTM|GRU|RNN|DynamicQuantizeLSTM) node '(.*?)': (.*)", re.DOTALL)
 
 
 def node_error(e: BaseException) -> NodeRunError | None:
@@ -93,8 +95,9 @@ def node_error(e: BaseException) -> NodeRunError | None:
     if m is None:
         return None
     op, node, text = m.group(1), m.group(2), m.group(3).strip()
-    if text.startswith(f"{op}: "):   # the core's messages start with the operator
-        text = text[len(op) + 2:]
+    cell = "LSTM" if op == "DynamicQuantizeLSTM" else op
+    if text.startswith(f"{cell}: "):   # the core's messages start with the cell's operator
+        text = text[len(cell) + 2:]
     cls = _node_device_lost_class() if "device lost" in text.lower() or "device was lost" in text.lower() \
         else NodeRunError
     return cls(node, op, text)

@@ -21,7 +21,7 @@ from ortops.modes import DEFAULT as DEFAULT_MODE
 from ortops.ort import customop, subgraphs
 from ortops.ort.modelinfo import ModelInfo
 from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
-from ortops.ort.placement import Decision, StandardNode
+from ortops.ort.placement import Decision, StandardNode, used_parameters
 from ortops.validation import OUTPUTS
 
 _ONNX = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
@@ -97,7 +97,7 @@ def emit(std: StandardNode, cfg: NodeConfig, d: Decision, b: Builder, folded: se
 def node_config(std: StandardNode, d: Decision, device, mode: str = DEFAULT_MODE) -> NodeConfig:
     """The config of a taken node."""
     return NodeConfig(
-        node=_config_name(std.name), op=std.op, dtype=std.dtype, attrs=_used_parameters(d.attrs, std.op),
+        node=_config_name(std.name), op=std.op, dtype=std.dtype, attrs=used_parameters(d.attrs, std.op),
         absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
         outputs=d.outputs, mode=mode, device=_device_uuid(d, device))
 
@@ -110,25 +110,6 @@ def _config_name(name: str) -> str:
     """``name`` cut to at most 4096 bytes of UTF-8, on a character boundary."""
     data = name.encode("utf-8", "backslashreplace")
     return data[:CONFIG_NAME_BYTES].decode("utf-8", "ignore") if len(data) > CONFIG_NAME_BYTES else name
-
-
-def _used_parameters(attrs: NodeAttrs, op: str) -> NodeAttrs:
-    """``attrs`` with activation_alpha / activation_beta cut to the values the activations
-    consume (ORT ignores the rest too; the decoder takes at most 64): the same layer."""
-    from ortops.activations import ACTIVATIONS, Activation, DEFAULT_ACTIVATIONS
-
-    names = attrs.activations or DEFAULT_ACTIVATIONS[op]
-    canonical = {a.lower(): a for a in ACTIVATIONS}
-    acts = [Activation(canonical[str(n).lower()]) for n in names if str(n).lower() in canonical]
-    # The cursors run over the names as listed (one set serves both directions, consumed once).
-    alphas = sum(a.takes_alpha for a in acts)
-    betas = sum(a.takes_beta for a in acts)
-    cut = {}
-    if attrs.activation_alpha is not None and len(attrs.activation_alpha) > alphas:
-        cut["activation_alpha"] = tuple(attrs.activation_alpha[:alphas])
-    if attrs.activation_beta is not None and len(attrs.activation_beta) > betas:
-        cut["activation_beta"] = tuple(attrs.activation_beta[:betas])
-    return dataclasses.replace(attrs, **cut) if cut else attrs
 
 
 def _device_uuid(d: Decision, device) -> str | None:

@@ -121,7 +121,7 @@ def _config_attrs(op: str, raw: dict) -> NodeAttrs:
     def f32(v):
         return float(np.float32(v))  # ONNX floats are float32; repr of this float64 is exact
 
-    return NodeAttrs(
+    return used_parameters(NodeAttrs(
         hidden_size=int(raw["hidden_size"]) if "hidden_size" in raw else None,
         direction=raw.get("direction", "forward"),
         layout=int(raw.get("layout", 0)),
@@ -131,7 +131,28 @@ def _config_attrs(op: str, raw: dict) -> NodeAttrs:
         clip=f32(raw["clip"]) if "clip" in raw and f32(raw["clip"]) != float("inf") else None,
         input_forget=int(raw.get("input_forget", 0)),
         linear_before_reset=int(raw.get("linear_before_reset", 0)),
-    )
+    ), op)
+
+
+def used_parameters(attrs: NodeAttrs, op: str) -> NodeAttrs:
+    """``attrs`` with activation_alpha / activation_beta cut to the values the activations
+    consume (ORT ignores the rest too; the decoder takes at most 64): the same layer. The node
+    is checked so (:func:`_config_attrs`), as the EP reads it (``parametersUsed`` in
+    src/ep/node.cpp): a node listing more values than it uses is taken by both."""
+    from ortops.activations import ACTIVATIONS, Activation, DEFAULT_ACTIVATIONS
+
+    names = attrs.activations or DEFAULT_ACTIVATIONS[op]
+    canonical = {a.lower(): a for a in ACTIVATIONS}
+    acts = [Activation(canonical[str(n).lower()]) for n in names if str(n).lower() in canonical]
+    # The cursors run over the names as listed (one set serves both directions, consumed once).
+    alphas = sum(a.takes_alpha for a in acts)
+    betas = sum(a.takes_beta for a in acts)
+    cut = {}
+    if attrs.activation_alpha is not None and len(attrs.activation_alpha) > alphas:
+        cut["activation_alpha"] = tuple(attrs.activation_alpha[:alphas])
+    if attrs.activation_beta is not None and len(attrs.activation_beta) > betas:
+        cut["activation_beta"] = tuple(attrs.activation_beta[:betas])
+    return dataclasses.replace(attrs, **cut) if cut else attrs
 
 
 def _dims_hint(info, op, attrs):

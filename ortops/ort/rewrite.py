@@ -34,7 +34,7 @@ from ortops.ort.placement import (SUPPORTED_VERSIONS, Decision, NodePlacement, S
 
 __all__ = ["RECURRENT", "SUPPORTED_VERSIONS", "ModelError", "NodePlacement", "Rewritten",
            "Decision", "default_opset", "emit", "load_model", "node_config", "op_version",
-           "place", "rewrite", "used_names"]
+           "place", "rewrite", "survey", "used_names"]
 
 #: The standard op types the rewrite replaces (ortops.cells).
 RECURRENT = tuple(CELLS)
@@ -51,6 +51,50 @@ class Rewritten:
 
 def _is_recurrent(node) -> bool:
     return node.op_type in RECURRENT and node.domain in ("", "ai.onnx")
+
+
+def _decide(node, index: int, info: ModelInfo, opset: int, device, scope: subgraphs.Scope, mode: str,
+            placement: str) -> tuple[StandardNode, Decision] | None:
+    """(the node as read, where it runs) for a recurrent node; None for any other node."""
+    if quantized.is_quantized(node):
+        std, d = place_quantized(node, index, info, opset, device, scope, mode)
+    elif _is_recurrent(node):
+        std = StandardNode.read(node, index, info, scope)
+        d = place(std, info, opset, device, mode)
+    else:
+        return None
+    if placement != "gpu" and d.taken:
+        d = apply_policy(d, std, info, device)
+    return std, d
+
+
+def survey(proto: onnx.ModelProto, *, device=None, mode: str | None = None) -> Rewritten:
+    """Where each recurrent node of ``proto`` runs under placement "gpu", and the config of
+    each taken node, decided as :func:`rewrite` decides (the same walk, order and checker),
+    writing nothing: ``Rewritten.model`` is ``proto`` itself, unchanged. What
+    ``ortops.InferenceSession`` reports for the execution provider, which checks each node
+    with the same native checker (the core's decoder and spec) when ONNX Runtime offers it."""
+    mode = check_mode(mode, "ortops")
+    info = ModelInfo(proto)
+    opset = default_opset(proto)
+    out = Rewritten(proto, [])
+
+    def walk(graph, scope: subgraphs.Scope) -> None:
+        for node in graph.node:
+            decided = _decide(node, len(out.placement), info, opset, device, scope, mode, "gpu")
+            if decided is None:
+                subgraphs.rewrite_subgraphs(node, scope, walk)   # reads the bodies only
+                continue
+            std, d = decided
+            out.placement.append(d.placement)
+            if d.taken:
+                out.configs.append(node_config(std, d, device, mode))
+
+    try:
+        walk(proto.graph, subgraphs.Scope())
+    finally:
+        walk = None  # noqa: F841 - its closure cell refers to itself: a cycle holding `info` (see rewrite)
+    return out
 
 
 def rewrite(model, *, device=None, placement: str = "gpu", mode: str | None = None) -> Rewritten:
@@ -75,17 +119,12 @@ def rewrite(model, *, device=None, placement: str = "gpu", mode: str | None = No
         """The new node list of ``graph`` (its bodies rewritten in place, depth first)."""
         nodes = []
         for node in graph.node:
-            if quantized.is_quantized(node):
-                std, d = place_quantized(node, len(out.placement), info, opset, device, scope, mode)
-            elif _is_recurrent(node):
-                std = StandardNode.read(node, len(out.placement), info, scope)
-                d = place(std, info, opset, device, mode)
-            else:
+            decided = _decide(node, len(out.placement), info, opset, device, scope, mode, placement)
+            if decided is None:
                 subgraphs.rewrite_subgraphs(node, scope, rewrite_body)
                 nodes.append(node)
                 continue
-            if placement != "gpu" and d.taken:
-                d = apply_policy(d, std, info, device)
+            std, d = decided
             out.placement.append(d.placement)
             if not d.taken:
                 nodes.append(node)

@@ -5,15 +5,20 @@ LSTM nodes run on the Vulkan device. Every other node, and every recurrent
 node the GPU path cannot take, runs on ONNX Runtime as usual; ``placement``
 says which is which.
 
-Both run the same model: :func:`convert` rewrites the recurrent nodes into ortops custom
-nodes, and ONNX Runtime runs them through the native custom-op library (:func:`register`,
-:func:`library_path`). Constant weights are constant inputs of the custom nodes, uploaded
-once when ONNX Runtime creates each node's kernel; each run copies X, the states and
-sequence_lens in and the outputs out, once each, with no Python on the way.
+Two doors to the same native core. ``InferenceSession`` hands the model to ONNX Runtime as it
+is, with the ortops execution provider first (``ortops.ep``, ``src/ep/``): the EP takes each
+recurrent node its native checker accepts and runs it through the core, constant weights
+uploaded once when the session is created. :func:`convert` instead rewrites the recurrent
+nodes into ortops custom nodes, for hosts that can only load an op library, which the
+custom-op library runs (:func:`register`, :func:`library_path`); ``InferenceSession(...,
+placement="auto")`` still takes that path until the cost model is in the native core. Either
+way each run copies X, the states and sequence_lens in and the outputs out, once each, with no
+Python on the way.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Sequence, TypeAlias
 
 import numpy as np
@@ -23,12 +28,13 @@ from ortops._onnxruntime import require_version
 
 require_version(ort.__version__)  # below the admitted bound: a clear ImportError, not odd results
 from ortops._typing import DeviceSpec
-from ortops.ort import customop
-from ortops.ort.rewrite import ModelError, NodePlacement, load_model, rewrite
+from ortops.device import Device
+from ortops.ep import EP_NAME, register_ep
+from ortops.modes import check_mode
+from ortops.ort import customop, policy
+from ortops.ort.rewrite import ModelError, NodePlacement, load_model, rewrite, survey
 
 if TYPE_CHECKING:
-    import os
-
     import onnx
 
 #: A model: a path, the serialized bytes, or an onnx.ModelProto.
@@ -80,6 +86,21 @@ def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu"
     return rewrite(model, device=device, placement=placement, mode=mode).model
 
 
+def _source(model: ModelIn, proto: onnx.ModelProto):
+    """What ONNX Runtime loads: the caller's path or bytes as given (a path keeps its external
+    data files where ORT looks for them, beside it); a ModelProto serialized."""
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model)
+    return proto.SerializeToString()
+
+
+def _has_custom_nodes(proto: onnx.ModelProto) -> bool:
+    """Whether the model is one :func:`convert` wrote (it imports the ortops domain)."""
+    return any(o.domain == customop.DOMAIN for o in proto.opset_import)
+
+
 def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu",
               mode: str | None = None) -> list[NodePlacement]:
     """Where each recurrent node of ``model`` would run under the placement ``policy``
@@ -87,43 +108,123 @@ def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu",
     return rewrite(model, device=device, placement=policy, mode=mode).placement
 
 
+def session_device(device: DeviceSpec = None) -> DeviceSpec:
+    """The device ``ortops.InferenceSession(device=...)`` names: ``device`` if given, else
+    ``ORTOPS_DEVICE``'s, else the NVIDIA GPU ``CUDA_VISIBLE_DEVICES`` / ``NVIDIA_VISIBLE_DEVICES``
+    assign (ortops.visible, as ``ortops.serve`` pins a replica), else the preferred device; an
+    ``ortops.Device`` where it resolves. A spec that does not resolve (no device, a bad name)
+    is returned as it is: the survey then leaves every node to ONNX Runtime with that reason,
+    as the rewrite did. The assignment is read only where NVIDIA Vulkan devices exist: elsewhere
+    (lavapipe, another vendor's GPU) CUDA's variables cannot name a Vulkan device."""
+    from ortops.device import devices, select
+    from ortops.visible import NVIDIA_VENDOR_ID, assigned_device
+
+    if device is None and not os.environ.get("ORTOPS_DEVICE"):
+        try:
+            if any(d.vendor_id == NVIDIA_VENDOR_ID for d in devices()):
+                device = assigned_device()
+        except RuntimeError:   # no Vulkan device at all: select() below says so, per node
+            pass
+    try:
+        return select(device)
+    except (RuntimeError, ValueError, TypeError):
+        return device
+
+
+def _ep_providers(providers: Sequence[Any] | None, provider_options: Sequence[dict] | None,
+                  options: dict) -> list:
+    """The providers list for ``onnxruntime.InferenceSession``: the ortops EP first with
+    ``options``, then the caller's ``providers`` (default: ONNX Runtime's CPU provider) with
+    their ``provider_options``. An ``OrtopsExecutionProvider`` among them is dropped: the
+    session's own device, mode and placement are its options.
+
+    By name rather than through ``SessionOptions.add_provider_for_devices`` (what
+    ``ortops.ep_session_options`` does): ONNX Runtime uses only the ``providers`` argument when
+    both are given (onnxruntime 1.29 and 1.32 warn and drop the options' EP devices), and the
+    caller's ``sess_options`` is left unchanged, so it can serve further sessions."""
+    rest = list(providers) if providers is not None else ["CPUExecutionProvider"]
+    if provider_options is not None and len(provider_options) != len(rest):
+        raise ValueError(f"provider_options has {len(provider_options)} entries for {len(rest)} providers")
+    out: list = [(EP_NAME, options)]
+    for i, p in enumerate(rest):
+        name, opts = p if isinstance(p, tuple) else (p, provider_options[i] if provider_options else {})
+        if name != EP_NAME:
+            out.append((name, dict(opts)) if opts else name)
+    return out
+
+
 class InferenceSession:
     """Drop-in ``onnxruntime.InferenceSession`` running RNN/GRU/LSTM on the GPU.
 
+    The model goes to ONNX Runtime as it is, with the ortops execution provider
+    (``OrtopsExecutionProvider``, ``ortops.ep``) first and the caller's providers after: the
+    EP takes the recurrent nodes its native checker accepts, every other node runs on the
+    next provider. ``placement`` reports each recurrent node from the same checker (the
+    core's config decoder and layer spec, through ``customop.check_node``).
+
     model: a path, serialized bytes or ``onnx.ModelProto``.
-    sess_options, providers, and further keyword arguments go to
-    ``onnxruntime.InferenceSession``; the ortops custom ops are registered
-    into ``sess_options`` (see :func:`register`).
-    device: the Vulkan device for the recurrent layers (a ``Device``, its
-    name or index; None: ``ORTOPS_DEVICE`` or the default device).
-    require_gpu: raise ValueError if any recurrent node stays on ORT's CPU
-    kernel (by default such nodes run there and show in ``placement``).
+    sess_options, and further keyword arguments go to ``onnxruntime.InferenceSession``
+    (unchanged; the custom-op library is registered into ``sess_options`` only for a model
+    already converted by :func:`convert`).
+    providers: the providers after ortops (default ``["CPUExecutionProvider"]``; ONNX Runtime
+    adds its CPU provider last in any case); ``provider_options`` pairs with them.
+    device: the Vulkan device for the recurrent layers (a ``Device``, its name, index or
+    UUID; None: ``ORTOPS_DEVICE``, else the GPU ``CUDA_VISIBLE_DEVICES`` assigns, else the
+    default device: :func:`session_device`).
+    require_gpu: raise ValueError if any recurrent node stays on ORT's CPU kernel (by
+    default such nodes run there and show in ``placement``).
     placement: ``"gpu"`` (the default: every recurrent node the device can run goes to it) or
     ``"auto"`` (a node stays on ORT CPU where the calibrated cost model predicts ORT CPU
     faster, ``ortops.ort.policy``; the report says both predictions). Nodes kept on the CPU by
     "auto" count as not taken for ``require_gpu``.
-    mode: the numerical mode of every recurrent node: "deterministic" (default) or
-    "exact" (the same bits on every Vulkan device, docs/exact.md).
+    mode: the numerical mode of every recurrent node: "deterministic" (default), "exact" (the
+    same bits on every Vulkan device, docs/exact.md) or "fast" (docs/modes.md).
     """
 
     def __init__(self, model: ModelIn, sess_options: ort.SessionOptions | None = None,
                  providers: Sequence[Any] | None = None, *, device: DeviceSpec = None,
                  require_gpu: bool = False, placement: str = "gpu", mode: str | None = None,
                  **kwargs: Any) -> None:
+        policy.check(placement)
+        mode = check_mode(mode, "ortops.InferenceSession")
         proto = load_model(model)
-        rw = rewrite(proto, device=device, placement=placement, mode=mode)
-        self.placement: list[NodePlacement] = rw.placement
-        #: The configs of the custom nodes the session runs (ortops.ort.nodeconfig): device
+        # ONNX Runtime's Python session retries a failed creation (and a run failing with
+        # EPFail) on the CPU provider alone, printing to stdout: a node the EP could not
+        # compile would silently leave the device. Off, unless the caller says otherwise.
+        kwargs.setdefault("enable_fallback", 0)
+        if placement == "auto":
+            # TEMPORARY (issue 30): "auto"'s cost model is Python's (ortops/ort/costmodel.py)
+            # and the EP treats "auto" as "gpu" until the model is in the native core; until
+            # then "auto" keeps the rewrite and the custom-op library, as before the EP.
+            plan = rewrite(proto, device=device, placement=placement, mode=mode)
+            source: Any = plan.model.SerializeToString()
+            so = register(sess_options)
+        else:
+            dev = session_device(device)
+            plan = survey(proto, device=dev, mode=mode)
+            source = _source(model, proto)
+            so = register(sess_options) if _has_custom_nodes(proto) else sess_options
+            # A node is taken only on a resolved device (else every check named the spec's error).
+            if isinstance(dev, Device) and any(p.where == "gpu" for p in plan.placement):
+                providers = _ep_providers(providers, kwargs.pop("provider_options", None),
+                                          {"device": dev.uuid or str(dev.index), "mode": mode, "placement": "gpu"})
+                register_ep()
+        self.placement: list[NodePlacement] = plan.placement
+        #: The configs of the recurrent nodes the device runs (ortops.ort.nodeconfig): device
         #: (UUID), mode, outputs computed, per node.
-        self.node_configs = list(rw.configs)
+        self.node_configs = list(plan.configs)
         if require_gpu:
-            cpu = [p for p in rw.placement if p.where != "gpu"]
+            cpu = [p for p in plan.placement if p.where != "gpu"]
             if cpu:
                 raise ValueError("recurrent node(s) not taken by the GPU path: "
                                  + "; ".join(p.describe() for p in cpu))
-        so = register(sess_options)
+        self._create(source, so, providers, kwargs)
+
+    def _create(self, source, so, providers, kwargs) -> None:
+        """The ONNX Runtime session; a node's refusal (its kernel's or the EP's compile) raised
+        as ``NodeRunError``, ORT's own refusal with a note on the nodes left to it."""
         try:
-            self._sess = ort.InferenceSession(rw.model.SerializeToString(), so, providers=providers, **kwargs)
+            self._sess = ort.InferenceSession(source, so, providers=providers, **kwargs)
             # What a feed may name, fixed for the session's life (not asked of ORT every run).
             inputs = frozenset(i.name for i in self._sess.get_inputs())
             self._feed_names = (inputs, inputs | {i.name for i in self._sess.get_overridable_initializers()})
@@ -131,7 +232,7 @@ class InferenceSession:
             err = customop.node_error(e)
             if err is not None:   # a node's kernel refused (its config, weights or device)
                 raise err from e
-            left = [p.describe() for p in rw.placement if p.where != "gpu"]
+            left = [p.describe() for p in self.placement if p.where != "gpu"]
             if left and hasattr(e, "add_note"):
                 # ORT's own message says only that it has no kernel; say why
                 # the node was not on the GPU (keeping ORT's exception type).
@@ -216,7 +317,8 @@ class InferenceSession:
 
     @property
     def ort_session(self) -> ort.InferenceSession:
-        """The underlying ``onnxruntime.InferenceSession`` (of the rewritten model)."""
+        """The underlying ``onnxruntime.InferenceSession`` (of the model as given, the ortops
+        EP first; of the rewritten model under placement "auto")."""
         return self._session()
 
     @property
