@@ -1,0 +1,170 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// The input loop unrolls where W's row is held in a private array (indexed by constants only).
+#extension GL_EXT_control_flow_attributes : enable
+// Pass 1 for CPU implementations of Vulkan (lavapipe; issue 32): the input projection
+//   Xw[d][t][b][n] = sum_k X[t][b][k] * W[d][n][k]        (n = gate * hidden + unit)
+// with the same sums as glsl/input_projection.comp: one float32 accumulator an output, summed
+// in increasing k from +0, MUL(x, w) then ADD (that kernel's zero padding past K adds +0 to a
+// sum that cannot be -0, so it changes no bit). So the bits are the tiled kernel's.
+//
+// Why another kernel: lavapipe (Mesa 22.3, LLVM JIT) runs 8 invocations as the 8 lanes of one
+// vector, and compiles every shared-memory or storage-buffer load whose address differs across
+// the lanes as a loop over the lanes with a branch and a bounds check per lane and component,
+// while a load whose address is the same for every lane (and not inside a branch) is one
+// scalar load broadcast to the 8 lanes. The tiled kernel stages both operands through shared
+// memory and reads them per lane; here:
+// - an invocation owns one column n of one direction (neighbouring lanes: neighbouring n) and
+//   holds W's row n in a private array for the whole dispatch (W_REGS: loaded once, each k an
+//   8-lane vector in a register or a vector stack slot), or reads it from W a quad at a time;
+// - it walks every Xw row (time step, batch row), MR rows at a time, so each W value read
+//   feeds MR multiply-adds; X's values are the same for all lanes (one broadcast load a quad
+//   of k), so the inner loop is 8-wide multiplies and adds with no per-lane loads.
+// The workgroups split the columns (THREADS a workgroup, x) and the directions (z).
+#include "common.glsl"
+
+layout(local_size_x_id = 7) in;
+
+layout(constant_id = 0) const uint N = 1;       // gates * hidden
+layout(constant_id = 1) const uint K = 1;       // input size
+layout(constant_id = 2) const uint SEQ = 1;
+layout(constant_id = 3) const uint BATCH = 1;
+layout(constant_id = 4) const uint LAYOUT = 0;  // 1: X is [batch, seq, input]
+layout(constant_id = 5) const uint XW_OFFSET = 0; // in floats, inside the Xw binding
+layout(constant_id = 6) const uint MR = 4;      // Xw rows a walk over the input (sums in flight)
+layout(constant_id = 7) const uint THREADS = 64;  // columns a workgroup
+layout(constant_id = 8) const uint W_REGS = 1;  // 1: W's row in a private array, the k loop unrolled
+
+layout(std430, binding = 0) readonly buffer XBuf { uint X[]; };
+layout(std430, binding = 0) readonly buffer XBuf4 { uvec4 X4[]; };
+layout(std430, binding = 0) readonly buffer XBuf2 { uvec2 X2[]; };
+layout(std430, binding = 1) readonly buffer WBuf { uint W[]; };
+layout(std430, binding = 1) readonly buffer WBuf4 { uvec4 W4[]; };
+layout(std430, binding = 1) readonly buffer WBuf2 { uvec2 W2[]; };
+layout(std430, binding = 2) writeonly buffer XwBuf { uint Xw[]; };
+
+// The tiled kernel's push constants; tile0 is unused (one dispatch covers every row).
+layout(push_constant) uniform Push { uint rows; uint tile0; } pc;
+
+const bool WIDE = K % 4u == 0u;     // rows of X and W start at multiples of 4 elements
+const uint KQ = (K + 3u) / 4u;      // quads of k
+
+float wr[W_REGS != 0u ? 4u * KQ : 1u];
+
+uint xRow(uint m)
+{
+    // m = t * BATCH + b is the row of Xw; X's own row order depends on the layout.
+    if (LAYOUT == 0u) {
+        return m;
+    }
+    uint t = m / BATCH;
+    uint b = m - t * BATCH;
+    return b * SEQ + t;
+}
+
+// Element j of a group of four read at once (as the tiled kernel reads it).
+float element(uvec4 words, uint j)
+{
+#if FLOAT16
+    uint w = words[j >> 1u];
+#if EXACT
+    return half_to_float_((w >> (16u * (j & 1u))) & 0xFFFFu);
+#else
+    return unpackHalf2x16(w)[j & 1u];
+#endif
+#else
+#if EXACT
+    return ftz_(uintBitsToFloat(words[j]));
+#else
+    return uintBitsToFloat(words[j]);
+#endif
+#endif
+}
+
+// Elements i .. i+3 of X (WIDE: one load; else each clamped to the row's last, which the
+// callers never add). No branch around the loads: a uniform load inside one is per lane.
+vec4 quadX(uint row, uint k)
+{
+    uint i = row * K + k;
+    vec4 v;
+    if (WIDE) {
+#if FLOAT16
+        uvec4 w = uvec4(X2[i >> 2u], 0u, 0u);
+#else
+        uvec4 w = X4[i >> 2u];
+#endif
+        [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = element(w, j);
+        return v;
+    }
+    [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = LOADT(X, row * K + min(k + j, K - 1u));
+#if EXACT
+    [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = ftz_(v[j]);
+#endif
+    return v;
+}
+
+// The same for W's row starting at element `at`.
+vec4 quadW(uint at, uint k)
+{
+    vec4 v;
+    if (WIDE) {
+#if FLOAT16
+        uvec4 w = uvec4(W2[(at + k) >> 2u], 0u, 0u);
+#else
+        uvec4 w = W4[(at + k) >> 2u];
+#endif
+        [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = element(w, j);
+        return v;
+    }
+    [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = LOADT(W, at + min(k + j, K - 1u));
+#if EXACT
+    [[unroll]] for (uint j = 0u; j < 4u; j++) v[j] = ftz_(v[j]);
+#endif
+    return v;
+}
+
+// acc[r] += x[r][j] * w[j] for the quad's k + j < K, in increasing k.
+#define QUAD_TERMS(k, wv) { \
+    [[unroll]] for (uint r = 0u; r < MR; r++) { \
+        vec4 xv = quadX(xr[r], k); \
+        [[unroll]] for (uint j = 0u; j < 4u; j++) \
+            if (WIDE || k + j < K) acc[r] = ADD(acc[r], MUL(xv[j], wv[j])); \
+    } \
+}
+
+void main()
+{
+    uint d = gl_WorkGroupID.z;   // the grid: (column groups, 1, directions)
+    uint n = gl_WorkGroupID.x * THREADS + gl_LocalInvocationID.x;
+    // Lanes past N compute column N - 1 and store nothing: no branch around the loads.
+    uint wAt = (d * N + min(n, N - 1u)) * K;
+    if (W_REGS != 0u) {
+        [[unroll]] for (uint q = 0u; q < KQ; q++) {
+            vec4 w = quadW(wAt, 4u * q);
+            [[unroll]] for (uint j = 0u; j < 4u; j++) wr[4u * q + j] = w[j];
+        }
+    }
+    uint base = XW_OFFSET + d * SEQ * BATCH * N;
+    uint rows = pc.rows;
+    for (uint m0 = 0u; m0 < rows; m0 += MR) {
+        uint xr[MR];
+        float acc[MR];
+        [[unroll]] for (uint r = 0u; r < MR; r++) {
+            xr[r] = xRow(min(m0 + r, rows - 1u));
+            acc[r] = 0.0;
+        }
+        if (W_REGS != 0u) {
+            [[unroll]] for (uint q = 0u; q < KQ; q++) {
+                vec4 wv = vec4(wr[4u * q], wr[4u * q + 1u], wr[4u * q + 2u], wr[4u * q + 3u]);
+                QUAD_TERMS(4u * q, wv)
+            }
+        } else {
+            [[dont_unroll]] for (uint q = 0u; q < KQ; q++) {
+                vec4 wv = quadW(wAt, 4u * q);
+                QUAD_TERMS(4u * q, wv)
+            }
+        }
+        [[unroll]] for (uint r = 0u; r < MR; r++)
+            if (n < N && m0 + r < rows) STOREF(Xw, base + (m0 + r) * N + n, acc[r]);
+    }
+}

@@ -1,0 +1,56 @@
+// The CPU projection's choice and split (see variants.hpp, "the CPU projection", and
+// glsl/input_projection_cpu.comp).
+
+#include "variants.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace ortops {
+
+namespace {
+
+// Xw rows a walk over the input: each W value read feeds this many multiply-adds.
+constexpr uint32_t CPU_PROJECTION_ROWS = 4;
+// Columns a workgroup: 8 lanes x 8 (lavapipe runs a workgroup on one core; 1024 columns of a
+// direction make 16 workgroups, enough to share 2 cores).
+constexpr uint32_t CPU_PROJECTION_THREADS = 64;
+// The largest input whose W row an invocation holds (the k loop unrolled: MR x K
+// multiply-adds of code).
+constexpr uint32_t CPU_PROJECTION_W_REGS_MAX = 1024;
+
+// ORTOPS_CPU_PROJECTION=0 or 1 (read at each plan's recording): force it off or on.
+uint32_t
+cpuProjectionFromEnv()
+{
+    const char* env = std::getenv("ORTOPS_CPU_PROJECTION");
+    if (env && std::string(env) == "0") {
+        return 0;
+    }
+    if (env && std::string(env) == "1") {
+        return 1;
+    }
+    return CPU_PROJECTION_TABLE;
+}
+
+} // namespace
+
+bool
+cpuProjection(bool cpu, const VariantSettings& s)
+{
+    uint32_t choice = s.cpuProjection != CPU_PROJECTION_TABLE ? s.cpuProjection : cpuProjectionFromEnv();
+    return choice == CPU_PROJECTION_TABLE ? cpu : choice != 0;
+}
+
+CpuProjection
+cpuProjectionVariant(uint32_t input, const VariantSettings& s)
+{
+    uint32_t rows = s.cpuProjectionRows != BATCHED_TABLE ? std::max<uint32_t>(1, std::min<uint32_t>(s.cpuProjectionRows, 16))
+                                                          : CPU_PROJECTION_ROWS;
+    bool wRegs = s.cpuProjectionWRegs != BATCHED_TABLE ? s.cpuProjectionWRegs == 2
+                                                        : input <= CPU_PROJECTION_W_REGS_MAX;
+    return { rows, CPU_PROJECTION_THREADS, wRegs };
+}
+
+} // namespace ortops
