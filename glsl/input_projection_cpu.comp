@@ -2,6 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // The input loop unrolls where W's row is held in a private array (indexed by constants only).
 #extension GL_EXT_control_flow_attributes : enable
+#extension GL_KHR_shader_subgroup_ballot : require
 // Pass 1 for CPU implementations of Vulkan (lavapipe; issue 32): the input projection
 //   Xw[d][t][b][n] = sum_k X[t][b][k] * W[d][n][k]        (n = gate * hidden + unit)
 // with the same sums as glsl/input_projection.comp: one float32 accumulator an output, summed
@@ -34,6 +35,7 @@ layout(constant_id = 5) const uint XW_OFFSET = 0; // in floats, inside the Xw bi
 layout(constant_id = 6) const uint MR = 4;      // Xw rows a walk over the input (sums in flight)
 layout(constant_id = 7) const uint THREADS = 64;  // columns a workgroup
 layout(constant_id = 8) const uint W_REGS = 1;  // 1: W's row in a private array, the k loop unrolled
+layout(constant_id = 9) const uint LANES = 8;   // the device's subgroup size (lavapipe: 8 with AVX2)
 
 layout(std430, binding = 0) readonly buffer XBuf { uint X[]; };
 layout(std430, binding = 0) readonly buffer XBuf4 { uvec4 X4[]; };
@@ -48,6 +50,9 @@ layout(push_constant) uniform Push { uint rows; uint tile0; } pc;
 
 const bool WIDE = K % 4u == 0u;     // rows of X and W start at multiples of 4 elements
 const uint KQ = (K + 3u) / 4u;      // quads of k
+const uint CHUNK = 4u * LANES;      // k a chunk: a quad a lane
+const uint KC = (K + CHUNK - 1u) / CHUNK;
+uint wAt;                           // W's row of this invocation's column
 
 float wr[W_REGS != 0u ? 4u * KQ : 1u];
 
@@ -123,13 +128,34 @@ vec4 quadW(uint at, uint k)
     return v;
 }
 
-// acc[r] += x[r][j] * w[j] for the quad's k + j < K, in increasing k.
-#define QUAD_TERMS(k, wv) { \
-    [[unroll]] for (uint r = 0u; r < MR; r++) { \
-        vec4 xv = quadX(xr[r], k); \
-        [[unroll]] for (uint j = 0u; j < 4u; j++) \
-            if (WIDE || k + j < K) acc[r] = ADD(acc[r], MUL(xv[j], wv[j])); \
-    } \
+// The walk's state: X's row of each of the MR Xw rows, and their sums.
+uint xr[MR];
+float acc[MR];
+
+// The terms k0 .. k0 + CHUNK - 1 of the MR sums, in increasing k. Lane j loads quad j of the
+// chunk of each row (one per-lane load where every lane would load all of them), and each
+// value reaches every lane by subgroupBroadcast (an extract and a splat on lavapipe).
+void chunkTerms(uint k0)
+{
+    uint lane = gl_SubgroupInvocationID;
+    vec4 xq[MR];
+    [[unroll]] for (uint r = 0u; r < MR; r++) xq[r] = quadX(xr[r], min(k0 + 4u * lane, 4u * (KQ - 1u)));
+    [[unroll]] for (uint j = 0u; j < LANES; j++) {
+        uint k = k0 + 4u * j;
+        vec4 wv;
+        if (W_REGS != 0u) {
+            uint q = min(k, 4u * (KQ - 1u));
+            wv = vec4(wr[q], wr[q + 1u], wr[q + 2u], wr[q + 3u]);
+        } else {
+            wv = quadW(wAt, min(k, 4u * (KQ - 1u)));
+        }
+        [[unroll]] for (uint r = 0u; r < MR; r++) {
+            [[unroll]] for (uint c = 0u; c < 4u; c++) {
+                float x = subgroupBroadcast(xq[r][c], j);
+                acc[r] = k + c < K ? ADD(acc[r], MUL(x, wv[c])) : acc[r];
+            }
+        }
+    }
 }
 
 void main()
@@ -137,7 +163,7 @@ void main()
     uint d = gl_WorkGroupID.z;   // the grid: (column groups, 1, directions)
     uint n = gl_WorkGroupID.x * THREADS + gl_LocalInvocationID.x;
     // Lanes past N compute column N - 1 and store nothing: no branch around the loads.
-    uint wAt = (d * N + min(n, N - 1u)) * K;
+    wAt = (d * N + min(n, N - 1u)) * K;
     if (W_REGS != 0u) {
         [[unroll]] for (uint q = 0u; q < KQ; q++) {
             vec4 w = quadW(wAt, 4u * q);
@@ -147,22 +173,14 @@ void main()
     uint base = XW_OFFSET + d * SEQ * BATCH * N;
     uint rows = pc.rows;
     for (uint m0 = 0u; m0 < rows; m0 += MR) {
-        uint xr[MR];
-        float acc[MR];
         [[unroll]] for (uint r = 0u; r < MR; r++) {
             xr[r] = xRow(min(m0 + r, rows - 1u));
             acc[r] = 0.0;
         }
         if (W_REGS != 0u) {
-            [[unroll]] for (uint q = 0u; q < KQ; q++) {
-                vec4 wv = vec4(wr[4u * q], wr[4u * q + 1u], wr[4u * q + 2u], wr[4u * q + 3u]);
-                QUAD_TERMS(4u * q, wv)
-            }
+            [[unroll]] for (uint c = 0u; c < KC; c++) chunkTerms(c * CHUNK);
         } else {
-            [[dont_unroll]] for (uint q = 0u; q < KQ; q++) {
-                vec4 wv = quadW(wAt, 4u * q);
-                QUAD_TERMS(4u * q, wv)
-            }
+            [[dont_unroll]] for (uint c = 0u; c < KC; c++) chunkTerms(c * CHUNK);
         }
         [[unroll]] for (uint r = 0u; r < MR; r++)
             if (n < N && m0 + r < rows) STOREF(Xw, base + (m0 + r) * N + n, acc[r]);

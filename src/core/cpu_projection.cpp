@@ -11,14 +11,18 @@ namespace ortops {
 
 namespace {
 
-// Xw rows a walk over the input: each W value read feeds this many multiply-adds.
-constexpr uint32_t CPU_PROJECTION_ROWS = 4;
+// Xw rows a walk over the input: each W value read feeds this many multiply-adds (8 and 16
+// measured alike at 80x1x256, docs/perf.md "CPU Vulkan"; 16 compiles twice as long).
+constexpr uint32_t CPU_PROJECTION_ROWS = 8;
 // Columns a workgroup: 8 lanes x 8 (lavapipe runs a workgroup on one core; 1024 columns of a
 // direction make 16 workgroups, enough to share 2 cores).
 constexpr uint32_t CPU_PROJECTION_THREADS = 64;
 // The largest input whose W row an invocation holds (the k loop unrolled: MR x K
-// multiply-adds of code).
-constexpr uint32_t CPU_PROJECTION_W_REGS_MAX = 1024;
+// multiply-adds of code): none by default. Lavapipe's compile of the unrolled walk took 23 s
+// (K 256, MR 4) and 65 s (K 512) without the subgroup broadcast, and over 11 minutes with it
+// (killed), for no faster run (docs/perf.md, "CPU Vulkan"); VariantSettings::cpuProjectionWRegs
+// still forces it for measurements.
+constexpr uint32_t CPU_PROJECTION_W_REGS_MAX = 0;
 
 // ORTOPS_CPU_PROJECTION=0 or 1 (read at each plan's recording): force it off or on.
 uint32_t
@@ -37,8 +41,12 @@ cpuProjectionFromEnv()
 } // namespace
 
 bool
-cpuProjection(bool cpu, const VariantSettings& s)
+cpuProjection(bool cpu, uint32_t subgroupSize, const VariantSettings& s)
 {
+    bool lanes = subgroupSize >= 4 && subgroupSize <= CPU_PROJECTION_THREADS && (subgroupSize & (subgroupSize - 1)) == 0;
+    if (!lanes) {
+        return false;
+    }
     uint32_t choice = s.cpuProjection != CPU_PROJECTION_TABLE ? s.cpuProjection : cpuProjectionFromEnv();
     return choice == CPU_PROJECTION_TABLE ? cpu : choice != 0;
 }

@@ -202,12 +202,13 @@ struct Recording
             return { program("input_projection_coopmat", { plan->x, weight("W"), xw }, 2, constants), COOPMAT_TILE,
                      COOPMAT_TILE };
         }
-        if (cpuProjection(L.device.type == "cpu", settings.variants)) {
+        if (cpuProjection(L.device.type == "cpu", L.device.subgroupSize, settings.variants)) {
             // A column a thread, every row in one workgroup (glsl/input_projection_cpu.comp).
             CpuProjection v = cpuProjectionVariant(s.input, settings.variants);
             plan->projection = "input_projection_cpu";
             auto p = program("input_projection_cpu", { plan->x, weight("W"), xw }, 2,
-                             join(constants, { { "MR", v.rows }, { "THREADS", v.threads }, { "W_REGS", v.wRegs } }));
+                             join(constants, { { "MR", v.rows }, { "THREADS", v.threads }, { "W_REGS", v.wRegs },
+                                         { "LANES", L.device.subgroupSize } }));
             return { p, std::max<uint32_t>(1, key.steps * key.batch), v.threads };
         }
         uint32_t tpt = projectionTpt(static_cast<uint64_t>(key.steps) * key.batch * G * H * D,

@@ -274,8 +274,9 @@ struct CpuProjection
 struct VariantSettings;
 // Whether a layer's projection runs the CPU kernel on a device of this class, and its split
 // for an input of this size (the settings' cpuProjectionRows overriding the rows).
+// (It shares X across a subgroup: a device whose subgroups are 4 to 64 lanes.)
 bool
-cpuProjection(bool cpu, const VariantSettings& s);
+cpuProjection(bool cpu, uint32_t subgroupSize, const VariantSettings& s);
 CpuProjection
 cpuProjectionVariant(uint32_t input, const VariantSettings& s);
 
