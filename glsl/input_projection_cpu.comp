@@ -43,6 +43,7 @@ layout(constant_id = 6) const uint MR = 4;      // Xw rows a walk over the input
 layout(constant_id = 7) const uint THREADS = 64;  // columns a workgroup
 layout(constant_id = 8) const uint W_REGS = 1;  // 1: W's row in a private array, the k loop unrolled
 layout(constant_id = 9) const uint LANES = 8;   // the device's subgroup size (lavapipe: 8 with AVX2)
+layout(constant_id = 10) const uint NC = 1;     // columns an invocation (1 with W_REGS)
 
 layout(std430, binding = 0) readonly buffer XBuf { uint X[]; };
 layout(std430, binding = 0) readonly buffer XBuf4 { uvec4 X4[]; };
@@ -59,7 +60,6 @@ const bool WIDE = K % 4u == 0u;     // rows of X and W start at multiples of 4 e
 const uint KQ = (K + 3u) / 4u;      // quads of k
 const uint CHUNK = 4u * LANES;      // k a chunk: a quad a lane
 const uint KC = (K + CHUNK - 1u) / CHUNK;
-uint wAt;                           // W's row of this invocation's column
 
 float wr[W_REGS != 0u ? 4u * KQ : 1u];
 
@@ -135,13 +135,15 @@ vec4 quadW(uint at, uint k)
     return v;
 }
 
-// The walk's state: X's row of each of the MR Xw rows, and their sums.
+uint wAt[NC];                       // W's rows of this invocation's columns
+// The walk's state: X's row of each of the MR Xw rows, and their sums [row][column].
 uint xr[MR];
-float acc[MR];
+float acc[MR * NC];
 
-// The terms k0 .. k0 + CHUNK - 1 of the MR sums, in increasing k. Lane j loads quad j of the
+// The terms k0 .. k0 + CHUNK - 1 of the sums, in increasing k. Lane j loads quad j of the
 // chunk of each row (one per-lane load where every lane would load all of them), and each
-// value reaches every lane by subgroupBroadcast (an extract and a splat on lavapipe).
+// value reaches every lane by subgroupBroadcast (an extract and a splat on lavapipe), where
+// it feeds the NC columns' sums.
 void chunkTerms(uint k0)
 {
     uint lane = gl_SubgroupInvocationID;
@@ -149,17 +151,15 @@ void chunkTerms(uint k0)
     [[unroll]] for (uint r = 0u; r < MR; r++) xq[r] = quadX(xr[r], min(k0 + 4u * lane, 4u * (KQ - 1u)));
     [[unroll]] for (uint j = 0u; j < LANES; j++) {
         uint k = k0 + 4u * j;
-        vec4 wv;
-        if (W_REGS != 0u) {
-            uint q = min(k, 4u * (KQ - 1u));
-            wv = vec4(wr[q], wr[q + 1u], wr[q + 2u], wr[q + 3u]);
-        } else {
-            wv = quadW(wAt, min(k, 4u * (KQ - 1u)));
-        }
+        uint q = min(k, 4u * (KQ - 1u));
+        vec4 wv[NC];
+        [[unroll]] for (uint c = 0u; c < NC; c++)
+            wv[c] = W_REGS != 0u ? vec4(wr[q], wr[q + 1u], wr[q + 2u], wr[q + 3u]) : quadW(wAt[c], q);
         [[unroll]] for (uint r = 0u; r < MR; r++) {
-            [[unroll]] for (uint c = 0u; c < 4u; c++) {
-                float x = subgroupBroadcast(xq[r][c], j);
-                acc[r] = k + c < K ? ADD(acc[r], MUL(x, wv[c])) : acc[r];
+            [[unroll]] for (uint e = 0u; e < 4u; e++) {
+                float x = subgroupBroadcast(xq[r][e], j);
+                [[unroll]] for (uint c = 0u; c < NC; c++)
+                    acc[r * NC + c] = k + e < K ? ADD(acc[r * NC + c], MUL(x, wv[c][e])) : acc[r * NC + c];
             }
         }
     }
@@ -168,12 +168,13 @@ void chunkTerms(uint k0)
 void main()
 {
     uint d = gl_WorkGroupID.z;   // the grid: (column groups, 1, directions)
-    uint n = gl_WorkGroupID.x * THREADS + gl_LocalInvocationID.x;
-    // Lanes past N compute column N - 1 and store nothing: no branch around the loads.
-    wAt = (d * N + min(n, N - 1u)) * K;
+    // Columns n0 + THREADS c of the workgroup's THREADS x NC (neighbouring lanes, neighbouring
+    // columns). Lanes past N compute column N - 1 and store nothing: no branch around loads.
+    uint n0 = gl_WorkGroupID.x * THREADS * NC + gl_LocalInvocationID.x;
+    [[unroll]] for (uint c = 0u; c < NC; c++) wAt[c] = (d * N + min(n0 + THREADS * c, N - 1u)) * K;
     if (W_REGS != 0u) {
         [[unroll]] for (uint q = 0u; q < KQ; q++) {
-            vec4 w = quadW(wAt, 4u * q);
+            vec4 w = quadW(wAt[0], 4u * q);
             [[unroll]] for (uint j = 0u; j < 4u; j++) wr[4u * q + j] = w[j];
         }
     }
@@ -182,7 +183,7 @@ void main()
     for (uint m0 = 0u; m0 < rows; m0 += MR) {
         [[unroll]] for (uint r = 0u; r < MR; r++) {
             xr[r] = xRow(min(m0 + r, rows - 1u));
-            acc[r] = 0.0;
+            [[unroll]] for (uint c = 0u; c < NC; c++) acc[r * NC + c] = 0.0;
         }
         if (W_REGS != 0u) {
             [[unroll]] for (uint c = 0u; c < KC; c++) chunkTerms(c * CHUNK);
@@ -190,6 +191,9 @@ void main()
             [[dont_unroll]] for (uint c = 0u; c < KC; c++) chunkTerms(c * CHUNK);
         }
         [[unroll]] for (uint r = 0u; r < MR; r++)
-            if (n < N && m0 + r < rows) STOREF(Xw, base + (m0 + r) * N + n, acc[r]);
+            [[unroll]] for (uint c = 0u; c < NC; c++) {
+                uint n = n0 + THREADS * c;
+                if (n < N && m0 + r < rows) STOREF(Xw, base + (m0 + r) * N + n, acc[r * NC + c]);
+            }
     }
 }

@@ -77,6 +77,7 @@ SEQUENCE_ROWS: int | None = None
 CPU_PROJECTION: bool | str = TABLE
 CPU_PROJECTION_ROWS: int | None = None
 CPU_PROJECTION_W_REGS: bool | None = None
+CPU_PROJECTION_COLUMNS: int | None = None   # columns an invocation; None: the native rule
 _TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
@@ -95,7 +96,7 @@ def tunables() -> tuple:
     :func:`settings` only when they changed)."""
     return (BATCHED_FROM, _by_dtype(BATCHED_UPT), _by_dtype(BATCHED_BY), BATCHED_PREFETCH, BATCHED_KSPLIT,
             _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS,
-            CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS)
+            CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, CPU_PROJECTION_COLUMNS)
 
 
 def settings():
@@ -140,6 +141,7 @@ def settings():
     s.cpu_projection = (_native_tables()["cpu_projection_table"] if CPU_PROJECTION == TABLE
                         else int(CPU_PROJECTION))
     s.cpu_projection_rows = _field(CPU_PROJECTION_ROWS)
+    s.cpu_projection_columns = _field(CPU_PROJECTION_COLUMNS)
     s.cpu_projection_w_regs = _field(None if CPU_PROJECTION_W_REGS is None else 1 + bool(CPU_PROJECTION_W_REGS))
     return s
 

@@ -21,7 +21,7 @@ import numpy as np
 import ortops
 from ortops import variants
 
-# name -> (CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, SEQUENCE_STEPS)
+# name -> (CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, SEQUENCE_STEPS[, COLUMNS])
 CONFIGS = {
     "tiled": (False, None, None, True),
     "cpu": (True, None, None, True),
@@ -32,6 +32,9 @@ CONFIGS = {
     "cpu-loop-r8": (True, 8, False, True),
     "cpu-loop-r16": (True, 16, False, True),
     "steps-tiled": (False, None, None, False),
+    "cpu-c2": (True, None, None, True, 2),
+    "cpu-c4": (True, None, None, True, 4),
+    "cpu-r4-c4": (True, 4, None, True, 4),
 }
 RECOGNIZER = ((80, 1, 256, 256), (80, 1, 512, 256))
 
@@ -45,7 +48,8 @@ def measure(shape, config, repeat):
     B = rng.uniform(-s, s, (2, 8 * hidden)).astype(np.float32)
     X = rng.standard_normal((seq, batch, inp)).astype(np.float32)
     (variants.CPU_PROJECTION, variants.CPU_PROJECTION_ROWS, variants.CPU_PROJECTION_W_REGS,
-     variants.SEQUENCE_STEPS) = CONFIGS[config]
+     variants.SEQUENCE_STEPS) = CONFIGS[config][:4]
+    variants.CPU_PROJECTION_COLUMNS = (CONFIGS[config] + (None,))[4]
     layer = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
     t0 = time.perf_counter()
     out = layer(X)

@@ -64,10 +64,12 @@ def test_cpu_projection_gives_the_tiled_bits(monkeypatch, op, direction, seq, ba
         assert same_bits(a, b), f"max difference {max_difference(a, b)}"
 
 
-@pytest.mark.parametrize("rows,w_regs", [(1, True), (3, True), (8, False), (16, False)])
-def test_cpu_projection_splits_give_the_same_bits(monkeypatch, rows, w_regs):
+@pytest.mark.parametrize("rows,w_regs,columns", [(1, True, None), (3, True, None), (8, False, 1), (16, False, 2),
+                                                 (5, False, 3)])
+def test_cpu_projection_splits_give_the_same_bits(monkeypatch, rows, w_regs, columns):
     case = _case("LSTM", "bidirectional", 11, 2, 40, 24, np.float32)
     want = _run(monkeypatch, case, "LSTM", "bidirectional", cpu=False)
+    monkeypatch.setattr(variants, "CPU_PROJECTION_COLUMNS", columns)
     got = _run(monkeypatch, case, "LSTM", "bidirectional", cpu=True, rows=rows, w_regs=w_regs)
     for a, b in zip(got, want):
         assert same_bits(a, b), f"max difference {max_difference(a, b)}"

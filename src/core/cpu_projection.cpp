@@ -14,7 +14,11 @@ namespace {
 // Xw rows a walk over the input: each W value read feeds this many multiply-adds (8 and 16
 // measured alike at 80x1x256, docs/perf.md "CPU Vulkan"; 16 compiles twice as long).
 constexpr uint32_t CPU_PROJECTION_ROWS = 8;
-// Columns a workgroup: 8 lanes x 8 (lavapipe runs a workgroup on one core; 1024 columns of a
+// Columns an invocation: each broadcast X value feeds this many sums. 80x1x256 (same process,
+// loaded machine): projection 356-513 ms at 1 column, 238 at 2, 180-191 at 4 (8 rows; 304 at
+// 4 rows x 4); the first call (its compile) 13-14 s at 1, 14-25 s at 4.
+constexpr uint32_t CPU_PROJECTION_COLUMNS = 4;
+// Invocations a workgroup: 8 lanes x 8 (lavapipe runs a workgroup on one core; 1024 columns of a
 // direction make 16 workgroups, enough to share 2 cores).
 constexpr uint32_t CPU_PROJECTION_THREADS = 64;
 // The largest input whose W row an invocation holds (the k loop unrolled: MR x K
@@ -40,6 +44,10 @@ cpuProjectionFromEnv()
 
 } // namespace
 
+// The table: every CPU device. Lavapipe (2 cores, loaded, alternated in one process; same
+// bits): the projection of 80x1 bidirectional LSTMs, hidden 256, 937-979 ms tiled against
+// 315-328 (input 256) and 1,215-1,302 against 409-423 (input 512); the recognizer 2,032-2,402
+// ms against 1,002-1,366. GPUs: unmeasured, the tiled kernel.
 bool
 cpuProjection(bool cpu, uint32_t subgroupSize, const VariantSettings& s)
 {
@@ -58,7 +66,9 @@ cpuProjectionVariant(uint32_t input, const VariantSettings& s)
                                                           : CPU_PROJECTION_ROWS;
     bool wRegs = s.cpuProjectionWRegs != BATCHED_TABLE ? s.cpuProjectionWRegs == 2
                                                         : input <= CPU_PROJECTION_W_REGS_MAX;
-    return { rows, CPU_PROJECTION_THREADS, wRegs };
+    uint32_t columns = s.cpuProjectionColumns != BATCHED_TABLE ? std::min<uint32_t>(s.cpuProjectionColumns, 8)
+                                                                : CPU_PROJECTION_COLUMNS;
+    return { rows, CPU_PROJECTION_THREADS, wRegs, wRegs ? 1 : columns };
 }
 
 } // namespace ortops

@@ -208,8 +208,8 @@ struct Recording
             plan->projection = "input_projection_cpu";
             auto p = program("input_projection_cpu", { plan->x, weight("W"), xw }, 2,
                              join(constants, { { "MR", v.rows }, { "THREADS", v.threads }, { "W_REGS", v.wRegs },
-                                         { "LANES", L.device.subgroupSize } }));
-            return { p, std::max<uint32_t>(1, key.steps * key.batch), v.threads };
+                                         { "LANES", L.device.subgroupSize }, { "NC", v.columns } }));
+            return { p, std::max<uint32_t>(1, key.steps * key.batch), v.threads * v.columns };
         }
         uint32_t tpt = projectionTpt(static_cast<uint64_t>(key.steps) * key.batch * G * H * D,
                                      settings.variants.largeProjection);

@@ -83,7 +83,7 @@ makeLayouts()
         { "input_projection_cpu",
           { { "N", 0, 1 }, { "K", 1, 1 }, { "SEQ", 2, 1 }, { "BATCH", 3, 1 }, { "LAYOUT", 4, 0 },
             { "XW_OFFSET", 5, 0 }, { "MR", 6, 4 }, { "THREADS", 7, 64 }, { "W_REGS", 8, 1 },
-            { "LANES", 9, 8 } },
+            { "LANES", 9, 8 }, { "NC", 10, 1 } },
           { { "x", "THREADS" } } },
         { "input_projection_coopmat",
           { { "N", 0, 1 }, { "K", 1, 1 }, { "SEQ", 2, 1 }, { "BATCH", 3, 1 }, { "LAYOUT", 4, 0 },

@@ -270,6 +270,7 @@ struct CpuProjection
     uint32_t rows;      // MR: Xw rows a walk over the input
     uint32_t threads;   // columns a workgroup
     bool wRegs;         // W's row in a private array (the k loop unrolled)
+    uint32_t columns;   // NC: columns an invocation (1 with wRegs)
 };
 struct VariantSettings;
 // Whether a layer's projection runs the CPU kernel on a device of this class, and its split
@@ -337,6 +338,7 @@ struct VariantSettings
     uint32_t cpuProjection = CPU_PROJECTION_TABLE;
     uint32_t cpuProjectionRows = BATCHED_TABLE;
     uint32_t cpuProjectionWRegs = BATCHED_TABLE;
+    uint32_t cpuProjectionColumns = BATCHED_TABLE;   // NC (0: the rule's)
 };
 
 VariantSettings

@@ -90,6 +90,7 @@ bindVariantSettings(py::module_& m)
       ("cpu_projection", &VariantSettings::cpuProjection, "CPU projection: table, 0 never, 1 always")
       ("cpu_projection_rows", &VariantSettings::cpuProjectionRows, "Xw rows a CPU-projection walk")
       ("cpu_projection_w_regs", &VariantSettings::cpuProjectionWRegs, "W in registers: 0 rule, 1 no, 2 yes")
+      ("cpu_projection_columns", &VariantSettings::cpuProjectionColumns, "columns a CPU-projection invocation")
       ("large_projection", &VariantSettings::largeProjection, "projection outputs from which the 128 x 128 tile")
       ("max_groups", &VariantSettings::maxGroups, "cap on every dispatch dimension")
       .finish();
