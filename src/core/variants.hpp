@@ -257,8 +257,8 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // ---------------------------------------------------------------- the CPU projection
 //
 // glsl/input_projection_cpu.comp: the input projection for CPU implementations of Vulkan, an
-// invocation a column of Xw holding W's row (W_REGS) and walking every row, CPU_PROJECTION_ROWS
-// rows at a time; the tiled kernel's sums, so the same bits (tests/test_cpu_projection.py).
+// invocation 4 columns of Xw walking every row 8 at a time, X shared across the subgroup by
+// broadcast; the tiled kernel's sums, so the same bits (tests/test_cpu_projection.py).
 // Chosen by device class (DeviceDescription::type "cpu"; GPUs keep the tiled kernel: their
 // rows unmeasured). What lavapipe measured: docs/perf.md, "CPU Vulkan"; the figures behind
 // each constant are beside it in src/core/cpu_projection.cpp.
