@@ -39,7 +39,7 @@ MODES: Dict[str, Mode] = {m.name: m for m in (
 DEFAULT = "deterministic"
 
 #: Passes with an exact variant (those that do float arithmetic; the rest only move words).
-FLOAT_PASSES = frozenset({"input_projection", "state_init", "step", "step_batched", "step_tiled", "step_sequence",
+FLOAT_PASSES = frozenset({"input_projection", "input_projection_cpu", "state_init", "step", "step_batched", "step_tiled", "step_sequence",
                           "output_sequence", "output_state"})
 
 

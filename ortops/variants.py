@@ -67,6 +67,17 @@ COOPMAT_BLOCKS: int | None = None
 #   SEQUENCE_ROWS   batch rows a workgroup; None: one
 SEQUENCE_STEPS: bool | str = TABLE
 SEQUENCE_ROWS: int | None = None
+
+# The CPU projection (glsl/input_projection_cpu.comp: a column of Xw an invocation, W's row in
+# registers, every row walked; the tiled projection's bits):
+#   CPU_PROJECTION         TABLE (CPU implementations of Vulkan, or the environment's
+#                          ORTOPS_CPU_PROJECTION = 0 / 1 where set), False never, True always
+#   CPU_PROJECTION_ROWS    Xw rows a walk over the input; None: the native rule
+#   CPU_PROJECTION_W_REGS  W's row in a private array: None the rule (inputs up to 1024), or a bool
+CPU_PROJECTION: bool | str = TABLE
+CPU_PROJECTION_ROWS: int | None = None
+CPU_PROJECTION_W_REGS: bool | None = None
+CPU_PROJECTION_COLUMNS: int | None = None   # columns an invocation; None: the native rule
 _TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
@@ -84,7 +95,8 @@ def tunables() -> tuple:
     """The tunables as they stand, cheaply (RecurrentLayer compares them at every call and asks
     :func:`settings` only when they changed)."""
     return (BATCHED_FROM, _by_dtype(BATCHED_UPT), _by_dtype(BATCHED_BY), BATCHED_PREFETCH, BATCHED_KSPLIT,
-            _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS)
+            _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS,
+            CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, CPU_PROJECTION_COLUMNS)
 
 
 def settings():
@@ -123,6 +135,14 @@ def settings():
     s.sequence_steps = (_native_tables()["sequence_steps_table"] if SEQUENCE_STEPS == TABLE
                         else int(SEQUENCE_STEPS))
     s.sequence_rows = _field(SEQUENCE_ROWS)
+    if CPU_PROJECTION not in (TABLE, True, False):
+        raise ValueError(f"ortops.variants.CPU_PROJECTION must be True, False or ortops.variants.TABLE, got "
+                         f"{CPU_PROJECTION!r}")
+    s.cpu_projection = (_native_tables()["cpu_projection_table"] if CPU_PROJECTION == TABLE
+                        else int(CPU_PROJECTION))
+    s.cpu_projection_rows = _field(CPU_PROJECTION_ROWS)
+    s.cpu_projection_columns = _field(CPU_PROJECTION_COLUMNS)
+    s.cpu_projection_w_regs = _field(None if CPU_PROJECTION_W_REGS is None else 1 + bool(CPU_PROJECTION_W_REGS))
     return s
 
 

@@ -186,21 +186,37 @@ struct Recording
 
     // ---------------------------------------------------------------- stage 1: projection, state set-up
 
-    // The input projection's program and its tile (rows of Xw a workgroup).
-    std::pair<std::shared_ptr<Program>, uint32_t> projectionProgram()
+    // The input projection's program and its tile (rows and columns of Xw a workgroup).
+    struct Projection
+    {
+        std::shared_ptr<Program> program;
+        uint32_t rowTile, colTile;
+    };
+    Projection projectionProgram()
     {
         const uint32_t G = s.gates, H = s.hidden, D = s.dirs;
         Constants constants = { { "N", G * H }, { "K", s.input }, { "SEQ", key.seq }, { "BATCH", key.batch },
                                 { "LAYOUT", s.layout }, { "XW_OFFSET", xwOff } };
         if (useCoopmat(s, L.device, *L.ctx, settings.coopmat)) {
             plan->projection = "input_projection_coopmat";
-            return { program("input_projection_coopmat", { plan->x, weight("W"), xw }, 2, constants), COOPMAT_TILE };
+            return { program("input_projection_coopmat", { plan->x, weight("W"), xw }, 2, constants), COOPMAT_TILE,
+                     COOPMAT_TILE };
+        }
+        if (cpuProjection(L.device.type == "cpu", L.device.subgroupSize, settings.variants)) {
+            // A column a thread, every row in one workgroup (glsl/input_projection_cpu.comp).
+            CpuProjection v = cpuProjectionVariant(s.input, settings.variants);
+            plan->projection = "input_projection_cpu";
+            auto p = program("input_projection_cpu", { plan->x, weight("W"), xw }, 2,
+                             join(constants, { { "MR", v.rows }, { "THREADS", v.threads }, { "W_REGS", v.wRegs },
+                                         { "LANES", L.device.subgroupSize }, { "NC", v.columns } }));
+            return { p, std::max<uint32_t>(1, key.steps * key.batch), v.threads * v.columns };
         }
         uint32_t tpt = projectionTpt(static_cast<uint64_t>(key.steps) * key.batch * G * H * D,
                                      settings.variants.largeProjection);
         constants.push_back({ "TPT", tpt });
         plan->projection = "input_projection";
-        return { program("input_projection", { plan->x, weight("W"), xw }, 2, constants), projectionTile(tpt) };
+        uint32_t tile = projectionTile(tpt);
+        return { program("input_projection", { plan->x, weight("W"), xw }, 2, constants), tile, tile };
     }
 
     std::shared_ptr<Program> stateInitProgram()
@@ -215,8 +231,7 @@ struct Recording
     }
 
     // Inputs uploaded, then the projection and the state set-up (timestamps 0 and 1 around).
-    void recordProjection(Sequence& seq, const std::shared_ptr<Program>& gemm, uint32_t tile,
-                          const std::shared_ptr<Program>& init)
+    void recordProjection(Sequence& seq, const Projection& gemm, const std::shared_ptr<Program>& init)
     {
         // Write-after-read against the previous run's last reads of the input buffers.
         seq.barrier("compute", "transfer");
@@ -233,9 +248,9 @@ struct Recording
         }
         uint32_t maxGroups = limits.maxGroups;
         // Row tiles in dispatches of at most maxGroups (the shader offsets by tile0).
-        uint64_t rowTiles = ceilDiv(static_cast<uint64_t>(key.steps) * key.batch, tile);
+        uint64_t rowTiles = ceilDiv(static_cast<uint64_t>(key.steps) * key.batch, gemm.rowTile);
         for (uint64_t tile0 = 0; tile0 < rowTiles; tile0 += maxGroups) {
-            seq.dispatch(gemm, static_cast<uint32_t>(ceilDiv(s.gates * s.hidden, tile)),
+            seq.dispatch(gemm.program, static_cast<uint32_t>(ceilDiv(s.gates * s.hidden, gemm.colTile)),
                          static_cast<uint32_t>(std::min<uint64_t>(maxGroups, rowTiles - tile0)), s.dirs,
                          { key.steps * key.batch, static_cast<uint32_t>(tile0) });
         }
@@ -404,12 +419,12 @@ struct Recording
     std::shared_ptr<Plan> run()
     {
         allocate();
-        auto [gemm, tile] = projectionProgram();
+        Projection gemm = projectionProgram();
         auto init = stateInitProgram();
         std::vector<Pass> passes = stepPrograms();
         plan->timestamps = settings.timestamps && L.device.timestamps;
         auto seq = std::make_shared<Sequence>(L.ctx, plan->timestamps ? 4 : 0);
-        recordProjection(*seq, gemm, tile, init);
+        recordProjection(*seq, gemm, init);
         recordSteps(*seq, passes);
         recordOutputs(*seq);
         plan->sequence = seq;

@@ -20,7 +20,7 @@ extern const EmbeddedSpirv EMBEDDED_SPIRV[];
 bool
 isFloatPass(std::string_view shader)
 {
-    for (std::string_view p : { "input_projection", "state_init", "step", "step_batched", "step_tiled", "step_sequence",
+    for (std::string_view p : { "input_projection", "input_projection_cpu", "state_init", "step", "step_batched", "step_tiled", "step_sequence",
                                 "output_sequence", "output_state" }) {
         if (shader == p) {
             return true;

@@ -260,6 +260,33 @@ inline constexpr uint32_t SEQUENCE_R_REGS_MAX = 1024;
 // ORTOPS_SEQUENCE_STEPS=0/1 where set), 0 never, 1 wherever it fits (shared memory, threads).
 inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 
+// ---------------------------------------------------------------- the CPU projection
+//
+// glsl/input_projection_cpu.comp: the input projection for CPU implementations of Vulkan, an
+// invocation 4 columns of Xw walking every row 8 at a time, X shared across the subgroup by
+// broadcast; the tiled kernel's sums, so the same bits (tests/test_cpu_projection.py).
+// Chosen by device class (DeviceDescription::type "cpu"; GPUs keep the tiled kernel: their
+// rows unmeasured). What lavapipe measured: docs/perf.md, "CPU Vulkan"; the figures behind
+// each constant are beside it in src/core/cpu_projection.cpp.
+inline constexpr uint32_t CPU_PROJECTION_TABLE = 0xFFFFFFFFu;
+// VariantSettings::cpuProjection: CPU_PROJECTION_TABLE (CPU devices, or ORTOPS_CPU_PROJECTION
+// = 0 / 1 where set), 0 never, 1 on every device.
+struct CpuProjection
+{
+    uint32_t rows;      // MR: Xw rows a walk over the input
+    uint32_t threads;   // columns a workgroup
+    bool wRegs;         // W's row in a private array (the k loop unrolled)
+    uint32_t columns;   // NC: columns an invocation (1 with wRegs)
+};
+struct VariantSettings;
+// Whether a layer's projection runs the CPU kernel on a device of this class, and its split
+// for an input of this size (the settings' cpuProjectionRows overriding the rows).
+// (It shares X across a subgroup: a device whose subgroups are 4 to 64 lanes.)
+bool
+cpuProjection(bool cpu, uint32_t subgroupSize, const VariantSettings& s);
+CpuProjection
+cpuProjectionVariant(uint32_t input, const VariantSettings& s);
+
 struct VariantSettings;
 // The whole-sequence kernel's split: `nb` batch rows a workgroup, `threads` invocations (each
 // owns cells u + hidden * j, j < nb, strided by threads), `sharedBytes` of h planes, and
@@ -311,6 +338,13 @@ struct VariantSettings
     // never; 1 wherever it fits), with this many batch rows a workgroup (0: one).
     uint32_t sequenceSteps = SEQUENCE_STEPS_TABLE;
     uint32_t sequenceRows = BATCHED_TABLE;
+    // The CPU projection (above): whether (CPU_PROJECTION_TABLE: CPU devices; 0 never; 1
+    // always), with this many Xw rows a walk (0: the rule's) and W in registers (0: the
+    // rule's, 1 never, 2 always).
+    uint32_t cpuProjection = CPU_PROJECTION_TABLE;
+    uint32_t cpuProjectionRows = BATCHED_TABLE;
+    uint32_t cpuProjectionWRegs = BATCHED_TABLE;
+    uint32_t cpuProjectionColumns = BATCHED_TABLE;   // NC (0: the rule's)
 };
 
 VariantSettings

@@ -43,6 +43,7 @@ batchedTables()
     }
     d["sequence_steps"] = sequenceRules;
     d["sequence_steps_table"] = SEQUENCE_STEPS_TABLE;
+    d["cpu_projection_table"] = CPU_PROJECTION_TABLE;
     d["tiles"] = rows;
     d["shared_bytes"] = TILED_SHARED_BYTES;
     d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
