@@ -49,6 +49,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 # table's choice, and the H200 gate ran the whole suite with the GPU rows of the table.
 # ORTOPS_SEQUENCE_STEPS=1 in the environment runs the suite with the kernel wherever it fits.
 os.environ.setdefault("ORTOPS_SEQUENCE_STEPS", "0")
+# Likewise the input projection for CPU devices (glsl/input_projection_cpu.comp, chosen on
+# lavapipe by src/core/cpu_projection.cpp): its unrolled 4-column chunk body costs lavapipe 1-2 s
+# of compiling for each new shape (docs/perf.md, "CPU Vulkan: the input projection"), which the
+# suite's hundreds of layers would pay on every CI run. It gives the tiled projection's bits,
+# which tests/test_cpu_projection.py checks with the kernel forced on (by the Python tunable,
+# which wins over this variable), as does the table's choice; ORTOPS_CPU_PROJECTION=1 runs the
+# suite with it.
+os.environ.setdefault("ORTOPS_CPU_PROJECTION", "0")
 
 #: Tests that need no Vulkan device: a module name maps to None (the whole module) or to the
 #: names of its device-free tests (parametrized cases share their function's name).

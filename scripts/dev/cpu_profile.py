@@ -1,6 +1,6 @@
 """The recognizer's layers on a CPU implementation of Vulkan (lavapipe), stage by stage.
 
-    .venv/bin/python scripts/cpu_profile.py [--repeat N] [--config NAME ...] [--shape SEQ,BATCH,INPUT,HIDDEN ...]
+    .venv/bin/python scripts/dev/cpu_profile.py [--repeat N] [--config NAME ...] [--shape SEQ,BATCH,INPUT,HIDDEN ...]
 
 For each shape (default: the recognizer's two bidirectional float32 LSTMs, 80x1, input 256 and
 512, hidden 256) and each configuration of the projection and the step kernel (named below),
