@@ -31,6 +31,7 @@ from ortops.compare import scaled_error
 from ortops.device import select
 from ortops.ort import costmodel, policy
 from ortops.ort.nodeconfig import NodeAttrs
+from ortops.ort.session import placement
 from ortops.visible import assigned_device
 from test_policy import _feeds, _stub, _two_node_model
 
@@ -100,7 +101,7 @@ def _check_outputs(tmp_path, name):
     assert scaled_error(got["arr_1"], expected[1]) <= 1e-5
 
 
-def test_auto_leaves_to_the_cpu_what_the_model_says_and_logs_why(tmp_path):
+def test_auto_leaves_to_the_cpu_what_the_model_says_and_logs_why(tmp_path, monkeypatch):
     cache = tmp_path / "cost.json"
     costmodel.store(_stub(costmodel.key(select())), str(cache))
     report, output = _child(tmp_path, {"auto": {"placement": "auto"}, "gpu": {"placement": "gpu"}},
@@ -114,11 +115,8 @@ def test_auto_leaves_to_the_cpu_what_the_model_says_and_logs_why(tmp_path):
     assert "ortops: GRU node 'big_gru': taken under placement auto: predicted 1.53 ms vs ORT CPU 3.01 ms" in output
     _check_outputs(tmp_path, "auto")
     # The Python door decides the same with the same cache.
-    os.environ[costmodel.CACHE_ENV] = str(cache)
-    try:
-        where = {p.name: p.where for p in ortops.placement(_two_node_model(), policy="auto")}
-    finally:
-        del os.environ[costmodel.CACHE_ENV]
+    monkeypatch.setenv(costmodel.CACHE_ENV, str(cache))
+    where = {p.name: p.where for p in placement(_two_node_model(), policy="auto")}
     assert where == {"big_gru": "gpu", "small_rnn": "cpu"}
 
 
@@ -154,13 +152,15 @@ def _assignment(value):
 
 @pytest.mark.parametrize("value", ["0", "MIG-5f2a1c3e-aaaa-bbbb-cccc-dddddddddddd", ""])
 def test_cuda_visible_devices_chooses_the_ep_device_or_is_refused_clearly(tmp_path, value):
-    report, _ = _child(tmp_path, {"default": {}, "explicit": {"device": select().uuid}},
-                       {"CUDA_VISIBLE_DEVICES": value})
+    report, output = _child(tmp_path, {"default": {}, "explicit": {"device": select().uuid}},
+                            {"CUDA_VISIBLE_DEVICES": value})
     want = _assignment(value)
     default, explicit = report["runs"]["default"], report["runs"]["explicit"]
     assert "error" not in explicit, explicit   # an explicit device option needs no assignment
     if isinstance(want, str):
         assert want.removeprefix("ortops: ") in default.get("error", ""), (want, default)
+        # the factory warns already when it lists the devices (ORT's log, warning level)
+        assert f"{want} (a session without the EP option 'device' will be refused)" in output
         return
     assert "error" not in default, default
     first = report["devices"][0]["vulkan_uuid"]

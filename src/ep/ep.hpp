@@ -12,6 +12,10 @@
 //                outputs, constant initializers) into the core's node config, checked by the
 //                core's checkers (the config decoder and the layer's spec checks).
 //   quantized.cpp  com.microsoft DynamicQuantizeLSTM's int8/uint8 weights dequantized.
+//   auto_placement.cpp  placement "auto": the core's cost model (placement_policy.hpp) with
+//                the device's calibration, cached (costcache.hpp) or measured here;
+//                cpu_side.cpp and onnx_model.cpp measure the ORT CPU side through the C API
+//                (a one-LSTM model serialized in C++, run in a CPU session).
 //   ep.cpp       the OrtEp: GetCapability claims each node the core takes, one fused node per
 //                call of EpGraphSupportInfo_AddNodesToFuse (AddSingleNode looks for a kernel
 //                at API 23), in the main graph and in every If/Loop/Scan body (ORT asks per

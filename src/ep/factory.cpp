@@ -52,6 +52,10 @@ usableDevices(std::string* assignment)
             if (assignment) {
                 *assignment = e.what();
             }
+            try {    // the assignment is wrong (CreateEp refuses it): the core's choice first
+                preferred = chooseDevice(std::nullopt).index;
+            } catch (const std::exception&) {
+            }
         }
         for (const DeviceDescription& d : devices()) {
             if (d.nanPreserveFloat32) {
@@ -127,6 +131,19 @@ hardwareFor(const OrtApi* api, const DeviceDescription& d, const OrtHardwareDevi
     return cpu;
 }
 
+// A warning through the logger ORT gave the factory.
+void
+warn(const Factory& f, const std::string& message) noexcept
+{
+    if (f.logger == nullptr) {
+        return;
+    }
+    if (OrtStatus* s = f.api->Logger_LogMessage(f.logger, ORT_LOGGING_LEVEL_WARNING, message.c_str(), ORT_FILE,
+                                                __LINE__, "ortops::ep::GetSupportedDevices")) {
+        f.api->ReleaseStatus(s);
+    }
+}
+
 OrtStatus* ORT_API_CALL
 getSupportedDevices(OrtEpFactory* factory, const OrtHardwareDevice* const* hw, size_t numHw, OrtEpDevice** out,
                     size_t maxOut, size_t* numOut) noexcept
@@ -135,7 +152,12 @@ getSupportedDevices(OrtEpFactory* factory, const OrtHardwareDevice* const* hw, s
     const OrtApi* api = f->api;
     *numOut = 0;
     return ort::guarded(api, "ortops: GetSupportedDevices: ", [&] {
-        for (const DeviceDescription& d : usableDevices()) {
+        std::string assignment;
+        std::vector<DeviceDescription> usable = usableDevices(&assignment);
+        if (!assignment.empty()) {
+            warn(*f, assignment + " (a session without the EP option 'device' will be refused)");
+        }
+        for (const DeviceDescription& d : usable) {
             const OrtHardwareDevice* device = hardwareFor(api, d, hw, numHw);
             if (device == nullptr || *numOut >= maxOut) {
                 continue;
