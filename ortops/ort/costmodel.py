@@ -32,8 +32,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ortops.timing import median_s
-
 log = logging.getLogger("ortops")
 
 
@@ -170,19 +168,9 @@ def _device_runner(device, inp: int, hidden: int):
 
 
 def _cpu_runner(inp: int, hidden: int):
-    import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
-
+    """An ORT CPU session of the LSTM of :func:`_device_runner`'s weights (scripts/gpu/placement.py)."""
     W, R = _weights(np.random.default_rng(0), inp, hidden)
-    node = helper.make_node("LSTM", ["X", "W", "R"], ["Y"], hidden_size=hidden)
-    graph = helper.make_graph([node], "calibration",
-                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["seq", "batch", inp])],
-                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    model.ir_version = 8
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return lambda x: sess.run(None, {"X": x})
+    return _cpu_session(inp, hidden, W, R)
 
 
 def fit(points) -> Side:
@@ -193,23 +181,33 @@ def fit(points) -> Side:
     return Side(*_native().cost_fit([(w.astuple(), float(s)) for w, s in points]))
 
 
+def _cpu_session(inp: int, hidden: int, W, R):
+    """The ORT CPU side of the core's measurement: the LSTM of these weights in an ORT CPU
+    session, returned as ``run(x)``."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = helper.make_node("LSTM", ["X", "W", "R"], ["Y"], hidden_size=hidden)
+    graph = helper.make_graph([node], "calibration",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["seq", "batch", inp])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.asarray(W), "W"), numpy_helper.from_array(np.asarray(R), "R")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return lambda x: sess.run(None, {"X": x})
+
+
 def measure(device, shapes: str | None = None, repeat: int | None = None) -> Calibration:
-    """Measure both sides on ``device`` (an ``ortops.Device``) at ``SHAPES[shapes]``: by
-    default the shapes ``ORTOPS_COST_SHAPES`` names ("small": the small ones, 3 runs each, as
-    the plugin EP measures under it), else "default" with 20 runs each."""
+    """Measure both sides on ``device`` (an ``ortops.Device``) at ``SHAPES[shapes]`` with the
+    core's measurement (the plugin EP's): the device side through the native layer, the ORT CPU
+    side in this process's onnxruntime. By default the shapes ``ORTOPS_COST_SHAPES`` names
+    ("small": the small ones, 3 runs each, as the EP measures under it), else "default" with 20
+    runs each."""
     shapes = shapes or os.environ.get("ORTOPS_COST_SHAPES") or "default"
     repeat = repeat or (3 if shapes == "small" else 20)
-    rng = np.random.default_rng(1)
-    points = {"device": [], "cpu": []}
-    runners = {}
-    for seq, batch, inp, hidden in _native().calibration_shapes(shapes):
-        if (inp, hidden) not in runners:
-            runners[inp, hidden] = (_device_runner(device, inp, hidden), _cpu_runner(inp, hidden))
-        x = rng.uniform(-1, 1, (seq, batch, inp)).astype(np.float32)
-        w = work("LSTM", seq, batch, inp, hidden, 1)
-        for side, run in zip(("device", "cpu"), runners[inp, hidden]):
-            points[side].append((w, median_s(lambda: run(x), repeat)))
-    cal = Calibration(key(device), fit(points["device"]), fit(points["cpu"]))
+    k, dev, cpu = _native().measure_calibration(device.uuid, key(device), shapes, repeat, _cpu_session)
+    cal = Calibration(k, Side(*dev), Side(*cpu))
     log.info("ortops: cost model calibrated: %s", cal.describe())
     return cal
 

@@ -1,11 +1,17 @@
 // Placement "auto"'s cost model (costmodel.hpp, placement_policy.hpp, costcache.hpp) for
 // ortops.ort.costmodel and ortops.ort.policy: the Python door predicts, fits, chooses and
 // caches with the one model the plugin EP uses, so both doors leave the same nodes to the CPU.
-// A side is a (per_run, per_step, per_flop) tuple, a work (steps, flops, assumed).
+// A side is a (per_run, per_step, per_flop) tuple, a work (steps, flops, assumed). The
+// measurement is the core's too (calibration.hpp): the Python door gives the ORT CPU side as a
+// callable, as the EP gives it through ORT's C API, so both time the same runs the same way.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "calibration.hpp"
 #include "costcache.hpp"
+#include "devices.hpp"
 #include "costmodel.hpp"
 #include "placement_policy.hpp"
 
@@ -130,6 +136,73 @@ bindCache(py::module_& m)
       py::call_guard<py::gil_scoped_release>());
 }
 
+// The ORT CPU side a Python callable makes: make(input, hidden, W, R) -> run(x), x a float32
+// [seq, batch, input] array (the Python door's ORT session).
+class PythonCpuLstm : public CpuLstm
+{
+  public:
+    PythonCpuLstm(py::function run, uint32_t input) : run_(std::move(run)), input_(input) {}
+    ~PythonCpuLstm() override
+    {
+        py::gil_scoped_acquire gil;
+        run_ = py::function();
+    }
+    void run(const std::vector<float>& x, uint32_t seq, uint32_t batch) override
+    {
+        py::gil_scoped_acquire gil;
+        run_(py::array_t<float>({ static_cast<py::ssize_t>(seq), static_cast<py::ssize_t>(batch),
+                                  static_cast<py::ssize_t>(input_) },
+                                x.data()));
+    }
+
+  private:
+    py::function run_;
+    uint32_t input_;
+};
+
+class PythonCpuRunner : public CpuLstmRunner
+{
+  public:
+    explicit PythonCpuRunner(py::function make) : make_(std::move(make)) {}
+    std::unique_ptr<CpuLstm> make(uint32_t input, uint32_t hidden, const std::vector<float>& W,
+                                  const std::vector<float>& R) override
+    {
+        py::gil_scoped_acquire gil;
+        py::ssize_t rows = 4 * static_cast<py::ssize_t>(hidden);
+        py::array_t<float> w({ py::ssize_t(1), rows, static_cast<py::ssize_t>(input) }, W.data());
+        py::array_t<float> r({ py::ssize_t(1), rows, static_cast<py::ssize_t>(hidden) }, R.data());
+        return std::make_unique<PythonCpuLstm>(make_(input, hidden, w, r).cast<py::function>(), input);
+    }
+
+  private:
+    py::function make_;
+};
+
+void
+bindMeasure(py::module_& m)
+{
+    m.def(
+      "measure_calibration",
+      [](const std::string& deviceUuid, const std::string& key, const std::string& shapes, int repeat,
+         py::function makeCpu) {
+          if (shapes != "default" && shapes != "small") {
+              throw std::invalid_argument("calibration shapes must be 'default' or 'small', got '" + shapes + "'");
+          }
+          const DeviceDescription& device = chooseDevice(deviceUuid);
+          PythonCpuRunner cpu(std::move(makeCpu));
+          Calibration c;
+          {
+              py::gil_scoped_release release;    // the device runs need no GIL; the CPU side takes it
+              c = measureCalibration(device, cpu, key,
+                                     shapes == "small" ? CalibrationShapes::Small : CalibrationShapes::Default, repeat);
+          }
+          return py::make_tuple(c.key, tupleOf(c.device), tupleOf(c.cpu));
+      },
+      py::arg("device_uuid"), py::arg("key"), py::arg("shapes"), py::arg("repeat"), py::arg("make_cpu"),
+      "Measure a calibration with the core (calibration.hpp): the device side through Layer, the "
+      "ORT CPU side through make_cpu(input, hidden, W, R) -> run(x).");
+}
+
 } // namespace
 
 void
@@ -138,6 +211,7 @@ bindCostModel(py::module_& m)
     bindModel(m);
     bindPolicy(m);
     bindCache(m);
+    bindMeasure(m);
 }
 
 } // namespace ortops
