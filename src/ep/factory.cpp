@@ -47,14 +47,16 @@ usableDevices(std::string* assignment)
         // beside a GPU.
         std::optional<uint32_t> preferred;
         try {
-            preferred = defaultDevice().index;
-        } catch (const std::exception& e) {
+            preferred = assignedIndex();
+        } catch (const std::invalid_argument& e) {    // a wrong assignment: CreateEp refuses it
             if (assignment) {
                 *assignment = e.what();
             }
-            try {    // the assignment is wrong (CreateEp refuses it): the core's choice first
+        }
+        if (!preferred) {
+            try {
                 preferred = chooseDevice(std::nullopt).index;
-            } catch (const std::exception&) {
+            } catch (const std::invalid_argument&) {    // a wrong ORTOPS_DEVICE: enumeration order
             }
         }
         for (const DeviceDescription& d : devices()) {
