@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# The rest of CI after the quick command (scripts/test.sh; .ci/run runs both): the cases of the
-# long matrices the quick command leaves out (marker "full", tests/conftest.py), the conformance
-# job (it writes docs/conformance.md), the session, CLI and conformance tests again against the
-# oldest onnxruntime the package admits, and the packaging jobs (scripts/test_packaging.sh:
-# types, the custom-op library from plain onnxruntime and a C++ program, the fuzzers, the wheel,
-# onnxruntime-gpu, a fresh clone's pip install / pip wheel / git+file://), and the sanitizer jobs
-# (scripts/test_sanitizers.sh: the core's C++ tests under TSan, ASan and UBSan). Together with
-# scripts/test.sh every test runs once.
+# The rest of CI after the quick command (scripts/test.sh; .ci/run runs both), in two lanes:
+#   tests   the cases of the long matrices the quick command leaves out (marker "full",
+#           tests/conftest.py), the conformance job (it writes docs/conformance.md), and the
+#           session, CLI and conformance tests again against the oldest onnxruntime the
+#           package admits
+#   builds  the packaging jobs (scripts/test_packaging.sh: types, the custom-op library from
+#           plain onnxruntime and a C++ program, the fuzzers, the wheel, onnxruntime-gpu, a
+#           fresh clone's pip install / pip wheel / git+file://) and the sanitizer jobs
+#           (scripts/test_sanitizers.sh: the core's C++ tests under TSan, and ASan with UBSan)
+#   scripts/test_full.sh [tests|builds]   one lane (default: both, one after the other)
+# The lanes share nothing they write (the builds lane builds in build/wheel, build/cpp-*,
+# build/fuzz* and temporary clones; the tests lane reads .venv and writes build/ort-oldest), so
+# .ci/run runs the builds lane beside scripts/test.sh and the tests lane: the builds are
+# compilers on both cores and fixed-time fuzzing, the tests mostly one core of lavapipe.
+# Together with scripts/test.sh every test runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+lanes=${1:-tests,builds}
+case ",$lanes," in
+  ,tests,|,builds,|,tests,builds,) ;;
+  *) echo "test_full.sh: the lane must be tests or builds (or none: both), got '$lanes'" >&2; exit 2 ;;
+esac
 scripts/setup.sh
 status=0
 t0=$(date +%s)
 stamp() { echo "test_full: $1 ($(($(date +%s) - t0)) s)"; }
+
+tests_lane() {
 # The conformance job itself (it writes docs/conformance.md), under synchronization
 # validation too: a validation message fails it. Its suites (marked conformance) are
 # deselected from pytest: each suite runs once.
@@ -46,6 +60,9 @@ PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p n
   tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py tests/test_control_flow.py \
   tests/test_silero_vad.py tests/test_ep.py || status=1
 stamp "onnxruntime $oldest"
+}
+
+builds_lane() {
 # Installed like any package: types, the custom-op library (no libpython, end to end, the C++
 # example), the fuzzers, the wheel in a clean venv, onnxruntime-gpu as the flavour, a fresh
 # clone (scripts/test_packaging.sh; docs/packaging.md, docs/security.md).
@@ -57,4 +74,8 @@ stamp "packaging jobs"
 # only what changed.
 bash scripts/test_sanitizers.sh || status=1
 stamp "sanitizer jobs"
+}
+
+[[ ",$lanes," == *",tests,"* ]] && tests_lane
+[[ ",$lanes," == *",builds,"* ]] && builds_lane
 exit $status

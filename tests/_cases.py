@@ -25,6 +25,32 @@ def seed_of(*key) -> int:
     return zlib.crc32(repr(key).encode())
 
 
+def layer_case(seed, op, direction, hidden, batch, dtype, seq, inp=11, zero_row=False):
+    """A layer's inputs drawn from ``seed``: X, W, R, B, initial_h (and initial_c, P for an
+    LSTM) in ``dtype``, weights uniform in +-1/sqrt(hidden), and int32 sequence lengths with
+    row 0 whole; ``zero_row``: row 1 of length 0 where the batch has more than two rows."""
+    rng = np.random.default_rng(seed)
+    d = 2 if direction == "bidirectional" else 1
+    g = GATES[op]
+    s = 1.0 / np.sqrt(hidden)
+    arrays = dict(
+        X=rng.standard_normal((seq, batch, inp)),
+        W=rng.uniform(-s, s, (d, g * hidden, inp)),
+        R=rng.uniform(-s, s, (d, g * hidden, hidden)),
+        B=rng.uniform(-s, s, (d, 2 * g * hidden)),
+        initial_h=rng.uniform(-1, 1, (d, batch, hidden)),
+    )
+    if op == "LSTM":
+        arrays["initial_c"] = rng.uniform(-1, 1, (d, batch, hidden))
+        arrays["P"] = rng.uniform(-s, s, (d, 3 * hidden))
+    arrays = {k: v.astype(dtype) for k, v in arrays.items()}
+    lens = rng.integers(0, seq + 1, batch).astype(np.int32)
+    lens[0] = seq
+    if zero_row and batch > 2:
+        lens[1] = 0                       # a row of length 0: Y_h = Y_c = 0
+    return arrays, lens
+
+
 # (alpha, beta) of the activations that take them, chosen for pre-activations of about +-1:
 # ThresholdedRelu's threshold and HardSigmoid's linear range lie inside that range (the
 # defaults would make ThresholdedRelu a Relu and Affine zero). activation_params shifts them

@@ -14,32 +14,14 @@ import pytest
 
 import ortops
 from ortops import _vk, variants
-from _cases import GATES, activation_params, max_difference, rotation, same_bits, seed_of
+from _cases import activation_params, layer_case, max_difference, rotation, same_bits, seed_of
 
 pytestmark = pytest.mark.gpu
 
 
 def _case(op, direction, hidden, batch, dtype, seq=6, inp=11):
-    rng = np.random.default_rng(seed_of("sequence", op, direction, hidden, batch, str(dtype)))
-    d = 2 if direction == "bidirectional" else 1
-    g = GATES[op]
-    s = 1.0 / np.sqrt(hidden)
-    arrays = dict(
-        X=rng.standard_normal((seq, batch, inp)),
-        W=rng.uniform(-s, s, (d, g * hidden, inp)),
-        R=rng.uniform(-s, s, (d, g * hidden, hidden)),
-        B=rng.uniform(-s, s, (d, 2 * g * hidden)),
-        initial_h=rng.uniform(-1, 1, (d, batch, hidden)),
-    )
-    if op == "LSTM":
-        arrays["initial_c"] = rng.uniform(-1, 1, (d, batch, hidden))
-        arrays["P"] = rng.uniform(-s, s, (d, 3 * hidden))
-    arrays = {k: v.astype(dtype) for k, v in arrays.items()}
-    lens = rng.integers(0, seq + 1, batch).astype(np.int32)
-    lens[0] = seq
-    if batch > 2:
-        lens[1] = 0                       # a row of length 0: Y_h = Y_c = 0
-    return arrays, lens
+    return layer_case(seed_of("sequence", op, direction, hidden, batch, str(dtype)), op, direction, hidden,
+                      batch, dtype, seq, inp, zero_row=True)
 
 
 def _layer(monkeypatch, op, direction, arrays, *, sequence, rows=None, mode=None, **kw):

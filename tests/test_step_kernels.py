@@ -15,7 +15,7 @@ import pytest
 
 import ortops
 from ortops import _vk, variants
-from _cases import GATES, activation_params, max_difference, rotation, same_bits, seed_of
+from _cases import activation_params, layer_case, max_difference, rotation, same_bits, seed_of
 
 LANES = None      # BATCHED_FROM that keeps every batch on the lanes kernel
 
@@ -28,24 +28,8 @@ def _step_kernels(monkeypatch):
 
 
 def _case(op, direction, hidden, batch, dtype, seq=5, inp=11, **kw):
-    rng = np.random.default_rng(seed_of(op, direction, hidden, batch, str(dtype), tuple(sorted(kw))))
-    d = 2 if direction == "bidirectional" else 1
-    g = GATES[op]
-    s = 1.0 / np.sqrt(hidden)
-    arrays = dict(
-        X=rng.standard_normal((seq, batch, inp)),
-        W=rng.uniform(-s, s, (d, g * hidden, inp)),
-        R=rng.uniform(-s, s, (d, g * hidden, hidden)),
-        B=rng.uniform(-s, s, (d, 2 * g * hidden)),
-        initial_h=rng.uniform(-1, 1, (d, batch, hidden)),
-    )
-    if op == "LSTM":
-        arrays["initial_c"] = rng.uniform(-1, 1, (d, batch, hidden))
-        arrays["P"] = rng.uniform(-s, s, (d, 3 * hidden))
-    arrays = {k: v.astype(dtype) for k, v in arrays.items()}
-    lens = rng.integers(0, seq + 1, batch).astype(np.int32)
-    lens[0] = seq
-    return arrays, lens
+    return layer_case(seed_of(op, direction, hidden, batch, str(dtype), tuple(sorted(kw))), op, direction,
+                      hidden, batch, dtype, seq, inp)
 
 
 def _run(monkeypatch, op, direction, arrays, lens, *, batched_from, tiling=None, mode=None, **kw):

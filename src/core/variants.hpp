@@ -220,12 +220,16 @@ inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
 // batch is small. The rules by device class: the last row of the device's class (`cpu`:
 // DeviceDescription::type "cpu", else a GPU) whose limits the layer is within chooses it.
 // What lavapipe measured (docs/perf.md, "Whole-sequence kernel"; Mesa 22.3.6, 2 cores):
-// SEQUENCE_CPU_MEASURED below. GPU row: pending H200 measurement (issue 32): a reading, not a
-// measurement. A step of 48x8x192 (hidden 96) costs about 4.4 us there as a chain of dependent
-// dispatches; a workgroup of 96 threads reading R (147 KB a direction in float32) from its
-// compute unit's L1 should take well under that, while at hidden 256 (1 MB a direction) each
-// step would stream R from L2 through one unit, slower than the step kernels' 0.32 ms for
-// 80x1x256. Hence hidden up to 128, batch up to 8, until the H200 says otherwise.
+// SEQUENCE_CPU_MEASURED below. SEQUENCE_GPU_MEASURED (H200, 2026-12-02 10:50 UTC, bidirectional
+// float32 LSTMs, whole-sequence / step kernels / cuDNN strict GPU-time ms, medians of three
+// alternated rounds in one call, same bits in every round; docs/perf.md, "Whole-sequence
+// kernel"; scripts/gpu/sequence_rule.py): 48x8x192 (hidden 96) 0.140 / 0.212 / 0.260,
+// 48x32x96 0.147 / 0.322 / 0.264, 80x1x64 0.137 / 0.257 / 0.248; and from hidden 128 it loses:
+// 80x1x128 0.881 / 0.275, 80x8x128 0.894 / 0.364, 80x16x128 0.922 / 0.365, 80x1x256 1.985 /
+// 0.313, 80x8x256 2.032 / 0.514. R of a direction is 147 KB at hidden 96 (held in the compute
+// unit's L1, 256 KB on Hopper) and 256 KB at 128 (streamed from L2 every step, through one unit).
+// Hence hidden up to 96 and batch up to 32, the largest measured (a workgroup a batch row and
+// direction: 64 workgroups on 132 units).
 // SEQUENCE_CPU_MEASURED (lavapipe, 2 cores shared with other work, 2026-12-02 06:00-06:10 UTC,
 // bidirectional float32 LSTMs, input = hidden, GPU-time ms of the step passes, step kernels
 // against this kernel; same bits in every case; load made single figures vary by up to 2x):
@@ -237,6 +241,8 @@ inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
 // disk cache makes later processes fast).
 inline constexpr uint32_t SEQUENCE_CPU_MAX_HIDDEN = 512;
 inline constexpr uint32_t SEQUENCE_CPU_MAX_BATCH = 64;
+inline constexpr uint32_t SEQUENCE_GPU_MAX_HIDDEN = 96;
+inline constexpr uint32_t SEQUENCE_GPU_MAX_BATCH = 32;
 struct SequenceRule
 {
     bool cpu;
@@ -245,7 +251,7 @@ struct SequenceRule
 };
 inline constexpr SequenceRule SEQUENCE_STEPS[] = {
     { true, SEQUENCE_CPU_MAX_HIDDEN, SEQUENCE_CPU_MAX_BATCH },   // lavapipe, measured
-    { false, 128, 8 },                                          // GPUs: pending H200 measurement
+    { false, SEQUENCE_GPU_MAX_HIDDEN, SEQUENCE_GPU_MAX_BATCH },   // GPUs, measured on the H200
 };
 // The largest hidden size whose rows of R a thread holds (R_REGS: gates x hidden floats a
 // thread; lavapipe's JIT unrolls the product fully, 32 K multiply-adds a step at 4 x 1024).

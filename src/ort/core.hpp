@@ -13,6 +13,7 @@
 #include "core/layer.hpp"
 #include "core/nodeconfig.hpp"
 #include "core/spec.hpp"
+#include "core/tensors.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -33,18 +33,7 @@
 #include <string>
 #include <vector>
 
-// The core's classes keep default visibility even though this glue is compiled with
-// -fvisibility=hidden: the Python module links against the core in this library, and a
-// typeinfo or vtable emitted in a hidden translation unit would otherwise be merged hidden
-// (the linker keeps the most restrictive visibility), e.g. InputError's typeinfo.
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
-#include "core/errors.hpp"
-#include "core/layer.hpp"
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
+#include "ort/core.hpp"   // the core's headers, with the visibility they need (core.hpp says why)
 #include "ort/noderun.hpp"
 
 namespace ortops::ort {

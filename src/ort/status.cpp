@@ -5,16 +5,9 @@
 #include <string_view>
 
 // Vulkan-Hpp's exception types (kp's headers bring vulkan.hpp), to catch vk::DeviceLostError by
-// its type; the core's errors keep default visibility (kernel.hpp says why).
+// its type.
 #include <vulkan/vulkan.hpp>
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
-#include "core/errors.hpp"
-#include "core/nodeconfig.hpp"
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
+#include "ort/core.hpp"   // the core's headers, with the visibility they need
 
 namespace ortops::ort {
 

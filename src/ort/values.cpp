@@ -4,13 +4,7 @@
 #include <limits>
 #include <utility>
 
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
-#include "core/errors.hpp"
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
+#include "ort/core.hpp"   // the core's headers, with the visibility they need
 
 namespace ortops::ort {
 

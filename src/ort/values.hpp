@@ -12,13 +12,7 @@
 #include <vector>
 
 #include "ort/status.hpp"
-#if defined(__GNUC__)
-#pragma GCC visibility push(default)
-#endif
-#include "core/tensors.hpp"
-#if defined(__GNUC__)
-#pragma GCC visibility pop
-#endif
+#include "ort/core.hpp"   // the core's headers, with the visibility they need
 
 namespace ortops::ort {
 

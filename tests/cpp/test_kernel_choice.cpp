@@ -198,14 +198,16 @@ TEST_SUITE("kernel choice")
         CHECK(variantSettings().batchedKsplit == keep.saved.batchedKsplit);
     }
 
-    TEST_CASE("the table's whole-sequence kernel: every batch up to 64 on a CPU device, up to 8 on a GPU")
+    TEST_CASE("the table's whole-sequence kernel: up to its class's largest batch (64 on a CPU device, 32 on a GPU)")
     {
         test::Model m = test::makeModel(test::LayerSpec{ "LSTM", 8, 4 });
         auto layer = m.layer(LayerSettings{});
         auto stepsOf = [&](uint32_t batch) { return recordedSteps(*layer, m, batch); };
         bool cpu = layer->device().type == "cpu";
+        uint32_t most = cpu ? SEQUENCE_CPU_MAX_BATCH : SEQUENCE_GPU_MAX_BATCH;
         CHECK(stepsOf(1) == "step_sequence");
-        CHECK(stepsOf(32) == (cpu ? "step_sequence" : "step_tiled"));
+        CHECK(stepsOf(most) == "step_sequence");
+        CHECK(stepsOf(most + 1) == "step_tiled");
     }
 
     TEST_CASE("a layer records the step kernel the heuristics choose, and the batched layouts with it")
