@@ -4,7 +4,6 @@
 // Runtime's C API (cpu_side.hpp). The key is the one the Python door uses (ortops version,
 // onnxruntime version, device, driver, threads), so both doors read one calibration and
 // leave the same nodes to the CPU.
-#include "calibration.hpp"
 #include "ep/cpu_side.hpp"
 #include "ep/ep_impl.hpp"
 

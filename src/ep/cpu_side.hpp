@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "calibration.hpp"
+#include "ort/core.hpp"    // the core's headers, with the visibility they need
 
 namespace ortops::ep {
 

@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "ort/core.hpp"
-#include "placement_policy.hpp"
 
 namespace ortops::ep {
 

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "ep/ep_impl.hpp"
-#include "visible.hpp"
 #include "ort/status.hpp"
 
 #if defined(_WIN32)
