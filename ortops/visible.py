@@ -28,6 +28,10 @@ What is relied on, exactly:
   the assigned ones.
 * An empty ``CUDA_VISIBLE_DEVICES`` assigns no GPU (an empty list); neither variable set
   means no assignment at all (None): choose as usual (``device=``, ``ORTOPS_DEVICE``).
+
+The rules live once, in the native core (``src/core/visible.hpp``), which the plugin
+execution provider uses for its default device too; this module hands them the devices and the
+variables (``_vk.assigned_devices``, ``_vk.cuda_order``) and maps the positions back.
 """
 
 from __future__ import annotations
@@ -40,84 +44,23 @@ NVIDIA_VENDOR_ID = 0x10DE
 __all__ = ["assigned_devices", "assigned_device", "cuda_order", "NVIDIA_VENDOR_ID"]
 
 
-def _entries(text: str) -> list[str]:
-    return [e.strip() for e in text.split(",") if e.strip()]
+def _native():
+    from ortops.device import _native as native
+
+    return native()
 
 
-def _pci_key(device) -> tuple:
-    """Sort key for a PCI bus id "dddd:bb:dd.f" (hex fields)."""
-    return tuple(int(part, 16) for part in device.pci_bus_id.replace(".", ":").split(":"))
+def _described(found: Sequence) -> list[tuple]:
+    """The devices as the core's rules read them (label, name, vendor, device id, UUID, PCI bus id)."""
+    return [(str(d), d.name, d.vendor_id, d.device_id, d.uuid, d.pci_bus_id) for d in found]
 
 
 def cuda_order(found: Sequence, order: str | None = None) -> list:
     """The NVIDIA devices of ``found`` in CUDA's ordinal order (``order``: the value of
     ``CUDA_DEVICE_ORDER``; None or ``FASTEST_FIRST`` is CUDA's default). See the module
     docstring for what is and is not reproduced."""
-    gpus = [d for d in found if d.vendor_id == NVIDIA_VENDOR_ID]
-    if len(gpus) <= 1:
-        return gpus
-    order = (order or "FASTEST_FIRST").strip().upper()
-    if order not in ("FASTEST_FIRST", "PCI_BUS_ID"):
-        raise ValueError(f"ortops: CUDA_DEVICE_ORDER must be FASTEST_FIRST or PCI_BUS_ID, got {order!r}")
-    missing = [str(d) for d in gpus if not d.pci_bus_id]
-    if missing:
-        raise ValueError("ortops: cannot number NVIDIA GPUs as CUDA does: no PCI bus id "
-                         f"(VK_EXT_pci_bus_info) for {', '.join(missing)}; give UUIDs (GPU-...) instead")
-    if order == "FASTEST_FIRST" and len({d.device_id for d in gpus}) > 1:
-        raise ValueError(
-            "ortops: CUDA's default device order (FASTEST_FIRST) for GPUs of different models "
-            f"({', '.join(sorted({d.name for d in gpus}))}) is CUDA's own and cannot be read from "
-            "Vulkan: set CUDA_DEVICE_ORDER=PCI_BUS_ID or give GPU UUIDs (GPU-...) in CUDA_VISIBLE_DEVICES")
-    return sorted(gpus, key=_pci_key)
-
-
-def _by_uuid(entry: str, gpus: Sequence, variable: str):
-    text = entry.lower()
-    digits = (text[4:] if text.startswith("gpu-") else text).replace("-", "")
-    hits = [d for d in gpus if d.uuid.replace("-", "").startswith(digits)]
-    if len(hits) != 1:
-        listing = "; ".join(f"{d} GPU-{d.uuid}" for d in gpus) or "none"
-        what = "no" if not hits else f"{len(hits)}"
-        raise ValueError(f"ortops: {variable} names {entry!r}, which matches {what} NVIDIA Vulkan "
-                         f"device(s); NVIDIA Vulkan devices: {listing}")
-    return hits[0]
-
-
-def _pick(entries: list[str], gpus: list, variable: str) -> list:
-    """The devices ``entries`` name, indices counting in ``gpus`` (already in CUDA order)."""
-    out = []
-    for entry in entries:
-        low = entry.lower()
-        if low.startswith("mig-"):
-            raise ValueError(
-                f"ortops: {variable} names the MIG instance {entry!r}: a MIG instance has no Vulkan "
-                "device of its own (Vulkan sees whole GPUs); give whole GPUs by index or GPU-<uuid>")
-        if entry.lstrip("-").isdigit():
-            index = int(entry)
-            if not 0 <= index < len(gpus):
-                listing = "; ".join(f"{i}: {d} GPU-{d.uuid}" for i, d in enumerate(gpus)) or "none"
-                raise ValueError(f"ortops: {variable} names GPU {index}, but {len(gpus)} NVIDIA Vulkan "
-                                 f"device(s) are visible: {listing}")
-            device = gpus[index]
-        else:
-            device = _by_uuid(entry, gpus, variable)
-        if device not in out:
-            out.append(device)
-    return out
-
-
-def _container_visible(text: str, gpus: list) -> list:
-    """The NVIDIA devices NVIDIA_VISIBLE_DEVICES leaves (``gpus`` in PCI order)."""
-    low = text.strip().lower()
-    if low == "all":
-        return gpus
-    if low in ("", "none", "void"):
-        return []
-    entries = _entries(text)
-    if all(e.isdigit() for e in entries) and len(entries) == len(gpus):
-        # Inside the container: the runtime hid the other GPUs already.
-        return gpus
-    return _pick(entries, gpus, "NVIDIA_VISIBLE_DEVICES")
+    found = list(found)
+    return [found[i] for i in _native().cuda_order(_described(found), order)]
 
 
 def assigned_devices(env: Mapping[str, str] | None = None, found: Sequence | None = None) -> list | None:
@@ -133,13 +76,9 @@ def assigned_devices(env: Mapping[str, str] | None = None, found: Sequence | Non
         from ortops.device import devices
 
         found = devices()
-    gpus = cuda_order(found, env.get("CUDA_DEVICE_ORDER"))
-    if container is not None:
-        kept = _container_visible(container, cuda_order(found, "PCI_BUS_ID"))
-        gpus = [d for d in gpus if d in kept]
-    if cuda is None:
-        return gpus
-    return _pick(_entries(cuda), gpus, "CUDA_VISIBLE_DEVICES")
+    found = list(found)
+    chosen = _native().assigned_devices(_described(found), cuda, container, env.get("CUDA_DEVICE_ORDER"))
+    return None if chosen is None else [found[i] for i in chosen]
 
 
 def assigned_device(env: Mapping[str, str] | None = None, found: Sequence | None = None, rank: int = 0):

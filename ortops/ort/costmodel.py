@@ -17,30 +17,43 @@ on disk (:func:`cache_path`; ``ORTOPS_COST_CACHE`` relocates it) under a key nam
 its driver, the versions of ortops and onnxruntime and the thread count, so it is measured once
 per such combination; :func:`calibration` reads it or measures it. Writers take a file lock and
 replace the file atomically, so processes calibrating at once leave a whole file.
+
+The model (prediction, fit, key, the calibration shapes) and the cache are the native core's
+(``src/core/costmodel.hpp``, ``costcache.hpp``, through ``_vk``), the ones the plugin
+execution provider decides and caches with, so both doors read one calibration and leave the
+same nodes to the CPU; what stays here is the Python door's measurement.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ortops.timing import median_s
-
 log = logging.getLogger("ortops")
+
+
+
+def _native():
+    from ortops.device import _native as native
+
+    return native()
+
 
 CACHE_ENV = "ORTOPS_COST_CACHE"
 FORMAT = 1
-#: Calibration shapes (seq, batch, input, hidden): one step of a small LSTM (fixed cost per
-#: run), many steps of it (cost per step), a short wide one (throughput).
-SHAPES = {"default": ((1, 1, 32, 32), (64, 1, 32, 32), (8, 16, 512, 512)),
-          "small": ((1, 1, 8, 8), (16, 1, 8, 8), (4, 4, 64, 64))}
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def __getattr__(name: str):
+    """``SHAPES``: the calibration shapes by name, each (seq, batch, input, hidden): one step
+    of a small LSTM (fixed cost per run), many steps of it (cost per step), a short wide one
+    (throughput). The core's table (costmodel.hpp), read on first use."""
+    if name == "SHAPES":
+        return {n: tuple(_native().calibration_shapes(n)) for n in ("default", "small")}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -52,7 +65,10 @@ class Side:
     per_flop: float
 
     def predict(self, work: "Work") -> float:
-        return self.per_run + self.per_step * work.steps + self.per_flop * work.flops
+        return _native().cost_predict(self.astuple(), work.astuple())
+
+    def astuple(self) -> tuple[float, float, float]:
+        return (self.per_run, self.per_step, self.per_flop)
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,9 @@ class Work:
     steps: int
     flops: float
     assumed: str = ""
+
+    def astuple(self) -> tuple[int, float, str]:
+        return (self.steps, self.flops, self.assumed)
 
 
 @dataclass(frozen=True)
@@ -81,17 +100,12 @@ class Calibration:
         return cls(d["key"], Side(**d["device"]), Side(**d["cpu"]))
 
     def describe(self) -> str:
-        def side(s: Side) -> str:
-            gflops = 1e-9 / s.per_flop if s.per_flop > 0 else float("inf")
-            return f"{s.per_run * 1e3:.3f} ms per run, {s.per_step * 1e6:.1f} us per step, {gflops:.1f} GFLOP/s"
-
-        return f"{self.key}\n  device:  {side(self.device)}\n  ORT CPU: {side(self.cpu)}"
+        return _native().cost_describe(self.key, self.device.astuple(), self.cpu.astuple())
 
 
 def work(op: str, seq: int, batch: int, inp: int, hidden: int, directions: int, assumed: str = "") -> Work:
     """The :class:`Work` of one run of an ``op`` node of these sizes."""
-    flops = 2.0 * directions * seq * batch * GATES[op] * hidden * (inp + hidden)
-    return Work(seq * directions, flops, assumed)
+    return Work(*_native().cost_work(GATES[op], seq, batch, inp, hidden, directions, assumed))
 
 
 # -- the cache ---------------------------------------------------------------------------
@@ -100,67 +114,25 @@ def work(op: str, seq: int, batch: int, inp: int, hidden: int, directions: int, 
 def cache_path() -> str:
     """``$ORTOPS_COST_CACHE`` if set, else ``costmodel.json`` in the user's cache directory
     (``$XDG_CACHE_HOME/ortops``, by default ``~/.cache/ortops``)."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ortops", "costmodel.json")
-
-
-def _read(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        log.warning("ortops: cost model cache %s unreadable (%s); calibrating again", path, e)
-        return {}
-    return data.get("calibrations", {}) if isinstance(data, dict) and data.get("format") == FORMAT else {}
-
-
-@contextlib.contextmanager
-def _locked(path: str):
-    """An exclusive lock on ``path + '.lock'`` (fcntl; where there is none, no lock: the atomic
-    replace still leaves a whole file)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".lock", "a") as f:
-        try:
-            import fcntl
-        except ImportError:  # not POSIX
-            yield
-            return
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    return _native().cost_cache_path()
 
 
 def load(key: str, path: str | None = None) -> Calibration | None:
-    """The cached calibration of ``key`` (None if there is none)."""
-    entry = _read(path or cache_path()).get(key)
-    try:
-        return None if entry is None else Calibration.from_dict(entry)
-    except (KeyError, TypeError):
+    """The cached calibration of ``key`` (None if there is none; an unreadable file is
+    warned about and counts as empty)."""
+    path = path or cache_path()
+    found, problem = _native().cost_cache_load(key, path)
+    if problem:
+        log.warning("ortops: %s", problem)
+    if found is None:
         return None
+    k, device, cpu = found
+    return Calibration(k, Side(*device), Side(*cpu))
 
 
 def store(cal: Calibration, path: str | None = None) -> None:
     """Add ``cal`` to the cache file (under its lock; written to a temporary file and renamed)."""
-    path = path or cache_path()
-    with _locked(path):
-        entries = _read(path)
-        entries[cal.key] = cal.to_dict()
-        fd, tmp = tempfile.mkstemp(prefix=".costmodel-", dir=os.path.dirname(os.path.abspath(path)))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": FORMAT, "calibrations": entries}, f, indent=1, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    _native().cost_cache_store(cal.key, cal.device.astuple(), cal.cpu.astuple(), path or cache_path())
 
 
 # -- measuring ------------------------------------------------------------------------------
@@ -168,20 +140,17 @@ def store(cal: Calibration, path: str | None = None) -> None:
 
 def cpu_threads() -> int:
     """The thread count ORT CPU's sessions use here (its default: one per core it may use)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return _native().cpu_threads()
 
 
 def key(device) -> str:
-    """The cache key of a device (an ``ortops.Device``)."""
+    """The cache key of a device (an ``ortops.Device``): the one the plugin EP computes."""
     import onnxruntime as ort
 
     import ortops
 
-    return (f"{device.name} | {device.driver} {device.driver_info} | ortops {ortops.__version__} | "
-            f"onnxruntime {ort.__version__} | {cpu_threads()} CPU threads")
+    return _native().calibration_key(device.name, device.driver, device.driver_info, ortops.__version__,
+                                     ort.__version__, cpu_threads())
 
 
 def _weights(rng, inp: int, hidden: int):
@@ -199,50 +168,46 @@ def _device_runner(device, inp: int, hidden: int):
 
 
 def _cpu_runner(inp: int, hidden: int):
+    """An ORT CPU session of the LSTM of :func:`_device_runner`'s weights (scripts/gpu/placement.py)."""
+    W, R = _weights(np.random.default_rng(0), inp, hidden)
+    return _cpu_session(inp, hidden, W, R)
+
+
+def fit(points) -> Side:
+    """The :class:`Side` through three measurements ``(Work, seconds)`` taken at :data:`SHAPES`
+    (one step, many steps of the same size, a wide one): the system solved by least squares
+    (exactly for three points), a term that comes out negative (timing noise on a side where it
+    is negligible) set to 0 and the others fitted again without it (the core's fit)."""
+    return Side(*_native().cost_fit([(w.astuple(), float(s)) for w, s in points]))
+
+
+def _cpu_session(inp: int, hidden: int, W, R):
+    """The ORT CPU side of the core's measurement: the LSTM of these weights in an ORT CPU
+    session, returned as ``run(x)``."""
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    W, R = _weights(np.random.default_rng(0), inp, hidden)
     node = helper.make_node("LSTM", ["X", "W", "R"], ["Y"], hidden_size=hidden)
     graph = helper.make_graph([node], "calibration",
                               [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["seq", "batch", inp])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R")])
+                              [numpy_helper.from_array(np.asarray(W), "W"), numpy_helper.from_array(np.asarray(R), "R")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     model.ir_version = 8
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return lambda x: sess.run(None, {"X": x})
 
 
-def fit(points) -> Side:
-    """The :class:`Side` through three measurements ``(Work, seconds)`` taken at :data:`SHAPES`
-    (one step, many steps of the same size, a wide one): the 3x3 system solved exactly, a term
-    that comes out negative (timing noise on a side where it is negligible) set to 0 and the
-    others fitted again without it."""
-    a = np.array([[1.0, w.steps, w.flops] for w, _ in points])
-    t = np.array([s for _, s in points])
-    free = [0, 1, 2]
-    while True:
-        x = np.zeros(3)
-        x[free] = np.linalg.lstsq(a[:, free], t, rcond=None)[0]
-        if (x >= 0).all() or len(free) == 1:
-            return Side(*(float(max(v, 0.0)) for v in x))
-        free.remove(int(np.argmin(np.where(np.isin(np.arange(3), free), x, np.inf))))
-
-
-def measure(device, shapes: str = "default", repeat: int = 20) -> Calibration:
-    """Measure both sides on ``device`` (an ``ortops.Device``) at ``SHAPES[shapes]``."""
-    rng = np.random.default_rng(1)
-    points = {"device": [], "cpu": []}
-    runners = {}
-    for seq, batch, inp, hidden in SHAPES[shapes]:
-        if (inp, hidden) not in runners:
-            runners[inp, hidden] = (_device_runner(device, inp, hidden), _cpu_runner(inp, hidden))
-        x = rng.uniform(-1, 1, (seq, batch, inp)).astype(np.float32)
-        w = work("LSTM", seq, batch, inp, hidden, 1)
-        for side, run in zip(("device", "cpu"), runners[inp, hidden]):
-            points[side].append((w, median_s(lambda: run(x), repeat)))
-    cal = Calibration(key(device), fit(points["device"]), fit(points["cpu"]))
+def measure(device, shapes: str | None = None, repeat: int | None = None) -> Calibration:
+    """Measure both sides on ``device`` (an ``ortops.Device``) at ``SHAPES[shapes]`` with the
+    core's measurement (the plugin EP's): the device side through the native layer, the ORT CPU
+    side in this process's onnxruntime. By default the shapes ``ORTOPS_COST_SHAPES`` names
+    ("small": the small ones, 3 runs each, as the EP measures under it), else "default" with 20
+    runs each."""
+    shapes = shapes or os.environ.get("ORTOPS_COST_SHAPES") or "default"
+    repeat = repeat or (3 if shapes == "small" else 20)
+    k, dev, cpu = _native().measure_calibration(device.uuid, key(device), shapes, repeat, _cpu_session)
+    cal = Calibration(k, Side(*dev), Side(*cpu))
     log.info("ortops: cost model calibrated: %s", cal.describe())
     return cal
 

@@ -5,6 +5,10 @@
   model (``ortops.ort.costmodel``) predicts ORT CPU faster for the node's shape; the placement
   report says both predictions either way. Where a dimension is dynamic the prediction assumes
   :data:`DEFAULT_SEQ` steps and a batch of :data:`DEFAULT_BATCH` (and says so).
+
+The work of a node and the decision are the native core's (``src/core/placement_policy.hpp``,
+through ``_vk``), the ones the plugin execution provider's placement "auto" makes, so both
+doors leave the same nodes to the CPU for one calibration.
 """
 
 from __future__ import annotations
@@ -13,10 +17,17 @@ from ortops.ort import costmodel
 
 POLICIES = ("gpu", "auto")
 #: What "auto" assumes for a dynamic sequence length: a sentence or a second of audio frames
-#: (the recognizer's 80 is static); streaming models have a static 1.
-DEFAULT_SEQ = 64
-#: What "auto" assumes for a dynamic batch: one request (``ortops run``'s default too).
-DEFAULT_BATCH = 1
+#: (the recognizer's 80 is static); streaming models have a static 1. The core's values
+#: (placement_policy.hpp), read on first use: importing this module needs no native module.
+#: What "auto" assumes for a dynamic batch (DEFAULT_BATCH): one request (``ortops run``'s
+#: default too).
+_NATIVE_CONSTANTS = ("DEFAULT_SEQ", "DEFAULT_BATCH")
+
+
+def __getattr__(name: str):
+    if name in _NATIVE_CONSTANTS:
+        return getattr(costmodel._native(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check(policy: str) -> str:
@@ -26,30 +37,13 @@ def check(policy: str) -> str:
     return policy
 
 
-def _dim(dims, axis: int):
-    return dims[axis] if dims is not None and len(dims) > axis and dims[axis] else None
-
-
 def node_work(op: str, attrs, x_dims, w_dims) -> costmodel.Work:
     """The :class:`costmodel.Work` of one run of a node: X's dims (None where dynamic or
     unknown), W's dims, its attributes (an ``ortops.ort.nodeconfig.NodeAttrs``)."""
-    assumed = []
-    seq_axis, batch_axis = (1, 0) if attrs.layout else (0, 1)
-    seq, batch = _dim(x_dims, seq_axis), _dim(x_dims, batch_axis)
-    if seq is None:
-        seq = DEFAULT_SEQ
-        assumed.append(f"sequence {seq}")
-    if batch is None:
-        batch = DEFAULT_BATCH
-        assumed.append(f"batch {batch}")
-    hidden = attrs.hidden_size or (_dim(w_dims, 1) or 0) // costmodel.GATES[op] or 1
-    inp = _dim(w_dims, 2) or _dim(x_dims, 2) or hidden
     dirs = 2 if attrs.direction == "bidirectional" else 1
-    return costmodel.work(op, seq, batch, inp, hidden, dirs, ", ".join(assumed))
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+    dims = (lambda d: None if d is None else [v if v else None for v in d])
+    return costmodel.Work(*costmodel._native().node_work(costmodel.GATES[op], attrs.hidden_size or None,
+                                                          int(attrs.layout or 0), dirs, dims(x_dims), dims(w_dims)))
 
 
 def choose(op: str, attrs, x_dims, w_dims, device, cal: costmodel.Calibration | None = None) -> tuple[bool, str]:
@@ -57,8 +51,5 @@ def choose(op: str, attrs, x_dims, w_dims, device, cal: costmodel.Calibration | 
     default the device's, cached or measured)."""
     cal = cal or costmodel.calibration(device)
     w = node_work(op, attrs, x_dims, w_dims)
-    dev, cpu = cal.device.predict(w), cal.cpu.predict(w)
-    assumed = f" (assumed {w.assumed})" if w.assumed else ""
-    if cpu < dev:
-        return False, f"ORT CPU: predicted {_ms(cpu)} vs device {_ms(dev)}{assumed}"
-    return True, f"predicted {_ms(dev)} vs ORT CPU {_ms(cpu)}{assumed}"
+    gpu, why = costmodel._native().choose_placement(w.astuple(), cal.device.astuple(), cal.cpu.astuple())
+    return bool(gpu), why

@@ -68,8 +68,9 @@ def _decide(node, index: int, info: ModelInfo, opset: int, device, scope: subgra
     return std, d
 
 
-def survey(proto: onnx.ModelProto, *, device=None, mode: str | None = None) -> Rewritten:
-    """Where each recurrent node of ``proto`` runs under placement "gpu", and the config of
+def survey(proto: onnx.ModelProto, *, device=None, mode: str | None = None, placement: str = "gpu") -> Rewritten:
+    """Where each recurrent node of ``proto`` runs under ``placement`` ("gpu" or "auto": the
+    core's cost model, as the execution provider decides it), and the config of
     each taken node, decided as :func:`rewrite` decides (the same walk, order and checker),
     writing nothing: ``Rewritten.model`` is ``proto`` itself, unchanged. What
     ``ortops.InferenceSession`` reports for the execution provider, which checks each node
@@ -81,7 +82,7 @@ def survey(proto: onnx.ModelProto, *, device=None, mode: str | None = None) -> R
 
     def walk(graph, scope: subgraphs.Scope) -> None:
         for node in graph.node:
-            decided = _decide(node, len(out.placement), info, opset, device, scope, mode, "gpu")
+            decided = _decide(node, len(out.placement), info, opset, device, scope, mode, placement)
             if decided is None:
                 subgraphs.rewrite_subgraphs(node, scope, walk)   # reads the bodies only
                 continue

@@ -10,9 +10,9 @@ is, with the ortops execution provider first (``ortops.ep``, ``src/ep/``): the E
 recurrent node its native checker accepts and runs it through the core, constant weights
 uploaded once when the session is created. :func:`convert` instead rewrites the recurrent
 nodes into ortops custom nodes, for hosts that can only load an op library, which the
-custom-op library runs (:func:`register`, :func:`library_path`); ``InferenceSession(...,
-placement="auto")`` still takes that path until the cost model is in the native core. Either
-way each run copies X, the states and sequence_lens in and the outputs out, once each, with no
+custom-op library runs (:func:`register`, :func:`library_path`). Under ``placement="auto"``
+the report and the EP decide each node with the native core's cost model and one shared
+calibration. Either way each run copies X, the states and sequence_lens in and the outputs out, once each, with no
 Python on the way.
 """
 
@@ -192,23 +192,17 @@ class InferenceSession:
         # EPFail) on the CPU provider alone, printing to stdout: a node the EP could not
         # compile would silently leave the device. Off, unless the caller says otherwise.
         kwargs.setdefault("enable_fallback", 0)
-        if placement == "auto":
-            # TEMPORARY (issue 30): "auto"'s cost model is Python's (ortops/ort/costmodel.py)
-            # and the EP treats "auto" as "gpu" until the model is in the native core; until
-            # then "auto" keeps the rewrite and the custom-op library, as before the EP.
-            plan = rewrite(proto, device=device, placement=placement, mode=mode)
-            source: Any = plan.model.SerializeToString()
-            so = register(sess_options)
-        else:
-            dev = session_device(device)
-            plan = survey(proto, device=dev, mode=mode)
-            source = _source(model, proto)
-            so = register(sess_options) if _has_custom_nodes(proto) else sess_options
-            # A node is taken only on a resolved device (else every check named the spec's error).
-            if isinstance(dev, Device) and any(p.where == "gpu" for p in plan.placement):
-                providers = _ep_providers(providers, kwargs.pop("provider_options", None),
-                                          {"device": dev.uuid or str(dev.index), "mode": mode, "placement": "gpu"})
-                register_ep()
+        dev = session_device(device)
+        # "auto": the report and the EP decide with one cost model and one calibration, the
+        # native core's (src/core/costmodel.hpp, placement_policy.hpp; the cache file is shared).
+        plan = survey(proto, device=dev, mode=mode, placement=placement)
+        source: Any = _source(model, proto)
+        so = register(sess_options) if _has_custom_nodes(proto) else sess_options
+        # A node is taken only on a resolved device (else every check named the spec's error).
+        if isinstance(dev, Device) and any(p.where == "gpu" for p in plan.placement):
+            providers = _ep_providers(providers, kwargs.pop("provider_options", None),
+                                      {"device": dev.uuid or str(dev.index), "mode": mode, "placement": placement})
+            register_ep()
         self.placement: list[NodePlacement] = plan.placement
         #: The configs of the recurrent nodes the device runs (ortops.ort.nodeconfig): device
         #: (UUID), mode, outputs computed, per node.
@@ -318,7 +312,7 @@ class InferenceSession:
     @property
     def ort_session(self) -> ort.InferenceSession:
         """The underlying ``onnxruntime.InferenceSession`` (of the model as given, the ortops
-        EP first; of the rewritten model under placement "auto")."""
+        EP first)."""
         return self._session()
 
     @property

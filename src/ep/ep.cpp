@@ -54,28 +54,31 @@ namedOutputs(const NodeSpec& spec)
     return out;
 }
 
-// Whether the EP takes the node; why not in `why`.
+// Whether the EP takes the node: the core can run it and, under placement "auto", the cost
+// model gives it to the device; why not in `why` (the cost model logs its own reason).
 bool
-takes(const Ep& ep, const OrtNode* node, std::string& why)
+takes(Ep& ep, const OrtNode* node, std::string& why)
 {
     std::string prefix = "ortops: recurrent node: ";
+    NodeSpec spec;
+    NodeConfig config;
     try {
         const char* name = nullptr;
         const char* op = nullptr;
         check(ep.api, ep.api->Node_GetName(node, &name), "Node_GetName");
         check(ep.api, ep.api->Node_GetOperatorType(node, &op), "Node_GetOperatorType");
         prefix = prefixFor(op ? op : "?", name ? name : "");
-        NodeSpec spec = readNode(ep.api, node);
+        spec = readNode(ep.api, node);
         std::vector<std::string> outputs = namedOutputs(spec);
         if (outputs.empty()) {
             throw NodeError("the node names no output");
         }
-        (void)nodeConfig(spec, outputs, ep.options, ep.device);
-        return true;
+        config = nodeConfig(spec, outputs, ep.options, ep.device);
     } catch (const std::exception& e) {
         why = prefix + "left to the next execution provider: " + e.what();
         return false;
     }
+    return ep.options.placement != Placement::Auto || autoKeeps(ep, spec, config);
 }
 
 OrtStatus* ORT_API_CALL
@@ -83,15 +86,15 @@ getCapability(OrtEp* thisEp, const OrtGraph* graph, OrtEpGraphSupportInfo* info)
 {
     Ep* ep = self(thisEp);
     return ort::guarded(ep->api, "ortops: GetCapability: ", [&] {
-        // TODO(issue 30): placement "auto" (ortops/ort/costmodel.py's cost model, Python only
-        // today) behaves as "gpu" until the model is in the core.
         for (const OrtNode* node : graphNodes(ep->api, graph)) {
             if (!isRecurrent(ep->api, node)) {
                 continue;
             }
             std::string why;
             if (!takes(*ep, node, why)) {
-                ep->verbose(why);
+                if (!why.empty()) {
+                    ep->verbose(why);
+                }
                 continue;
             }
             // One node per fused node; the constant initializers stay inputs (the compute
@@ -287,16 +290,32 @@ Ep::Ep(Factory* f, const OrtLogger* l, EpOptions o, const DeviceDescription& d)
     ReleaseNodeComputeInfos = releaseNodeComputeInfos;
 }
 
+namespace {
+
+void
+logAt(const Ep& ep, OrtLoggingLevel level, const std::string& message) noexcept
+{
+    if (ep.logger == nullptr) {
+        return;
+    }
+    if (OrtStatus* s = ep.api->Logger_LogMessage(ep.logger, level, message.c_str(), ORT_FILE, __LINE__,
+                                                 "ortops::ep::GetCapability")) {
+        ep.api->ReleaseStatus(s);
+    }
+}
+
+} // namespace
+
 void
 Ep::verbose(const std::string& message) const noexcept
 {
-    if (logger == nullptr) {
-        return;
-    }
-    if (OrtStatus* s = api->Logger_LogMessage(logger, ORT_LOGGING_LEVEL_VERBOSE, message.c_str(), ORT_FILE, __LINE__,
-                                              "ortops::ep::GetCapability")) {
-        api->ReleaseStatus(s);
-    }
+    logAt(*this, ORT_LOGGING_LEVEL_VERBOSE, message);
+}
+
+void
+Ep::warning(const std::string& message) const noexcept
+{
+    logAt(*this, ORT_LOGGING_LEVEL_WARNING, message);
 }
 
 } // namespace ortops::ep

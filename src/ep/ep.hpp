@@ -12,6 +12,10 @@
 //                outputs, constant initializers) into the core's node config, checked by the
 //                core's checkers (the config decoder and the layer's spec checks).
 //   quantized.cpp  com.microsoft DynamicQuantizeLSTM's int8/uint8 weights dequantized.
+//   auto_placement.cpp  placement "auto": the core's cost model (placement_policy.hpp) with
+//                the device's calibration, cached (costcache.hpp) or measured here;
+//                cpu_side.cpp and onnx_model.cpp measure the ORT CPU side through the C API
+//                (a one-LSTM model serialized in C++, run in a CPU session).
 //   ep.cpp       the OrtEp: GetCapability claims each node the core takes, one fused node per
 //                call of EpGraphSupportInfo_AddNodesToFuse (AddSingleNode looks for a kernel
 //                at API 23), in the main graph and in every If/Loop/Scan body (ORT asks per
@@ -44,21 +48,33 @@ inline constexpr const char* META_UUID = "vulkan_uuid";
 inline constexpr const char* META_NAME = "vulkan_device_name";
 inline constexpr const char* META_DRIVER = "vulkan_driver";
 inline constexpr const char* META_INDEX = "vulkan_index";
+inline constexpr const char* META_PCI_BUS_ID = "pci_bus_id";    // where VK_EXT_pci_bus_info gives it
 
 // The EP's options (EP_OPTION_PREFIX + key): device (a UUID, an index or what
-// ortops::chooseDevice takes; default: the device of the OrtEpDevice chosen), mode
-// (deterministic | exact | fast), placement (gpu | auto; auto behaves as gpu for now).
+// ortops::chooseDevice takes; default: the device of the OrtEpDevice chosen, which the
+// factory lists CUDA_VISIBLE_DEVICES' first: visible.hpp), mode (deterministic | exact |
+// fast), placement (gpu | auto: the cost model of placement_policy.hpp leaves a node to the
+// next provider where ORT CPU is predicted faster).
 struct EpOptions
 {
     std::optional<std::string> device;
     std::string mode = "deterministic";
-    std::string placement = "gpu";
+    Placement placement = Placement::Gpu;
 };
 
 // The Vulkan devices an EP may run on: those the core enumerates that preserve NaN/Inf/-0 in
-// float32 shaders (the layer refuses the others). Empty when there is no Vulkan loader.
+// float32 shaders (the layer refuses the others), the default one first: the device
+// CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES assign first (visible.hpp), else the one the
+// core prefers (chooseDevice). Empty when there is no Vulkan loader. `assignment` (when
+// given) says why the environment's assignment could not be honoured ("" when it was, or
+// when nothing was assigned).
 std::vector<DeviceDescription>
-usableDevices();
+usableDevices(std::string* assignment = nullptr);
+
+// The device an EP runs on without a `device` option and without an OrtEpDevice's metadata:
+// the assigned one, else the preferred one; the assignment's error when it is wrong.
+const DeviceDescription&
+defaultDevice();
 
 // com.microsoft DynamicQuantizeLSTM (onnxruntime.quantization.quantize_dynamic's LSTM): taken
 // as an LSTM whose constant int8/uint8 W and R are dequantized once at Compile
@@ -82,6 +98,8 @@ struct NodeSpec
     std::array<const OrtValueInfo*, 8> inputInfo{};
     // Static shapes where the graph gives every dimension.
     std::array<std::optional<std::vector<int64_t>>, 8> shapes;
+    // Dims as the graph gives them (-1 where dynamic; nullopt: rank unknown).
+    std::array<GraphDims, 8> dims;
     // The constant initializers among the inputs (nullptr: not constant).
     std::array<const OrtValue*, 8> constants{};
     std::string attrsJson;   // the config's "attrs" object

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "ep/ep.hpp"
@@ -16,8 +18,9 @@ struct Factory : OrtEpFactory
     const OrtEpApi* epApi;
     const OrtLogger* logger;
     std::string registeredName;
+    std::string ortVersion;    // the onnxruntime that loaded us (the cost model's cache key)
 
-    Factory(const OrtApi* api, const OrtLogger* logger, std::string registeredName);
+    Factory(const OrtApi* api, const OrtLogger* logger, std::string registeredName, std::string ortVersion);
 };
 
 struct Ep : OrtEp
@@ -32,7 +35,25 @@ struct Ep : OrtEp
     Ep(Factory* factory, const OrtLogger* logger, EpOptions options, const DeviceDescription& device);
     // A message at ORT's verbose level (why a node is left to the next provider).
     void verbose(const std::string& message) const noexcept;
+    void warning(const std::string& message) const noexcept;
+
+    // Placement "auto": the calibration of this EP's device (auto_placement.cpp), read from
+    // the cache or measured on the first node that needs it; nullptr when it could not be
+    // had, `why` saying why ("no cost model (...)").
+    const Calibration* costModel(std::string& why);
+
+  private:
+    std::mutex costLock_;
+    bool costTried_ = false;
+    std::optional<Calibration> cost_;
+    std::string costProblem_;
 };
+
+// Under placement "auto": whether the device takes a node the core can run (the cost model's
+// choice, logged at verbose level naming the node either way). Without a cost model the
+// device takes it and the warning says why.
+bool
+autoKeeps(Ep& ep, const NodeSpec& spec, const NodeConfig& config);
 
 // One claimed node: its run, called by ORT from any number of threads at once with the one
 // state CreateState gave (the info itself).

@@ -23,18 +23,40 @@
 
 namespace ortops::ep {
 
+namespace {
+
+// The device the environment assigns first (visible.hpp), as an index; nullopt when nothing
+// is assigned. Throws the rules' std::invalid_argument.
+std::optional<uint32_t>
+assignedIndex()
+{
+    return assignedDeviceIndex(VisibilityEnv::fromProcess(), devices());
+}
+
+} // namespace
+
 std::vector<DeviceDescription>
-usableDevices()
+usableDevices(std::string* assignment)
 {
     std::vector<DeviceDescription> out;
     try {
-        // The device the core would choose first (ORTOPS_DEVICE, else discrete, integrated,
-        // virtual, cpu): an application taking the first ortops EP device gets it, not
-        // lavapipe beside a GPU.
+        // The default device first: an application taking the first ortops EP device gets
+        // the GPU its scheduler assigned (CUDA_VISIBLE_DEVICES), else the one the core would
+        // choose (ORTOPS_DEVICE, else discrete, integrated, virtual, cpu), not lavapipe
+        // beside a GPU.
         std::optional<uint32_t> preferred;
         try {
-            preferred = chooseDevice(std::nullopt).index;
-        } catch (const std::exception&) {
+            preferred = assignedIndex();
+        } catch (const std::invalid_argument& e) {    // a wrong assignment: CreateEp refuses it
+            if (assignment) {
+                *assignment = e.what();
+            }
+        }
+        if (!preferred) {
+            try {
+                preferred = chooseDevice(std::nullopt).index;
+            } catch (const std::invalid_argument&) {    // a wrong ORTOPS_DEVICE: enumeration order
+            }
         }
         for (const DeviceDescription& d : devices()) {
             if (d.nanPreserveFloat32) {
@@ -47,6 +69,15 @@ usableDevices()
         // No Vulkan loader or no device: the factory offers nothing.
     }
     return out;
+}
+
+const DeviceDescription&
+defaultDevice()
+{
+    if (std::optional<uint32_t> assigned = assignedIndex()) {
+        return chooseDevice(std::to_string(*assigned));
+    }
+    return chooseDevice(std::nullopt);
 }
 
 namespace {
@@ -101,6 +132,19 @@ hardwareFor(const OrtApi* api, const DeviceDescription& d, const OrtHardwareDevi
     return cpu;
 }
 
+// A warning through the logger ORT gave the factory.
+void
+warn(const Factory& f, const std::string& message) noexcept
+{
+    if (f.logger == nullptr) {
+        return;
+    }
+    if (OrtStatus* s = f.api->Logger_LogMessage(f.logger, ORT_LOGGING_LEVEL_WARNING, message.c_str(), ORT_FILE,
+                                                __LINE__, "ortops::ep::GetSupportedDevices")) {
+        f.api->ReleaseStatus(s);
+    }
+}
+
 OrtStatus* ORT_API_CALL
 getSupportedDevices(OrtEpFactory* factory, const OrtHardwareDevice* const* hw, size_t numHw, OrtEpDevice** out,
                     size_t maxOut, size_t* numOut) noexcept
@@ -109,7 +153,12 @@ getSupportedDevices(OrtEpFactory* factory, const OrtHardwareDevice* const* hw, s
     const OrtApi* api = f->api;
     *numOut = 0;
     return ort::guarded(api, "ortops: GetSupportedDevices: ", [&] {
-        for (const DeviceDescription& d : usableDevices()) {
+        std::string assignment;
+        std::vector<DeviceDescription> usable = usableDevices(&assignment);
+        if (!assignment.empty()) {
+            warn(*f, assignment + " (a session without the EP option 'device' will be refused)");
+        }
+        for (const DeviceDescription& d : usable) {
             const OrtHardwareDevice* device = hardwareFor(api, d, hw, numHw);
             if (device == nullptr || *numOut >= maxOut) {
                 continue;
@@ -120,6 +169,9 @@ getSupportedDevices(OrtEpFactory* factory, const OrtHardwareDevice* const* hw, s
             api->AddKeyValuePair(meta, META_NAME, d.name.c_str());
             api->AddKeyValuePair(meta, META_DRIVER, (d.driver + " " + d.driverInfo).c_str());
             api->AddKeyValuePair(meta, META_INDEX, std::to_string(d.index).c_str());
+            if (d.pciBusId) {
+                api->AddKeyValuePair(meta, META_PCI_BUS_ID, d.pciBusId->c_str());
+            }
             OrtEpDevice* epDevice = nullptr;
             OrtStatus* s = f->epApi->CreateEpDevice(factory, device, meta, nullptr, &epDevice);
             api->ReleaseKeyValuePairs(meta);
@@ -156,12 +208,25 @@ readOptions(const OrtApi* api, const OrtSessionOptions* options)
         o.mode = *mode;
     }
     if (auto placement = option(api, options, "placement")) {
-        if (*placement != "gpu" && *placement != "auto") {
-            throw std::invalid_argument("EP option placement must be 'gpu' or 'auto', got '" + *placement + "'");
-        }
-        o.placement = *placement;
+        o.placement = parsePlacement(*placement, "EP option placement");
     }
     return o;
+}
+
+// The device of a session without the `device` option: the OrtEpDevice it was given (the
+// factory lists the assigned one first), else the default. A wrong CUDA_VISIBLE_DEVICES /
+// NVIDIA_VISIBLE_DEVICES is refused here with the rules' error rather than ignored: the
+// scheduler meant another device (the `device` option chooses one explicitly).
+const DeviceDescription&
+sessionDevice(const OrtApi* api, const OrtKeyValuePairs* const* metadata, size_t numDevices)
+{
+    (void)assignedIndex();
+    if (numDevices > 0 && metadata != nullptr && metadata[0] != nullptr) {
+        if (const char* uuid = api->GetKeyValue(metadata[0], META_UUID)) {
+            return chooseDevice(std::string(uuid));
+        }
+    }
+    return defaultDevice();
 }
 
 OrtStatus* ORT_API_CALL
@@ -173,14 +238,8 @@ createEp(OrtEpFactory* factory, const OrtHardwareDevice* const*, const OrtKeyVal
     *ep = nullptr;
     return ort::guarded(api, "ortops: CreateEp: ", [&] {
         EpOptions options = readOptions(api, sessionOptions);
-        // The device: the option, else the first OrtEpDevice the session was given.
-        std::optional<std::string> spec = options.device;
-        if (!spec && numDevices > 0 && metadata != nullptr && metadata[0] != nullptr) {
-            if (const char* uuid = api->GetKeyValue(metadata[0], META_UUID)) {
-                spec = std::string(uuid);
-            }
-        }
-        const DeviceDescription& device = chooseDevice(spec);
+        const DeviceDescription& device = options.device ? chooseDevice(options.device)
+                                                         : sessionDevice(api, metadata, numDevices);
         if (!device.nanPreserveFloat32) {
             throw UnsupportedLayerError("the Vulkan device " + device.name + " does not preserve NaN, Inf and -0 "
                                         "in float32 shaders (shaderSignedZeroInfNanPreserveFloat32)");
@@ -204,8 +263,9 @@ createDataTransfer(OrtEpFactory*, OrtDataTransferImpl** transfer) noexcept
 
 } // namespace
 
-Factory::Factory(const OrtApi* api_, const OrtLogger* logger_, std::string registered)
-  : OrtEpFactory{}, api(api_), epApi(api_->GetEpApi()), logger(logger_), registeredName(std::move(registered))
+Factory::Factory(const OrtApi* api_, const OrtLogger* logger_, std::string registered, std::string ortVersion_)
+  : OrtEpFactory{}, api(api_), epApi(api_->GetEpApi()), logger(logger_), registeredName(std::move(registered)),
+    ortVersion(std::move(ortVersion_))
 {
     ort_version_supported = EP_API_VERSION;
     GetName = getName;
@@ -244,7 +304,8 @@ CreateEpFactories(const char* registeredName, const OrtApiBase* base, const OrtL
         return api->CreateStatus(ORT_INVALID_ARGUMENT, "ortops: CreateEpFactories: no room for a factory");
     }
     return ortops::ort::guarded(api, "ortops: CreateEpFactories: ", [&] {
-        factories[0] = new Factory(api, logger, registeredName ? registeredName : "");
+        std::string version = (base->GetVersionString && base->GetVersionString()) ? base->GetVersionString() : "unknown";
+        factories[0] = new Factory(api, logger, registeredName ? registeredName : "", version);
         *numFactories = 1;
     });
 }

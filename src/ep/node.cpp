@@ -231,8 +231,16 @@ attrsJson(const RawAttrs& a, const Cell& cell)
     }
 }
 
-// The element type and static shape (when every dimension is known) of a tensor value.
-std::pair<ONNXTensorElementDataType, std::optional<std::vector<int64_t>>>
+// A tensor value's element type, static shape (when every dimension is known) and dims as
+// the graph gives them (-1 where dynamic; placement "auto"'s cost model reads those).
+struct TensorType
+{
+    ONNXTensorElementDataType element;
+    std::optional<std::vector<int64_t>> shape;
+    std::vector<int64_t> dims;
+};
+
+TensorType
 tensorType(const OrtApi* api, const OrtValueInfo* info, const std::string& what)
 {
     const OrtTypeInfo* type = nullptr;
@@ -250,7 +258,7 @@ tensorType(const OrtApi* api, const OrtValueInfo* info, const std::string& what)
         check(api, api->GetDimensions(tensor, dims.data(), rank), "GetDimensions");
     }
     bool known = std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
-    return { element, known ? std::optional(dims) : std::nullopt };
+    return { element, known ? std::optional(dims) : std::nullopt, dims };
 }
 
 std::string
@@ -284,8 +292,9 @@ readInput(const OrtApi* api, const OrtValueInfo* info, size_t i, NodeSpec& spec)
     }
     spec.inputInfo[i] = info;
     std::string what = "input " + std::string(spec.cell->inputs[i]);
-    auto [element, shape] = tensorType(api, info, what);
+    auto [element, shape, dims] = tensorType(api, info, what);
     spec.shapes[i] = shape;
+    spec.dims[i] = dims;
     if (i == ort::IN_X) {
         if (element == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
             spec.dtype = ElementType::Float16;
@@ -335,6 +344,7 @@ readQuantized(const OrtApi* api, const std::vector<const OrtValueInfo*>& in, Nod
         std::vector<int64_t> shape;
         (void)dequantize(api, spec, which, shape);
         spec.shapes[which == 0 ? ort::IN_W : ort::IN_R] = shape;
+        spec.dims[which == 0 ? ort::IN_W : ort::IN_R] = shape;
     }
 }
 

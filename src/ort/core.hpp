@@ -8,12 +8,17 @@
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
+#include "core/calibration.hpp"
+#include "core/costcache.hpp"
+#include "core/costmodel.hpp"
 #include "core/devices.hpp"
 #include "core/errors.hpp"
 #include "core/layer.hpp"
 #include "core/nodeconfig.hpp"
+#include "core/placement_policy.hpp"
 #include "core/spec.hpp"
 #include "core/tensors.hpp"
+#include "core/visible.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -7,6 +7,8 @@
 //   bind_variants.cpp    the kernel-variant heuristics
 //   bind_layer.cpp       ortops::Layer, and the door's one check of a layer (check_layer)
 //   bind_nodeconfig.cpp  the node-config decoder
+//   bind_visible.cpp     CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES -> Vulkan devices
+//   bind_costmodel.cpp   placement "auto"'s cost model, its decision and its cache
 //   bind_testing.cpp     what only the tests use (fault injection, coalesced runs, weight
 //                        layouts, the tables, the encoder): bound only when ORTOPS_TESTING is
 //                        defined (scripts/setup.sh's build), never in the wheel's module.
@@ -22,6 +24,8 @@ void bindSettings(pybind11::module_& m);     // bind_settings.cpp
 void bindVariants(pybind11::module_& m);     // bind_variants.cpp
 void bindLayer(pybind11::module_& m);        // bind_layer.cpp
 void bindNodeConfig(pybind11::module_& m);   // bind_nodeconfig.cpp
+void bindVisible(pybind11::module_& m);      // bind_visible.cpp
+void bindCostModel(pybind11::module_& m);    // bind_costmodel.cpp
 #ifdef ORTOPS_TESTING
 void bindTesting(pybind11::module_& m);      // bind_testing.cpp
 #endif
@@ -42,6 +46,8 @@ PYBIND11_MODULE(_vk, m)
     ortops::bindVariants(m);
     ortops::bindLayer(m);
     ortops::bindNodeConfig(m);
+    ortops::bindVisible(m);
+    ortops::bindCostModel(m);
 #ifdef ORTOPS_TESTING
     ortops::bindTesting(m);
 #endif

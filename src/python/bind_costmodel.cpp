@@ -1,0 +1,217 @@
+// Placement "auto"'s cost model (costmodel.hpp, placement_policy.hpp, costcache.hpp) for
+// ortops.ort.costmodel and ortops.ort.policy: the Python door predicts, fits, chooses and
+// caches with the one model the plugin EP uses, so both doors leave the same nodes to the CPU.
+// A side is a (per_run, per_step, per_flop) tuple, a work (steps, flops, assumed). The
+// measurement is the core's too (calibration.hpp): the Python door gives the ORT CPU side as a
+// callable, as the EP gives it through ORT's C API, so both time the same runs the same way.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "calibration.hpp"
+#include "costcache.hpp"
+#include "devices.hpp"
+#include "costmodel.hpp"
+#include "placement_policy.hpp"
+
+namespace py = pybind11;
+
+namespace ortops {
+
+namespace {
+
+using SideTuple = std::tuple<double, double, double>;
+using WorkTuple = std::tuple<uint64_t, double, std::string>;
+
+Side
+sideOf(const SideTuple& t)
+{
+    return Side{ std::get<0>(t), std::get<1>(t), std::get<2>(t) };
+}
+
+SideTuple
+tupleOf(const Side& s)
+{
+    return { s.perRun, s.perStep, s.perFlop };
+}
+
+Work
+fromTuple(const WorkTuple& t)
+{
+    return Work{ std::get<0>(t), std::get<1>(t), std::get<2>(t) };
+}
+
+WorkTuple
+tupleOf(const Work& w)
+{
+    return { w.steps, w.flops, w.assumed };
+}
+
+// Python's dims (None where dynamic) as the graph's (-1).
+GraphDims
+graphDims(const std::optional<std::vector<std::optional<int64_t>>>& dims)
+{
+    if (!dims) {
+        return std::nullopt;
+    }
+    std::vector<int64_t> out;
+    for (const auto& d : *dims) {
+        out.push_back(d.value_or(-1));
+    }
+    return out;
+}
+
+void
+bindModel(py::module_& m)
+{
+    m.def("cost_work", [](uint32_t gates, uint64_t seq, uint64_t batch, uint64_t input, uint64_t hidden,
+                          uint32_t dirs, const std::string& assumed) {
+        return tupleOf(ortops::workOf(gates, seq, batch, input, hidden, dirs, assumed));
+    });
+    m.def("cost_predict", [](const SideTuple& side, const WorkTuple& work) { return sideOf(side).predict(fromTuple(work)); });
+    m.def("cost_fit", [](const std::vector<std::pair<WorkTuple, double>>& points) {
+        std::vector<std::pair<Work, double>> in;
+        for (const auto& [w, s] : points) {
+            in.emplace_back(fromTuple(w), s);
+        }
+        return tupleOf(fit(in));
+    });
+    m.def("cost_describe", [](const std::string& key, const SideTuple& device, const SideTuple& cpu) {
+        return Calibration{ key, sideOf(device), sideOf(cpu) }.describe();
+    });
+    m.def("calibration_key", &calibrationKey);
+    m.def("cpu_threads", &cpuThreads);
+    m.def("calibration_shapes", [](const std::string& which) {
+        std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> out;
+        if (which != "default" && which != "small") {
+            throw std::invalid_argument("calibration shapes must be 'default' or 'small', got '" + which + "'");
+        }
+        for (const auto& s : calibrationShapes(which == "small" ? CalibrationShapes::Small : CalibrationShapes::Default)) {
+            out.emplace_back(s.seq, s.batch, s.input, s.hidden);
+        }
+        return out;
+    });
+}
+
+void
+bindPolicy(py::module_& m)
+{
+    m.attr("DEFAULT_SEQ") = DEFAULT_SEQ;
+    m.attr("DEFAULT_BATCH") = DEFAULT_BATCH;
+    m.def(
+      "node_work",
+      [](uint32_t gates, std::optional<int64_t> hidden, int64_t layout, uint32_t dirs,
+         const std::optional<std::vector<std::optional<int64_t>>>& x, const std::optional<std::vector<std::optional<int64_t>>>& w) {
+          return tupleOf(nodeWork(NodeShapeAttrs{ gates, hidden, layout, dirs }, graphDims(x), graphDims(w)));
+      },
+      py::arg("gates"), py::arg("hidden_size"), py::arg("layout"), py::arg("directions"), py::arg("x_dims"),
+      py::arg("w_dims"));
+    m.def("choose_placement", [](const WorkTuple& work, const SideTuple& device, const SideTuple& cpu) {
+        PlacementChoice c = choosePlacement(fromTuple(work), Calibration{ "", sideOf(device), sideOf(cpu) });
+        return std::make_tuple(c.device, c.why);
+    });
+}
+
+void
+bindCache(py::module_& m)
+{
+    m.attr("COST_CACHE_ENV") = COST_CACHE_ENV;
+    m.attr("COST_CACHE_FORMAT") = COST_CACHE_FORMAT;
+    m.def("cost_cache_path", &costCachePath);
+    m.def("cost_cache_load", [](const std::string& key, const std::string& path) {
+        std::string problem;
+        std::optional<Calibration> c = loadCalibration(key, path, &problem);
+        py::object cal = py::none();
+        if (c) {
+            cal = py::make_tuple(c->key, tupleOf(c->device), tupleOf(c->cpu));
+        }
+        return py::make_tuple(cal, problem);
+    });
+    m.def(
+      "cost_cache_store",
+      [](const std::string& key, const SideTuple& device, const SideTuple& cpu, const std::string& path) {
+          storeCalibration(Calibration{ key, sideOf(device), sideOf(cpu) }, path);
+      },
+      py::call_guard<py::gil_scoped_release>());
+}
+
+// The ORT CPU side a Python callable makes: make(input, hidden, W, R) -> run(x), x a float32
+// [seq, batch, input] array (the Python door's ORT session).
+class PythonCpuLstm : public CpuLstm
+{
+  public:
+    PythonCpuLstm(py::function run, uint32_t input) : run_(std::move(run)), input_(input) {}
+    ~PythonCpuLstm() override
+    {
+        py::gil_scoped_acquire gil;
+        run_ = py::function();
+    }
+    void run(const std::vector<float>& x, uint32_t seq, uint32_t batch) override
+    {
+        py::gil_scoped_acquire gil;
+        run_(py::array_t<float>({ static_cast<py::ssize_t>(seq), static_cast<py::ssize_t>(batch),
+                                  static_cast<py::ssize_t>(input_) },
+                                x.data()));
+    }
+
+  private:
+    py::function run_;
+    uint32_t input_;
+};
+
+class PythonCpuRunner : public CpuLstmRunner
+{
+  public:
+    explicit PythonCpuRunner(py::function make) : make_(std::move(make)) {}
+    std::unique_ptr<CpuLstm> make(uint32_t input, uint32_t hidden, const std::vector<float>& W,
+                                  const std::vector<float>& R) override
+    {
+        py::gil_scoped_acquire gil;
+        py::ssize_t rows = 4 * static_cast<py::ssize_t>(hidden);
+        py::array_t<float> w({ py::ssize_t(1), rows, static_cast<py::ssize_t>(input) }, W.data());
+        py::array_t<float> r({ py::ssize_t(1), rows, static_cast<py::ssize_t>(hidden) }, R.data());
+        return std::make_unique<PythonCpuLstm>(make_(input, hidden, w, r).cast<py::function>(), input);
+    }
+
+  private:
+    py::function make_;
+};
+
+void
+bindMeasure(py::module_& m)
+{
+    m.def(
+      "measure_calibration",
+      [](const std::string& deviceUuid, const std::string& key, const std::string& shapes, int repeat,
+         py::function makeCpu) {
+          if (shapes != "default" && shapes != "small") {
+              throw std::invalid_argument("calibration shapes must be 'default' or 'small', got '" + shapes + "'");
+          }
+          const DeviceDescription& device = chooseDevice(deviceUuid);
+          PythonCpuRunner cpu(std::move(makeCpu));
+          Calibration c;
+          {
+              py::gil_scoped_release release;    // the device runs need no GIL; the CPU side takes it
+              c = measureCalibration(device, cpu, key,
+                                     shapes == "small" ? CalibrationShapes::Small : CalibrationShapes::Default, repeat);
+          }
+          return py::make_tuple(c.key, tupleOf(c.device), tupleOf(c.cpu));
+      },
+      py::arg("device_uuid"), py::arg("key"), py::arg("shapes"), py::arg("repeat"), py::arg("make_cpu"),
+      "Measure a calibration with the core (calibration.hpp): the device side through Layer, the "
+      "ORT CPU side through make_cpu(input, hidden, W, R) -> run(x).");
+}
+
+} // namespace
+
+void
+bindCostModel(py::module_& m)
+{
+    bindModel(m);
+    bindPolicy(m);
+    bindCache(m);
+    bindMeasure(m);
+}
+
+} // namespace ortops

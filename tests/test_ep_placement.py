@@ -1,0 +1,167 @@
+"""The plugin execution provider's placement "auto" and default device, from plain onnxruntime
+(src/ep/, the core's src/core/placement_policy.hpp, costcache.hpp, calibration.hpp, visible.hpp).
+
+Each case runs in a child process that never imports ortops (plain onnxruntime and the
+library's path), as a C# or C++ application would use the EP:
+
+- with a calibration cached (the stub of tests/test_policy.py, under the key the EP computes),
+  placement "auto" leaves to the CPU exactly the nodes the core's model says, by ONNX Runtime's
+  own graph-assignment report, logs why naming the node, and decides as the Python door does;
+- with no calibration, the EP measures one itself (the ORT CPU side through ONNX Runtime's C
+  API, ORTOPS_COST_SHAPES=small), caches it under the same key, and places by it;
+- CUDA_VISIBLE_DEVICES decides the EP's default device, or the session is refused with the
+  rules' error (on lavapipe there is no NVIDIA device: an index or a MIG instance is refused;
+  tests/cpp/test_visible.cpp covers the rules on made-up GPU lists).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import ortops
+from ortops.compare import scaled_error
+from ortops.device import select
+from ortops.ort import costmodel, policy
+from ortops.ort.nodeconfig import NodeAttrs
+from ortops.ort.session import placement
+from ortops.visible import assigned_device
+from test_policy import _feeds, _stub, _two_node_model
+
+pytestmark = pytest.mark.gpu
+
+EP = "OrtopsExecutionProvider"
+
+# argv: library, model, feeds.npz, output folder, options JSON. Runs the model under each
+# option set, writes report.json (assignment, errors, the EP devices' metadata) and outputs.
+CHILD = r'''
+import json, sys
+import numpy as np
+import onnxruntime as ort
+
+lib, model, feeds_path, out, runs = sys.argv[1:6]
+ort.register_execution_provider_library("ortops", lib)
+eps = [d for d in ort.get_ep_devices() if d.ep_name == "OrtopsExecutionProvider"]
+report = {"devices": [dict(d.ep_metadata) for d in eps], "runs": {},
+          "imported": sorted(m for m in sys.modules if m.split(".")[0] == "ortops")}
+feeds = dict(np.load(feeds_path))
+for name, options in json.loads(runs).items():
+    r = report["runs"][name] = {}
+    so = ort.SessionOptions()
+    so.log_severity_level = 0
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    so.add_provider_for_devices(eps[:1], options)
+    try:
+        sess = ort.InferenceSession(model, sess_options=so)
+    except Exception as e:
+        r["error"] = f"{type(e).__name__}: {e}"
+        continue
+    r["assigned"] = {n.name: s.ep_name for s in sess.get_provider_graph_assignment_info() for n in s.get_nodes()}
+    np.savez(f"{out}/{name}.npz", *sess.run(None, feeds))
+json.dump(report, open(f"{out}/report.json", "w"))
+'''
+
+
+def _child(tmp_path, runs: dict, env_extra: dict, model=None):
+    model = model or _two_node_model()
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    np.savez(tmp_path / "feeds.npz", **_feeds())
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")}
+    env.pop("PYTHONSTARTUP", None)
+    env.update(env_extra)
+    proc = subprocess.run([sys.executable, "-P", "-c", CHILD, ortops.ep_library_path(), str(tmp_path / "model.onnx"),
+                           str(tmp_path / "feeds.npz"), str(tmp_path), json.dumps(runs)],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    output = proc.stdout + proc.stderr
+    if os.environ.get("ORTOPS_VALIDATION", "") not in ("", "0"):
+        for word in ("Validation Error", "Validation Warning", "SYNC-HAZARD", "VUID-"):
+            assert word not in output, f"validation message in the child's output:\n{output[-4000:]}"
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["imported"] == []
+    return report, output
+
+
+def _expected_outputs():
+    model = _two_node_model()
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, _feeds())
+
+
+def _check_outputs(tmp_path, name):
+    got = np.load(tmp_path / f"{name}.npz")
+    expected = _expected_outputs()
+    assert scaled_error(got["arr_0"], expected[0]) <= 1e-5
+    assert scaled_error(got["arr_1"], expected[1]) <= 1e-5
+
+
+def test_auto_leaves_to_the_cpu_what_the_model_says_and_logs_why(tmp_path, monkeypatch):
+    cache = tmp_path / "cost.json"
+    costmodel.store(_stub(costmodel.key(select())), str(cache))
+    report, output = _child(tmp_path, {"auto": {"placement": "auto"}, "gpu": {"placement": "gpu"}},
+                            {costmodel.CACHE_ENV: str(cache)})
+    auto, gpu = report["runs"]["auto"], report["runs"]["gpu"]
+    assert "error" not in auto and "error" not in gpu, report
+    assert auto["assigned"]["big_gru"] == EP and auto["assigned"]["small_rnn"] == "CPUExecutionProvider"
+    assert gpu["assigned"]["big_gru"] == EP and gpu["assigned"]["small_rnn"] == EP
+    assert ("ortops: RNN node 'small_rnn': left to the next execution provider under placement auto: "
+            "ORT CPU: predicted 0.011 ms vs device 1.01 ms") in output
+    assert "ortops: GRU node 'big_gru': taken under placement auto: predicted 1.53 ms vs ORT CPU 3.01 ms" in output
+    _check_outputs(tmp_path, "auto")
+    # The Python door decides the same with the same cache.
+    monkeypatch.setenv(costmodel.CACHE_ENV, str(cache))
+    where = {p.name: p.where for p in placement(_two_node_model(), policy="auto")}
+    assert where == {"big_gru": "gpu", "small_rnn": "cpu"}
+
+
+def test_without_a_calibration_the_ep_measures_caches_and_places_by_it(tmp_path):
+    cache = tmp_path / "sub" / "cost.json"
+    report, output = _child(tmp_path, {"auto": {"placement": "auto"}},
+                            {costmodel.CACHE_ENV: str(cache), "ORTOPS_COST_SHAPES": "small"})
+    run = report["runs"]["auto"]
+    assert "error" not in run, report
+    cal = costmodel.load(costmodel.key(select()), str(cache))
+    assert cal is not None, f"the EP cached nothing under {costmodel.key(select())!r}: {cache.read_text()}"
+    for side in (cal.device, cal.cpu):
+        assert all(np.isfinite(v) and v >= 0 for v in side.astuple())
+        assert side.per_run + side.per_step > 0
+    model = _two_node_model()
+    shapes = {"big_gru": ("GRU", 128, [50, 4, 64], [1, 384, 64]), "small_rnn": ("RNN", 8, [1, 1, 8], [1, 8, 8])}
+    for name, (op, hidden, x, w) in shapes.items():
+        gpu, why = policy.choose(op, NodeAttrs(hidden_size=hidden), x, w, None, cal)
+        assert run["assigned"][name] == (EP if gpu else "CPUExecutionProvider"), (name, why)
+        assert f"node '{name}': " in output and why in output
+    assert [n.name for n in model.graph.node] == ["big_gru", "small_rnn"]
+    _check_outputs(tmp_path, "auto")
+
+
+def _assignment(value):
+    """What the Python door's rules say CUDA_VISIBLE_DEVICES=value assigns here: a device, None
+    (nothing), or the error's message."""
+    try:
+        return assigned_device({"CUDA_VISIBLE_DEVICES": value})
+    except ValueError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("value", ["0", "MIG-5f2a1c3e-aaaa-bbbb-cccc-dddddddddddd", ""])
+def test_cuda_visible_devices_chooses_the_ep_device_or_is_refused_clearly(tmp_path, value):
+    report, output = _child(tmp_path, {"default": {}, "explicit": {"device": select().uuid}},
+                            {"CUDA_VISIBLE_DEVICES": value})
+    want = _assignment(value)
+    default, explicit = report["runs"]["default"], report["runs"]["explicit"]
+    assert "error" not in explicit, explicit   # an explicit device option needs no assignment
+    if isinstance(want, str):
+        assert want.removeprefix("ortops: ") in default.get("error", ""), (want, default)
+        # the factory warns already when it lists the devices (ORT's log, warning level)
+        assert f"{want} (a session without the EP option 'device' will be refused)" in output
+        return
+    assert "error" not in default, default
+    first = report["devices"][0]["vulkan_uuid"]
+    assert first == (want.uuid if want is not None else select().uuid)
