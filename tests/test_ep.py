@@ -67,7 +67,9 @@ def session(model):
     so = ort.SessionOptions()
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     so.add_provider_for_devices(eps[:1], {"mode": "deterministic"})
-    return ort.InferenceSession(model, sess_options=so)
+    # enable_fallback=0: a refused EP is an error, as in the other bindings (Python's session
+    # would otherwise retry on its fallback providers).
+    return ort.InferenceSession(model, sess_options=so, enable_fallback=0)
 
 def assigned(sess):
     return [[s.ep_name, [[n.name, n.op_type] for n in s.get_nodes()]] for s in sess.get_provider_graph_assignment_info()]

@@ -59,7 +59,10 @@ for name, options in json.loads(runs).items():
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     so.add_provider_for_devices(eps[:1], options)
     try:
-        sess = ort.InferenceSession(model, sess_options=so)
+        # enable_fallback=0: as in C, C++, C# or Java, a refused EP is an error. Otherwise
+        # Python's session retries on its fallback providers: with onnxruntime-gpu (the H200's
+        # 1.30) the retry took CUDA + CPU and every node went to the CPU, with no error.
+        sess = ort.InferenceSession(model, sess_options=so, enable_fallback=0)
     except Exception as e:
         r["error"] = f"{type(e).__name__}: {e}"
         continue
