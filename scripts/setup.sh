@@ -5,12 +5,6 @@
 # builds/installs ortops itself (shaders compiled to SPIR-V, the native Kompute binding).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# .ci/run sets this after running this script itself: its two lanes then run at once, and a
-# second `pip install .` in one would reinstall the package under the other's tests.
-if [ "${ORTOPS_SETUP_DONE:-}" = 1 ]; then
-  exit 0
-fi
-
 APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 libvulkan-dev libfmt-dev vulkan-validationlayers
               vulkan-tools cmake g++ make python3-venv python3-dev doctest-dev)
 missing=()

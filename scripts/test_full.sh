@@ -11,8 +11,9 @@
 #   scripts/test_full.sh [tests|builds]   one lane (default: both, one after the other)
 # The lanes share nothing they write (the builds lane builds in build/wheel, build/cpp-*,
 # build/fuzz* and temporary clones; the tests lane reads .venv and writes build/ort-oldest), so
-# .ci/run runs the builds lane beside scripts/test.sh and the tests lane: the builds are
-# compilers on both cores and fixed-time fuzzing, the tests mostly one core of lavapipe.
+# they can run at once on a machine with cores to spare. .ci/run runs them one after the other:
+# on the 2-core machine side by side they only shared the same two cores (CI is CPU-bound:
+# docs/ci.md), and the tests lane then ran under a load that timing tests are not written for.
 # Together with scripts/test.sh every test runs once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
