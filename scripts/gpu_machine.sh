@@ -94,6 +94,8 @@ if has test || has test_validation; then
     tests ${TESTS_ARGS:-} > "$OUT/pytest_validation.txt" 2>&1; tail -3 "$OUT/pytest_validation.txt"
 fi
 if has shards; then
+  # tests/test_ep.py and others read the sample models at collection: make them on a fresh machine.
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   # The suite in parallel processes (scripts/gpu/parallel_suite.py says why): plainly in SHARDS
   # shards and under validation in VALIDATION_SHARDS at the same time (VALIDATION_FROM: only the
   # files from that one on, the rest of a cut validation run; VALIDATION_ONLY: those files;

@@ -96,6 +96,12 @@ def main(argv=None) -> int:
     if not files:
         print("parallel_suite: pytest collected nothing", file=sys.stderr)
         return 1
+    named = [f for opt in (args.validation_only, args.plain_only) if opt for f in opt.split(",")]
+    absent = [f for f in named if f not in files]
+    if absent:
+        print(f"parallel_suite: {absent} collected no tests here (a collection error? run pytest --collect-only "
+              "on them)", file=sys.stderr)
+        return 1
     vfiles = files
     if args.validation_from:
         names = list(files)
