@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # The sanitizer jobs of CI (scripts/test_full.sh runs them; docs/sanitizers.md): the core and
-# its C++ tests (tests/cpp) built twice, in build/cpp-tsan and build/cpp-asan-ubsan (kept
-# between runs: a second run rebuilds what changed), and run on lavapipe:
+# its C++ tests (tests/cpp) built three times, each under one sanitizer, in build/cpp-tsan,
+# build/cpp-asan and build/cpp-ubsan (kept between runs: a second run rebuilds what changed),
+# and run on lavapipe:
 #   tsan   ThreadSanitizer over the concurrency suite (threads sharing a layer, fresh layers
 #          recorded at several shapes at once, the coalescer under threads)
-#   asan   AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (one build: TSan
-#          cannot join ASan, UBSan can) over every C++ test (-fno-sanitize-recover: a finding
-#          fails). Separate, the UBSan job took 170 s of CI's 2-core machine (build and run).
-#   ubsan  UndefinedBehaviorSanitizer alone (not run by default: asan includes it)
+#   asan   AddressSanitizer and LeakSanitizer over every C++ test
+#   ubsan  UndefinedBehaviorSanitizer over every C++ test (-fno-sanitize-recover: a finding fails)
 # Any report fails its job; the suppressions (tests/cpp/*.supp) cover third-party libraries
 # only (Mesa's lavapipe, the Vulkan loader, libLLVM), each with its reason.
-#   scripts/test_sanitizers.sh [tsan,asan,ubsan]   the jobs to run (default: tsan,asan)
+#   scripts/test_sanitizers.sh [tsan,asan,ubsan]   the jobs to run (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs=${1:-tsan,asan}
+jobs=${1:-tsan,asan,ubsan}
 status=0
 for job in ${jobs//,/ }; do
   t0=$(date +%s)
