@@ -9,26 +9,14 @@
 
 #include "context.hpp"
 
+#include "text.hpp"
+
 namespace ortops {
 
 namespace {
 
-std::string
-lower(std::string s)
-{
-    for (char& ch : s) {
-        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    }
-    return s;
-}
-
-std::string
-trim(const std::string& s)
-{
-    size_t a = s.find_first_not_of(" \t\r\n\f\v");
-    size_t b = s.find_last_not_of(" \t\r\n\f\v");
-    return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
-}
+using text::lower;
+using text::trim;
 
 // A comma-separated list, blanks around entries and empty entries dropped.
 std::vector<std::string>
