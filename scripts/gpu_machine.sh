@@ -39,7 +39,7 @@ py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
-                      # multigpu, servewheels, serve, stream, exact, fast, coopmat, cudaep, steps, host,
+                      # multigpu, servewheels, serve, stream, exact, fast, coopmat, cudaep, steps, host, ep,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
@@ -169,6 +169,12 @@ if has sequence; then
   # The whole-sequence kernel's GPU rows (issue 32): whole-sequence against step kernels and
   # cuDNN strict, alternated in rounds, same bits checked (exit status 1 otherwise).
   py scripts/gpu/sequence_rule.py --out "$OUT" ${SEQRULE_ARGS:-} 2>&1 | tee "$OUT/sequence_rule_log.txt"
+fi
+if has ep; then
+  # Issue 30's targets: the plugin EP against the custom-op path end to end at the anchor shapes,
+  # and session creation through the EP against the rewrite, engines alternated in rounds.
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
+  py scripts/gpu/ep_bench.py --out "$OUT" --models models/*.onnx ${EP_BENCH_ARGS:-} 2>&1 | tee "$OUT/ep_bench_log.txt"
 fi
 if has bench; then
   py scripts/gpu/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"

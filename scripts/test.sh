@@ -4,9 +4,9 @@
 # validation message fails the test that caused it), in at most 6 minutes on a 2-core machine
 # that is already set up (README, "Tests"). The long parametrized matrices run a representative
 # subset here: every value of every parameter at least once (tests/conftest.py, marker "full"
-# on the other cases). scripts/test_full.sh runs the rest: those cases, the conformance job,
-# the oldest onnxruntime, the packaging jobs, the sanitizer jobs; .ci/run runs this and then
-# that. Without arguments the core's C++ unit tests (tests/cpp) run first.
+# on the other cases). scripts/test_full.sh runs the rest: those cases (lane matrix), the
+# conformance job and the oldest onnxruntime (lane tests), the packaging and sanitizer jobs
+# (lane builds); .ci/run runs this and then the lanes tests and builds. Without arguments the core's C++ unit tests (tests/cpp) run first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -24,6 +24,9 @@ if [ $# -eq 0 ]; then
   t0=$(date +%s)
   ORTOPS_TEST_ROUNDS=${ORTOPS_TEST_ROUNDS:-2} scripts/cpp_tests.sh plain
   echo "test: the C++ tests ($(($(date +%s) - t0)) s, build and run)"
-  set -- -m "not conformance and not full"
+  # In one process per core (pytest-xdist; at most 4): on lavapipe most of a test is compiling
+  # its pipelines, one core each, and two processes took the selection from 783 s to 491 s on
+  # the idle 2-core machine (docs/ci.md). ORTOPS_TEST_JOBS=1 runs it in this process.
+  set -- -m "not conformance and not full" -n "$(scripts/ci/test_jobs.sh)"
 fi
 exec .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider "$@"

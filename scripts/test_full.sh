@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
-# The rest of CI after the quick command (scripts/test.sh; .ci/run runs both), in two lanes:
-#   tests   the cases of the long matrices the quick command leaves out (marker "full",
-#           tests/conftest.py), the conformance job (it writes docs/conformance.md), and the
-#           session, CLI and conformance tests again against the oldest onnxruntime the
-#           package admits
+# Everything beyond the quick command (scripts/test.sh), in three lanes:
+#   tests   the conformance job (it writes docs/conformance.md), and the session, CLI, EP and
+#           conformance tests again against the oldest onnxruntime the package admits
+#   matrix  the cases of the long matrices the quick command leaves out (marker "full",
+#           tests/conftest.py: every value of every parameter already ran in the quick
+#           command; these are the rest of their products)
 #   builds  the packaging jobs (scripts/test_packaging.sh: types, the custom-op library from
-#           plain onnxruntime and a C++ program, the fuzzers, the wheel, onnxruntime-gpu, a
-#           fresh clone's pip install / pip wheel / git+file://) and the sanitizer jobs
-#           (scripts/test_sanitizers.sh: the core's C++ tests under TSan, and ASan with UBSan)
-#   scripts/test_full.sh [tests|builds]   one lane (default: both, one after the other)
-# The lanes share nothing they write (the builds lane builds in build/wheel, build/cpp-*,
-# build/fuzz* and temporary clones; the tests lane reads .venv and writes build/ort-oldest), so
-# they can run at once on a machine with cores to spare. .ci/run runs them one after the other:
-# on the 2-core machine side by side they only shared the same two cores (CI is CPU-bound:
-# docs/ci.md), and the tests lane then ran under a load that timing tests are not written for.
-# Together with scripts/test.sh every test runs once.
+#           plain onnxruntime and a C++ program, the fuzzers, the wheel built from a fresh
+#           clone through git+file://, onnxruntime-gpu) and the sanitizer jobs
+#           (scripts/test_sanitizers.sh: the core's C++ tests under TSan, ASan and UBSan)
+#   scripts/test_full.sh [LANE[,LANE...]]   the lanes to run (default: all three, in that order)
+# CI (.ci/run) runs the lanes tests and builds after the quick command. The matrix lane runs on
+# the GPU machine with the rest of the suite (scripts/gpu_machine.sh, the gate every change to
+# kernels, the native module, the custom op, threading or numerics passes before it is
+# resolved) and here on demand: on CI's 2-core lavapipe machine its 652 cases take 17 minutes
+# in two processes (2026-12-02, docs/ci.md), which with the rest would put CI past the
+# 40 minutes it keeps to.
+# The lanes share nothing they write (the builds lane builds in build/dist, build/cpp-*,
+# build/fuzz*; the others read .venv and write build/ort-oldest), so they can run at once on a
+# machine with cores to spare. One after the other here: on the 2-core machine side by side
+# they only shared the same two cores (CI is CPU-bound: docs/ci.md), and the timing tests ran
+# under a load they are not written for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lanes=${1:-tests,builds}
-case ",$lanes," in
-  ,tests,|,builds,|,tests,builds,) ;;
-  *) echo "test_full.sh: the lane must be tests or builds (or none: both), got '$lanes'" >&2; exit 2 ;;
-esac
+lanes=${1:-tests,matrix,builds}
+for lane in ${lanes//,/ }; do
+  case $lane in
+    tests|matrix|builds) ;;
+    *) echo "test_full.sh: a lane is tests, matrix or builds (comma-separated; none: all three), got '$lane'" >&2
+       exit 2 ;;
+  esac
+done
 scripts/setup.sh
 status=0
 t0=$(date +%s)
@@ -31,12 +40,13 @@ tests_lane() {
 # The conformance job itself (it writes docs/conformance.md), under synchronization
 # validation too: a validation message fails it. Its suites (marked conformance) are
 # deselected from pytest: each suite runs once.
+# Every pytest run and the conformance job here run in one process per core (at most 4:
+# scripts/ci/test_jobs.sh; pytest-xdist, conformance.py --jobs): lavapipe compiles each
+# pipeline on one core (docs/ci.md).
+jobs=$(scripts/ci/test_jobs.sh)
 ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" .venv/bin/python -P scripts/ci/conformance.py \
-  || status=1
+  --jobs "$((jobs > 0 ? jobs : 1))" || status=1
 stamp "conformance job"
-.venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider -m "full and not conformance" \
-  || status=1
-stamp "the matrices' other cases"
 
 # The oldest admitted onnxruntime: the lower bound of pyproject's cpu extra (onnxruntime>=X), installed once
 # into build/ort-oldest (pip --target, --no-deps: its dependencies are the venv's) and put
@@ -53,14 +63,25 @@ if [ "$(cat "$layer/.version" 2>/dev/null)" != "$oldest" ]; then
   echo "$oldest" > "$layer/.version"
 fi
 echo "test: the session, CLI and conformance tests against onnxruntime $oldest (the oldest admitted)"
+# The conformance job's quick grid here (one option set per grid point, every cell, direction,
+# layout, precision and opset; the backend suite whole): what differs between onnxruntime
+# versions is how a session reaches the library (registration, the C API's versions, the
+# EP's), which every case exercises; the numerics are ours and the full grid checked them above.
 PYTHONPATH="$PWD/$layer" ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" \
-  .venv/bin/python -P scripts/ci/conformance.py --out "$layer/conformance.md" || status=1
+  .venv/bin/python -P scripts/ci/conformance.py --quick --jobs "$((jobs > 0 ? jobs : 1))" \
+  --out "$layer/conformance.md" || status=1
 # The conformance job just ran against this onnxruntime: its suites are deselected here too.
 PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
-  --onnxruntime-version "$oldest" -m "not conformance" tests/test_session.py tests/test_session_parity.py \
+  --onnxruntime-version "$oldest" -m "not conformance" -n "$jobs" tests/test_session.py tests/test_session_parity.py \
   tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py tests/test_control_flow.py \
   tests/test_silero_vad.py tests/test_ep.py tests/test_session_ep.py tests/test_ep_placement.py || status=1
 stamp "onnxruntime $oldest"
+}
+
+matrix_lane() {
+.venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider -m "full and not conformance" \
+  -n "$(scripts/ci/test_jobs.sh)" || status=1
+stamp "the matrices' other cases"
 }
 
 builds_lane() {
@@ -78,5 +99,6 @@ stamp "sanitizer jobs"
 }
 
 [[ ",$lanes," == *",tests,"* ]] && tests_lane
+[[ ",$lanes," == *",matrix,"* ]] && matrix_lane
 [[ ",$lanes," == *",builds,"* ]] && builds_lane
 exit $status

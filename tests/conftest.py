@@ -15,8 +15,9 @@ Markers (registered in pyproject.toml): ``gpu`` on every test that needs a Vulka
 suites scripts/ci/conformance.py also runs, ``full`` on the cases of the slow parametrized
 matrices beyond their representative subset (:func:`representative`, :data:`QUICK_CAP`) and
 on the few whole tests listed in :data:`FULL_ONLY`: scripts/test.sh, the quick command, runs
-``not conformance and not full``; CI's
-scripts/test_full.sh runs ``full`` (and the conformance job), so every case runs once. They are given here, in one place
+``not conformance and not full``; scripts/test_full.sh's lane ``matrix`` runs ``full``
+(on the GPU machine with the whole suite, and on demand: CI leaves it out for time,
+docs/ci.md) and its lane ``tests`` the conformance job, so every case runs once. They are given here, in one place
 (:func:`pytest_collection_modifyitems`): a test is ``gpu`` unless its module (or the test
 itself) is listed in :data:`NO_DEVICE`, so a new module counts as ``gpu`` until listed (a
 module's own ``pytestmark = pytest.mark.gpu`` keeps it ``gpu`` whatever the table says).
@@ -288,7 +289,7 @@ def representative(items, cap: int | None = None) -> set:
 def _mark_matrix_rest(items) -> None:
     """Mark ``full`` the cases of the slow parametrized matrices beyond their representative
     subset (:func:`representative`): scripts/test.sh, the quick command, runs ``not full``;
-    scripts/test_full.sh, CI's second part, runs ``full``. Together they run every case once."""
+    scripts/test_full.sh's lane ``matrix`` runs ``full``. Together they run every case once."""
     groups: dict = {}
     for item in items:
         if _listed(SLOW, item) and getattr(item, "callspec", None) is not None:

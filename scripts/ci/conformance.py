@@ -23,7 +23,7 @@ case: it would only compare ORT with itself). Error measure: scaled error
 max|got - expected| / max|expected| (the plain max|got - expected| when the
 expected output is all zeros); tolerance 1e-5 for float32, 2e-3 for float16.
 
-Usage: python scripts/ci/conformance.py [--quick] [--device D] [--out docs/conformance.md]
+Usage: python scripts/ci/conformance.py [--quick] [--jobs N] [--device D] [--out docs/conformance.md]
 Importable: ``cases()``, ``run_case()``, ``run()`` -> list of Result, ``write_report()``.
 """
 
@@ -425,6 +425,49 @@ def run(selected: list[Case] | None = None, device=None, quick: bool = False, pr
     return results
 
 
+# -- running in several processes ------------------------------------------------------------
+# On lavapipe most of a case is compiling its pipelines, one CPU core each (the driver compiles
+# a pipeline on the thread that creates it): CI's 2-core machine runs the 138 cases in about
+# half the time in two processes (docs/ci.md). Each worker process builds the same seeded case
+# list once and runs the cases it is handed by index; its validation messages come back with
+# each result, since every process has its own Vulkan instance.
+
+_WORKER: dict = {}
+
+
+def _worker_init(quick: bool, device) -> None:
+    _WORKER["cases"] = cases(quick=quick)
+    _WORKER["device"] = device
+
+
+def _worker_run(index: int) -> tuple[int, Result, list[str]]:
+    from ortops.device import validation_enabled, validation_messages
+
+    result = run_case(_WORKER["cases"][index], device=_WORKER["device"])
+    return index, result, (validation_messages() if validation_enabled() else [])
+
+
+def run_parallel(jobs: int, device=None, quick: bool = False, progress=None) -> tuple[list[Result], list[str]]:
+    """Every case of :func:`cases` in ``jobs`` processes: (results in case order, the
+    validation messages of every process)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    n = len(cases(quick=quick))
+    results: list[Result | None] = [None] * n
+    messages: list[str] = []
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_worker_init, initargs=(quick, device)) as pool:
+        futures = [pool.submit(_worker_run, i) for i in range(n)]
+        for done, f in enumerate(as_completed(futures), 1):
+            index, result, found = f.result()
+            results[index] = result
+            messages += found
+            if progress:
+                progress(done, n, result)
+    return [r for r in results if r is not None], messages
+
+
 def _device_text(device) -> str:
     try:
         from ortops import device as dev
@@ -476,6 +519,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default=None, help="Vulkan device (index, name part or type)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "conformance.md"), help="markdown report path")
     ap.add_argument("--no-report", action="store_true", help="do not write the markdown report")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes running cases at once (default 1; CI: 2, one per core of its machine)")
     args = ap.parse_args(argv)
 
     def progress(i, n, r):
@@ -485,11 +530,17 @@ def main(argv=None) -> int:
 
     from ortops.device import validation_enabled, validation_messages
 
-    results = run(device=args.device, quick=args.quick, progress=progress)
+    if args.jobs < 1:
+        ap.error(f"--jobs must be 1 or more, got {args.jobs}")
+    if args.jobs == 1:
+        results = run(device=args.device, quick=args.quick, progress=progress)
+        messages = []
+    else:
+        results, messages = run_parallel(args.jobs, device=args.device, quick=args.quick, progress=progress)
     print(file=sys.stderr)
     failed = [r for r in results if not r.passed]
     # Under ORTOPS_VALIDATION=1 (as CI runs it) any validation message fails the job.
-    messages = validation_messages() if validation_enabled() else []
+    messages += validation_messages() if validation_enabled() else []
     for m in messages[:5]:
         print(f"validation: {m[:400]}", file=sys.stderr)
     if not args.no_report:
