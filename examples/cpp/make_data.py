@@ -1,18 +1,28 @@
 """Data for the C++ examples (examples/cpp/run.sh): for main.cpp (the custom-op library) a small
 seeded bidirectional LSTM, converted for the ortops custom-op library, its input and ONNX Runtime
-CPU's output of the original model; for ep_main.cpp (the execution provider) an unmodified model
-of tests/models (EP_MODEL), its stored input and ONNX Runtime CPU's output.
+CPU's output of the original model; for ep_main.cpp (the execution provider) one case per model
+the tests run, each unmodified: every tests/models/*.onnx, the sample models models/*.onnx
+(scripts/make_models.py; float32 and float16) and, when scripts/setup.sh has downloaded its
+wheel, every silero-vad model (third-party, LSTMs inside If branches).
 
     python examples/cpp/make_data.py OUT_DIR
 
 Writes OUT_DIR/model.onnx, OUT_DIR/inputs/NAME.{bin,shape} and OUT_DIR/expected/NAME.{bin,shape}
-(NAME.bin: raw little-endian values; NAME.shape: "float32 d0 d1 ..."), what main.cpp reads, and
-the same in OUT_DIR/ep/ plus ep/recurrent.txt (the main graph's recurrent node names).
+(NAME.bin: raw little-endian values; NAME.shape: "float32|float16|int32|int64 d0 d1 ..."), what
+main.cpp reads, and the same per model in OUT_DIR/ep/<case>/ plus <case>/recurrent.txt (every
+recurrent node's name, the main graph's and its If/Loop/Scan bodies', one a line). The expected
+outputs are ONNX Runtime CPU's; a float16 model's (ORT CPU has no float16 recurrent kernel)
+those of its float32 equivalent (ortops.ort.equivalent), rounded to float16 as the model's
+outputs are. ep_main.cpp judges each output within its dtype's tolerance (float32 1e-5,
+float16 2e-3: ortops.compare).
 """
 
 from __future__ import annotations
 
+import glob
+import importlib.util
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -22,8 +32,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 SEED = 20261201
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-#: Two stacked bidirectional LSTMs between other nodes, as torch.onnx's dynamo exporter wrote them.
-EP_MODEL = os.path.join(ROOT, "tests", "models", "dynamo_lstm2_bidirectional.onnx")
+RECURRENT = ("LSTM", "GRU", "RNN")
+#: Dynamic dimensions of the sample models' inputs, which carry no stored feeds.
+SAMPLE_BATCH = 2
 SEQ, BATCH, INPUT, HIDDEN = 12, 3, 16, 20
 
 
@@ -55,7 +66,8 @@ def convert(m: onnx.ModelProto) -> onnx.ModelProto:
 
 def save(folder: str, name: str, a: np.ndarray) -> None:
     os.makedirs(folder, exist_ok=True)
-    dtype = {np.dtype(np.float32): "float32", np.dtype(np.int32): "int32"}[a.dtype]
+    dtype = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", np.dtype(np.int32): "int32",
+             np.dtype(np.int64): "int64"}[a.dtype]
     np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tofile(os.path.join(folder, name + ".bin"))
     with open(os.path.join(folder, name + ".shape"), "w") as f:
         f.write(" ".join([dtype] + [str(d) for d in a.shape]) + "\n")
@@ -75,23 +87,130 @@ def main(out: str) -> None:
           ", ".join(f"{o.name} {v.shape}" for o, v in zip(ref.get_outputs(), expected)))
 
 
-def main_ep(out: str) -> None:
-    """The EP example's data: EP_MODEL copied unchanged, its stored input, ORT CPU's outputs."""
-    m = onnx.load(EP_MODEL)
-    stored = np.load(EP_MODEL[:-5] + ".npz")
-    feeds = {k[len("input."):]: stored[k] for k in stored.files if k.startswith("input.")}
-    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    expected = ref.run(None, feeds)
+def _test_model_feeds(path: str) -> dict:
+    """tests/test_ep.py's feeds: the stored inputs beside the model ("input.<name>" in its .npz),
+    else seeded uniform float32 ones of the declared shapes (a dynamic dimension 3)."""
+    npz = path[:-5] + ".npz"
+    if os.path.exists(npz):
+        z = np.load(npz)
+        return {k[len("input."):]: z[k] for k in z.files if k.startswith("input.")}
+    rng = np.random.default_rng(3)
+    dims = lambda i: [d.dim_value or 3 for d in i.type.tensor_type.shape.dim]  # noqa: E731
+    return {i.name: rng.uniform(-1, 1, dims(i)).astype(np.float32) for i in onnx.load(path).graph.input}
+
+
+def _sample_feeds(path: str) -> dict:
+    """A sample model's feeds (it has no stored ones): uniform X of its dtype, batch SAMPLE_BATCH,
+    and for rnn's int32 sequence_lens lengths from 1 to the full sequence (padding exercised)."""
+    rng = np.random.default_rng(SEED + 2)
+    feeds = {}
+    for i in onnx.load(path).graph.input:
+        shape = [d.dim_value or SAMPLE_BATCH for d in i.type.tensor_type.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)
+        if i.name == "sequence_lens":
+            seq = feeds["X"].shape[0]
+            feeds[i.name] = np.array([seq] + list(rng.integers(1, seq + 1, shape[0] - 1)), dtype)
+        else:
+            feeds[i.name] = rng.uniform(-1, 1, shape).astype(dtype)
+    return feeds
+
+
+def _silero_cases(folder: str) -> dict:
+    """tests/test_ep.py's silero-vad cases: every model of the wheel scripts/setup.sh downloads,
+    fed a speech-like frame with its context as its wrapper does and a small state; silero_vad
+    also at 8 kHz (the If's other branch). {} (and a note) when the wheel is absent."""
+    script = os.path.join(ROOT, "scripts", "gpu", "stream_bench.py")
+    spec = importlib.util.spec_from_file_location("_stream_bench", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    try:
+        wheel = bench.find_wheel()
+    except FileNotFoundError as e:
+        print(f"make_data: no silero-vad case: {e}")
+        return {}
+    rng = np.random.default_rng(12)
+    sig = {sr: bench.signal(0.2, sr) for sr in bench.FRAMES}
+    cases = {}
+    for name, path in sorted(bench.extract_models(wheel, folder).items()):
+        inputs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()
+        for sr in ([16000, 8000] if name == "silero_vad" else [16000]):
+            frame, context = bench.FRAMES[sr]
+            rows = 3 if "sequence" in name else 1
+            f = {}
+            for i in inputs:
+                if i.name == "sr":
+                    f["sr"] = np.array(sr, np.int64)
+                elif i.name == "input":
+                    f["input"] = np.stack([sig[sr][k * frame:(k + 1) * frame + context] for k in range(rows)])
+                else:
+                    shape = [d if isinstance(d, int) else 1 for d in i.shape]
+                    f[i.name] = rng.uniform(-0.5, 0.5, shape).astype(np.float32)
+            cases[name + ("_8k" if sr == 8000 else "")] = (path, f)    # (every name starts with silero_)
+    return cases
+
+
+def _recurrent_names(graph: onnx.GraphProto) -> list[str]:
+    """Every standard recurrent node of ``graph`` and of its bodies (ORT offers the EP each body
+    and reports the body nodes it took beside the main graph's)."""
+    names = []
+    for n in graph.node:
+        if n.op_type in RECURRENT and n.domain in ("", "ai.onnx"):
+            names.append(n.name)
+        for a in n.attribute:
+            names += _recurrent_names(a.g) if a.type == onnx.AttributeProto.GRAPH else []
+            for g in a.graphs:
+                names += _recurrent_names(g)
+    return names
+
+
+def _expected(m: onnx.ModelProto, feeds: dict) -> tuple[list[str], list[np.ndarray]]:
+    """ORT CPU's outputs; for a float16 model those of its float32 equivalent, as float16."""
+    from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
+
+    half = [o.type.tensor_type.elem_type == TensorProto.FLOAT16 for o in m.graph.output]
+    ref_model, ref_feeds = (cpu_equivalent(m), cpu_feeds(feeds)) if any(half) else (m, feeds)
+    ref = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    values = ref.run(None, ref_feeds)
+    values = [v.astype(np.float16) if h else v for v, h in zip(values, half)]
+    return [o.name for o in ref.get_outputs()], values
+
+
+def write_case(out: str, path: str, feeds: dict) -> str:
+    """OUT/: the model at ``path`` copied byte for byte, recurrent.txt, inputs/, expected/."""
+    m = onnx.load(path)
+    names, values = _expected(m, feeds)
     os.makedirs(out, exist_ok=True)
-    onnx.save(m, os.path.join(out, "model.onnx"))
+    shutil.copyfile(path, os.path.join(out, "model.onnx"))
     with open(os.path.join(out, "recurrent.txt"), "w") as f:
-        f.writelines(n.name + "\n" for n in m.graph.node if n.op_type in ("LSTM", "GRU", "RNN"))
+        f.writelines(n + "\n" for n in _recurrent_names(m.graph))
     for k, v in feeds.items():
         save(os.path.join(out, "inputs"), k, v)
-    for o, v in zip(ref.get_outputs(), expected):
-        save(os.path.join(out, "expected"), o.name, v)
-    print(f"make_data: {out}: {os.path.basename(EP_MODEL)} unmodified, expected " +
-          ", ".join(f"{o.name} {v.shape}" for o, v in zip(ref.get_outputs(), expected)))
+    for name, v in zip(names, values):
+        save(os.path.join(out, "expected"), name, v)
+    return ", ".join(f"{n} {v.dtype} {v.shape}" for n, v in zip(names, values))
+
+
+def main_ep(out: str) -> None:
+    """The EP example's data: one case folder per model, each copied unchanged with its feeds
+    and the expected outputs."""
+    ort.set_default_logger_severity(3)    # (not the unused-initializer warnings of exported models)
+    cases = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "models", "*.onnx"))):
+        cases[os.path.basename(path)[:-5]] = (path, _test_model_feeds(path))
+    samples = sorted(glob.glob(os.path.join(ROOT, "models", "*.onnx")))
+    if not samples:
+        raise SystemExit(f"make_data: no sample model in {ROOT}/models: "
+                         "run scripts/make_models.py (scripts/setup.sh does)")
+    for path in samples:
+        cases["sample_" + os.path.basename(path)[:-5]] = (path, _sample_feeds(path))
+    shutil.rmtree(out, ignore_errors=True)    # no stale case from an earlier run
+    os.makedirs(out)
+    cases.update(_silero_cases(out))    # (extracted into OUT/, deleted below)
+    for name, (path, feeds) in sorted(cases.items()):
+        expected = write_case(os.path.join(out, name), path, feeds)
+        print(f"make_data: {out}/{name}: {os.path.basename(path)} unmodified, expected {expected}")
+    for path in glob.glob(os.path.join(out, "*.onnx")):
+        os.remove(path)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 #!/bin/bash
 # The C++ examples end to end: (a) data with Python (a seeded bidirectional LSTM converted by
-# ortops.convert, its input and ONNX Runtime CPU's output; an unmodified model of tests/models,
-# its input and ORT CPU's output), (b) build main.cpp (the custom-op library) and ep_main.cpp
-# (the execution provider) against Debian's headers (ORT API 24 or later: scripts/ort_headers.sh)
-# and the onnxruntime wheel's libonnxruntime, (c) run both: no Python at run time.
+# ortops.convert, its input and ONNX Runtime CPU's output; every model the tests run, unmodified:
+# tests/models, models/ (scripts/make_models.py) and silero-vad's when its wheel is in
+# build/deps, each with its input and ORT CPU's output), (b) build main.cpp (the custom-op
+# library) and ep_main.cpp (the execution provider, one session per model) against Debian's
+# headers (ORT API 24 or later: scripts/ort_headers.sh) and the onnxruntime wheel's
+# libonnxruntime, (c) run both: no Python at run time.
 #
 #   examples/cpp/run.sh [LIBRARY]     LIBRARY: libortops_ort.so (default: ortops.library_path())
 # PYTHON: the interpreter with ortops, onnx and onnxruntime (default: .venv/bin/python of the
