@@ -116,7 +116,7 @@ flavour_job() {
   rm -rf "$venv"
   "$PY" -m venv "$venv" || return 1
   # onnxruntime-gpu 1.31.1: 256 MB (18 s to download here); no GPU here, its CPU provider runs.
-  "$venv/bin/python" -m pip install -q --only-binary :all: onnxruntime-gpu pytest || return 1
+  "$venv/bin/python" -m pip install -q --only-binary :all: onnxruntime-gpu pytest pytest-xdist || return 1
   "$venv/bin/python" -m pip install -q --only-binary :all: "$(ls "$wheelhouse"/ortops-*.whl)" || return 1
   "$venv/bin/python" - <<'EOF' || return 1
 import importlib.metadata as m
@@ -127,8 +127,11 @@ print(f"packaging: onnxruntime-gpu {onnxruntime.__version__} alone provides onnx
 EOF
   stamp "onnxruntime-gpu venv"
   # (Less the one conformance test that injects a fault: the wheel's module has no such hook.)
+  # In one process per core: the conformance suites are two long tests (256 s in one process on
+  # CI's machine, 2026-12-02), each in a process of its own.
   "$venv/bin/python" "${PYTEST[@]}" tests/test_session.py tests/test_conformance.py tests/test_packaging.py \
-    --deselect tests/test_conformance.py::test_a_wrong_result_fails_its_case || return 1
+    --deselect tests/test_conformance.py::test_a_wrong_result_fails_its_case -n "$(scripts/ci/test_jobs.sh)" \
+    || return 1
   stamp "onnxruntime-gpu: session and conformance tests"
 }
 if has flavour; then

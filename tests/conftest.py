@@ -186,7 +186,7 @@ FULL_ONLY = {
     # test builds it first (its own CMake project: 6 s on a fresh clone), the checks take 0.4 s.
     "test_host_import": None,
     # The fuzzers' smoke tests (43 s together): scripts/test_full.sh's packaging job fuzzes the
-    # same entry points for 60 s (fuzz_python.py) and replays the decoder's corpus under ASan.
+    # same entry points for 30 s (fuzz_python.py) and replays the decoder's corpus under ASan.
     "test_fuzz_smoke": {"test_mutated_models_give_clean_errors",
                         "test_mutated_feeds_give_clean_errors_and_leave_the_layers_right"},
     # test_memory_growth: below. Its sessions' loop stays in the quick run; the loop from 4

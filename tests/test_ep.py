@@ -31,7 +31,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -41,6 +40,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ortops
+from _children import run_child
 from ortops.compare import scaled_error, tolerance
 from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
 
@@ -378,15 +378,7 @@ def child(tmp_path_factory):
     add("bad", "bad", m, [bad, lens_feeds[0]])
 
     (tmp / "job.json").write_text(json.dumps(job))
-    env = dict(os.environ)
-    env.pop("PYTHONSTARTUP", None)
-    proc = subprocess.run([sys.executable, "-P", "-c", CHILD, ortops.ep_library_path(), str(tmp / "job.json"), str(tmp)],
-                          cwd=str(tmp), env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    output = proc.stdout + proc.stderr
-    if os.environ.get("ORTOPS_VALIDATION", "") not in ("", "0"):
-        for word in ("Validation Error", "Validation Warning", "SYNC-HAZARD", "VUID-"):
-            assert word not in output, f"validation message in the child's output:\n{output[-4000:]}"
+    run_child(CHILD, ortops.ep_library_path(), str(tmp / "job.json"), str(tmp), cwd=tmp)
     report = json.loads((tmp / "report.json").read_text())
     return cases, report, tmp
 

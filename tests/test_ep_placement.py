@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -27,6 +26,7 @@ import onnxruntime as ort
 import pytest
 
 import ortops
+from _children import run_child
 from ortops.compare import scaled_error
 from ortops.device import select
 from ortops.ort import costmodel, policy
@@ -77,16 +77,9 @@ def _child(tmp_path, runs: dict, env_extra: dict, model=None):
     onnx.save(model, str(tmp_path / "model.onnx"))
     np.savez(tmp_path / "feeds.npz", **_feeds())
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")}
-    env.pop("PYTHONSTARTUP", None)
     env.update(env_extra)
-    proc = subprocess.run([sys.executable, "-P", "-c", CHILD, ortops.ep_library_path(), str(tmp_path / "model.onnx"),
-                           str(tmp_path / "feeds.npz"), str(tmp_path), json.dumps(runs)],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    output = proc.stdout + proc.stderr
-    if os.environ.get("ORTOPS_VALIDATION", "") not in ("", "0"):
-        for word in ("Validation Error", "Validation Warning", "SYNC-HAZARD", "VUID-"):
-            assert word not in output, f"validation message in the child's output:\n{output[-4000:]}"
+    output = run_child(CHILD, ortops.ep_library_path(), str(tmp_path / "model.onnx"), str(tmp_path / "feeds.npz"),
+                       str(tmp_path), json.dumps(runs), cwd=tmp_path, env=env)
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["imported"] == []
     return report, output
