@@ -35,17 +35,19 @@ scripts/setup.sh
 status=0
 t0=$(date +%s)
 stamp() { echo "test_full: $1 ($(($(date +%s) - t0)) s)"; }
+# Every pytest run and the conformance job here run in one process per core (at most 4:
+# scripts/ci/test_jobs.sh; pytest-xdist, conformance.py --jobs): lavapipe compiles each
+# pipeline on one core (docs/ci.md). pytest's -n is 0 for one process (its own); the
+# conformance job's --jobs counts processes.
+pytest_n=$(scripts/ci/test_jobs.sh)
+processes=$((pytest_n > 0 ? pytest_n : 1))
 
 tests_lane() {
 # The conformance job itself (it writes docs/conformance.md), under synchronization
 # validation too: a validation message fails it. Its suites (marked conformance) are
 # deselected from pytest: each suite runs once.
-# Every pytest run and the conformance job here run in one process per core (at most 4:
-# scripts/ci/test_jobs.sh; pytest-xdist, conformance.py --jobs): lavapipe compiles each
-# pipeline on one core (docs/ci.md).
-jobs=$(scripts/ci/test_jobs.sh)
 ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" .venv/bin/python -P scripts/ci/conformance.py \
-  --jobs "$((jobs > 0 ? jobs : 1))" || status=1
+  --jobs "$processes" || status=1
 stamp "conformance job"
 
 # The oldest admitted onnxruntime: the lower bound of pyproject's cpu extra (onnxruntime>=X), installed once
@@ -68,11 +70,11 @@ echo "test: the session, CLI and conformance tests against onnxruntime $oldest (
 # versions is how a session reaches the library (registration, the C API's versions, the
 # EP's), which every case exercises; the numerics are ours and the full grid checked them above.
 PYTHONPATH="$PWD/$layer" ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests" \
-  .venv/bin/python -P scripts/ci/conformance.py --quick --jobs "$((jobs > 0 ? jobs : 1))" \
+  .venv/bin/python -P scripts/ci/conformance.py --quick --jobs "$processes" \
   --out "$layer/conformance.md" || status=1
 # The conformance job just ran against this onnxruntime: its suites are deselected here too.
 PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
-  --onnxruntime-version "$oldest" -m "not conformance" -n "$jobs" tests/test_session.py tests/test_session_parity.py \
+  --onnxruntime-version "$oldest" -m "not conformance" -n "$pytest_n" tests/test_session.py tests/test_session_parity.py \
   tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py tests/test_control_flow.py \
   tests/test_silero_vad.py tests/test_ep.py tests/test_session_ep.py tests/test_ep_placement.py || status=1
 stamp "onnxruntime $oldest"
@@ -80,7 +82,7 @@ stamp "onnxruntime $oldest"
 
 matrix_lane() {
 .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider -m "full and not conformance" \
-  -n "$(scripts/ci/test_jobs.sh)" || status=1
+  -n "$pytest_n" || status=1
 stamp "the matrices' other cases"
 }
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sys
 
 import numpy as np
 import onnx
@@ -41,6 +40,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ortops
 from _children import run_child
+from _scripts import load_script
 from ortops.compare import scaled_error, tolerance
 from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
 
@@ -115,18 +115,8 @@ json.dump(report, open(f"{out}/report.json", "w"))
 
 
 def _feeds_for(model_path: str) -> dict:
-    """The stored inputs beside the model, else seeded random ones of the declared shapes."""
-    npz = model_path[:-5] + ".npz"
-    if os.path.exists(npz):
-        z = np.load(npz)
-        return {k[len("input."):]: z[k] for k in z.files if k.startswith("input.")}
-    m = onnx.load(model_path)
-    rng = np.random.default_rng(3)
-    feeds = {}
-    for i in m.graph.input:
-        dims = [d.dim_value or 3 for d in i.type.tensor_type.shape.dim]
-        feeds[i.name] = rng.uniform(-1, 1, dims).astype(np.float32)
-    return feeds
+    """The stored inputs beside the model, else seeded ones (scripts/ci/model_feeds.py)."""
+    return load_script("ci/model_feeds").stored_feeds(model_path)
 
 
 def _models() -> list[str]:
@@ -196,33 +186,9 @@ def _control_flow_cases() -> dict:
 
 
 def _silero_cases(folder: str) -> dict:
-    """silero-vad's models (the wheel scripts/setup.sh downloads; LSTMs inside If branches in
-    most), each fed a speech-like frame with its context as its wrapper does (silero_vad also
-    at 8 kHz, the If's other branch) and a small state."""
-    from _scripts import load_script
-
-    bench = load_script("gpu/stream_bench")
-    models = bench.extract_models(bench.find_wheel(), folder)
-    rng = np.random.default_rng(12)
-    sig = {sr: bench.signal(0.2, sr) for sr in bench.FRAMES}
-    cases = {}
-    for name, path in sorted(models.items()):
-        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        feed_sets = []
-        for sr in ([16000, 8000] if name == "silero_vad" else [16000]):
-            frame, context = bench.FRAMES[sr]
-            rows = 3 if "sequence" in name else 1
-            f = {}
-            for i in sess.get_inputs():
-                if i.name == "sr":
-                    f["sr"] = np.array(sr, np.int64)
-                elif i.name == "input":
-                    f["input"] = np.stack([sig[sr][k * frame:k * frame + frame + context] for k in range(rows)])
-                else:
-                    f[i.name] = rng.uniform(-0.5, 0.5, [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-            feed_sets.append(f)
-        cases["silero_" + name] = (path, feed_sets)
-    return cases
+    """silero-vad's models and feeds (scripts/ci/model_feeds.py), named silero_<model>."""
+    cases = load_script("ci/model_feeds").silero_cases(folder)
+    return {"silero_" + name: case for name, case in cases.items()}
 
 
 def _quantized_cases(tmp) -> dict:

@@ -19,6 +19,7 @@ float16 2e-3: ortops.compare).
 
 from __future__ import annotations
 
+import functools
 import glob
 import importlib.util
 import os
@@ -87,16 +88,13 @@ def main(out: str) -> None:
           ", ".join(f"{o.name} {v.shape}" for o, v in zip(ref.get_outputs(), expected)))
 
 
-def _test_model_feeds(path: str) -> dict:
-    """tests/test_ep.py's feeds: the stored inputs beside the model ("input.<name>" in its .npz),
-    else seeded uniform float32 ones of the declared shapes (a dynamic dimension 3)."""
-    npz = path[:-5] + ".npz"
-    if os.path.exists(npz):
-        z = np.load(npz)
-        return {k[len("input."):]: z[k] for k in z.files if k.startswith("input.")}
-    rng = np.random.default_rng(3)
-    dims = lambda i: [d.dim_value or 3 for d in i.type.tensor_type.shape.dim]  # noqa: E731
-    return {i.name: rng.uniform(-1, 1, dims(i)).astype(np.float32) for i in onnx.load(path).graph.input}
+@functools.cache
+def _model_feeds():
+    """scripts/ci/model_feeds.py, the feeds tests/test_ep.py runs the same models with."""
+    spec = importlib.util.spec_from_file_location("_model_feeds", os.path.join(ROOT, "scripts", "ci", "model_feeds.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _sample_feeds(path: str) -> dict:
@@ -116,37 +114,15 @@ def _sample_feeds(path: str) -> dict:
 
 
 def _silero_cases(folder: str) -> dict:
-    """tests/test_ep.py's silero-vad cases: every model of the wheel scripts/setup.sh downloads,
-    fed a speech-like frame with its context as its wrapper does and a small state; silero_vad
-    also at 8 kHz (the If's other branch). {} (and a note) when the wheel is absent."""
-    script = os.path.join(ROOT, "scripts", "gpu", "stream_bench.py")
-    spec = importlib.util.spec_from_file_location("_stream_bench", script)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    """silero-vad's models with tests/test_ep.py's feeds, one case per feed set (silero_vad
+    also at 8 kHz: silero_vad_8k); {} (and a note) when the wheel is absent."""
     try:
-        wheel = bench.find_wheel()
+        models = _model_feeds().silero_cases(folder)
     except FileNotFoundError as e:
         print(f"make_data: no silero-vad case: {e}")
         return {}
-    rng = np.random.default_rng(12)
-    sig = {sr: bench.signal(0.2, sr) for sr in bench.FRAMES}
-    cases = {}
-    for name, path in sorted(bench.extract_models(wheel, folder).items()):
-        inputs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()
-        for sr in ([16000, 8000] if name == "silero_vad" else [16000]):
-            frame, context = bench.FRAMES[sr]
-            rows = 3 if "sequence" in name else 1
-            f = {}
-            for i in inputs:
-                if i.name == "sr":
-                    f["sr"] = np.array(sr, np.int64)
-                elif i.name == "input":
-                    f["input"] = np.stack([sig[sr][k * frame:(k + 1) * frame + context] for k in range(rows)])
-                else:
-                    shape = [d if isinstance(d, int) else 1 for d in i.shape]
-                    f[i.name] = rng.uniform(-0.5, 0.5, shape).astype(np.float32)
-            cases[name + ("_8k" if sr == 8000 else "")] = (path, f)    # (every name starts with silero_)
-    return cases
+    return {name + ("_8k" if k else ""): (path, feeds)    # (every name starts with silero_)
+            for name, (path, feed_sets) in models.items() for k, feeds in enumerate(feed_sets)}
 
 
 def _recurrent_names(graph: onnx.GraphProto) -> list[str]:
@@ -196,7 +172,7 @@ def main_ep(out: str) -> None:
     ort.set_default_logger_severity(3)    # (not the unused-initializer warnings of exported models)
     cases = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "models", "*.onnx"))):
-        cases[os.path.basename(path)[:-5]] = (path, _test_model_feeds(path))
+        cases[os.path.basename(path)[:-5]] = (path, _model_feeds().stored_feeds(path))
     samples = sorted(glob.glob(os.path.join(ROOT, "models", "*.onnx")))
     if not samples:
         raise SystemExit(f"make_data: no sample model in {ROOT}/models: "

@@ -8,7 +8,7 @@ session creation through the EP against the rewrite it replaced.
    - "EP": the unmodified model run by plain onnxruntime with the EP first
      (``ortops.ep_session_options``).
    Both sessions are made and warmed first; then ROUNDS rounds, the engines alternating within
-   each round, each round's figure the median of RUNS calls. Reported per engine: the median
+   each round, each round's figure the median of RUNS calls (after 3 untimed). Reported per engine: the median
    of the rounds and their spread (min-max); the target reads EP / custom op on the medians
    (<= 1.05).
 2. Session creation on the sample models (scripts/dev/session_creation.py's engines, alternated
@@ -28,7 +28,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -46,15 +45,6 @@ def _engines(model, device):
                                   providers=["CPUExecutionProvider"])
     ep = ort.InferenceSession(model.SerializeToString(), ortops.ep_session_options(device))
     return {"custom op": custom, "EP": ep}
-
-
-def _median_ms(fn, runs):
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def summary(rounds: list[float]) -> dict:
@@ -80,7 +70,7 @@ def run_shapes(shapes, dtypes, rounds, runs, device=None) -> list[dict]:
             times: dict[str, list[float]] = {name: [] for name in sessions}
             for _ in range(rounds):
                 for name, sess in sessions.items():
-                    times[name].append(_median_ms(lambda s=sess: s.run(None, {"X": X}), runs))
+                    times[name].append(measure.median_ms(lambda s=sess: s.run(None, {"X": X}), runs))
             row = dict(cell=cell, seq=seq, batch=batch, input=inp, hidden=hidden, direction=direction,
                        dtype=dt.name, same_bits=same, **{name: summary(t) for name, t in times.items()})
             row["ep_vs_custom_op"] = row["EP"]["median_ms"] / row["custom op"]["median_ms"]
