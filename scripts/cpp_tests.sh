@@ -7,8 +7,11 @@
 #                                               Release), else build/cpp-plain; scripts/test.sh
 #                                               runs it before pytest
 #   scripts/cpp_tests.sh tsan  [DOCTEST ARGS]   build/cpp-tsan, ThreadSanitizer
-#   scripts/cpp_tests.sh asan  [DOCTEST ARGS]   build/cpp-asan, AddressSanitizer (and LeakSanitizer)
-#   scripts/cpp_tests.sh ubsan [DOCTEST ARGS]   build/cpp-ubsan, UndefinedBehaviorSanitizer
+#   scripts/cpp_tests.sh asan-ubsan [DOCTEST ARGS]   build/cpp-asan-ubsan, AddressSanitizer (and
+#                                               LeakSanitizer) with UndefinedBehaviorSanitizer:
+#                                               CI's job (one build for both)
+#   scripts/cpp_tests.sh asan  [DOCTEST ARGS]   build/cpp-asan, AddressSanitizer alone
+#   scripts/cpp_tests.sh ubsan [DOCTEST ARGS]   build/cpp-ubsan, UndefinedBehaviorSanitizer alone
 #
 # The sanitizer flavours build at -O1 -g with -fno-omit-frame-pointer, and every finding fails
 # the run (-fno-sanitize-recover for UBSan; TSan and ASan exit non-zero on a report). Only the
@@ -20,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-flavour=${1:?"usage: scripts/cpp_tests.sh plain|tsan|asan|ubsan [doctest args]"}
+flavour=${1:?"usage: scripts/cpp_tests.sh plain|tsan|asan-ubsan|asan|ubsan [doctest args]"}
 shift
 common="-O1 -g -fno-omit-frame-pointer"
 case $flavour in
@@ -28,7 +31,8 @@ case $flavour in
   tsan) type=None; sanitize="-fsanitize=thread" ;;
   asan) type=None; sanitize="-fsanitize=address" ;;
   ubsan) type=None; sanitize="-fsanitize=undefined -fno-sanitize-recover=all" ;;
-  *) echo "cpp_tests.sh: flavour must be plain, tsan, asan or ubsan, got '$flavour'" >&2; exit 2 ;;
+  asan-ubsan) type=None; sanitize="-fsanitize=address,undefined -fno-sanitize-recover=all" ;;
+  *) echo "cpp_tests.sh: flavour must be plain, tsan, asan-ubsan, asan or ubsan, got '$flavour'" >&2; exit 2 ;;
 esac
 build=$root/build/cpp-$flavour
 VPY=$root/.venv/bin/python
@@ -60,7 +64,7 @@ if ! cmake --build "$build" --target ortops_core_tests -j "${JOBS:-2}" >"$build/
 fi
 
 supp=$root/tests/cpp
-if [ "$flavour" = tsan ] || [ "$flavour" = asan ]; then
+if [ "$flavour" = tsan ] || [ "$flavour" = asan ] || [ "$flavour" = asan-ubsan ]; then
   # tsan.supp ignores the calls lavapipe makes (called_from_lib), and TSan stops the program
   # if such a library is unloaded, which the Vulkan loader does after its first look at the
   # driver: loading lavapipe first keeps it loaded. LeakSanitizer can then name it in the

@@ -388,6 +388,7 @@ Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
 
 Context::~Context()
 {
+    pipelines.clear();   // every program is gone (each holds the context): only idle ones are left
     if (device) {
         try {
             device->waitIdle();  // fails on a lost device; destroying is still allowed

@@ -13,6 +13,7 @@
 
 #include "cooperative_matrix.hpp"
 #include "errors.hpp"
+#include "pipelines.hpp"
 
 #include <array>
 #include <atomic>
@@ -64,6 +65,9 @@ struct Context
     // kernels need (cooperative_matrix.hpp): mode "fast" may use them only then.
     bool cooperativeMatrix = false;
     std::string cooperativeMatrixOff;   // why not, where the device offers it
+    // The compute pipelines of the device's programs, one per shader and specialization
+    // (pipelines.hpp); emptied before the device is destroyed.
+    PipelineTable pipelines;
 
     Context(uint32_t index, bool validation, uint32_t maxQueues);
     ~Context();

@@ -24,15 +24,7 @@ OpDispatch::OpDispatch(std::shared_ptr<Program> program,
 void
 OpDispatch::record(const vk::CommandBuffer& cb)
 {
-    auto& algo = *mProgram->algorithm;
-    if (!mPush.empty()) {
-        // Push constants are copied into the command buffer at record time, so a
-        // sequence recorded once replays each dispatch with its own step values.
-        algo.setPushConstants(mPush.data(), static_cast<uint32_t>(mPush.size()), 4);
-    }
-    algo.recordBindCore(cb);
-    algo.recordBindPush(cb);
-    cb.dispatch(mX, mY, mZ);
+    mProgram->record(cb, mPush, mX, mY, mZ);
 }
 
 // ---------------------------------------------------------------- OpBarrier

@@ -1,4 +1,5 @@
-// Programs: SPIR-V checked and handed to a kp::Algorithm (see program.hpp).
+// Programs: SPIR-V checked, the context's shared pipeline taken, the buffers bound in a
+// descriptor set of the program's own (see program.hpp).
 
 #include "program.hpp"
 
@@ -18,19 +19,55 @@ Program::Program(std::shared_ptr<Context> c,
     if (code.empty() || code.size() % 4 != 0) {
         throw std::invalid_argument("ortops: SPIR-V must be a non-empty multiple of 4 bytes");
     }
-    std::vector<uint32_t> spirv(code.size() / 4);
-    std::memcpy(spirv.data(), code.data(), code.size());
-    std::vector<std::shared_ptr<kp::Tensor>> tensors;
     for (const auto& b : bound) {
         if (b->ctx != ctx) {
             throw std::invalid_argument("ortops: a program's buffers must come from its context");
         }
-        tensors.push_back(b->tensor);
     }
     buffers = bound;
-    std::vector<uint32_t> zeros(pushWords, 0);
-    algorithm = std::make_shared<kp::Algorithm>(
-      ctx->device, tensors, spirv, kp::Workgroup({ 1, 1, 1 }), specialization, zeros);
+    std::vector<uint32_t> spirv(code.size() / 4);
+    std::memcpy(spirv.data(), code.data(), code.size());
+    const auto count = static_cast<uint32_t>(bound.size());
+    pipeline = ctx->pipelines.get(ctx->device, { spirv, specialization, count, pushWords });
+
+    vk::Device& device = *ctx->device;
+    vk::DescriptorPoolSize sizes(vk::DescriptorType::eStorageBuffer, count);
+    mPool = device.createDescriptorPool({ {}, 1, count > 0 ? 1u : 0u, &sizes });
+    try {
+        mSet = device.allocateDescriptorSets({ mPool, pipeline->setLayout }).front();
+        std::vector<vk::DescriptorBufferInfo> infos;
+        for (const auto& b : bound) {
+            infos.push_back(b->tensor->constructDescriptorBufferInfo());
+        }
+        std::vector<vk::WriteDescriptorSet> writes;
+        for (uint32_t i = 0; i < count; ++i) {
+            writes.emplace_back(mSet, i, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &infos[i]);
+        }
+        device.updateDescriptorSets(writes, nullptr);
+    } catch (...) {
+        device.destroyDescriptorPool(mPool);
+        throw;
+    }
+}
+
+Program::~Program()
+{
+    // Frees the set with it. The pipeline goes with its last program, or stays in the table.
+    ctx->device->destroyDescriptorPool(mPool);
+}
+
+void
+Program::record(const vk::CommandBuffer& cb, const std::vector<uint32_t>& push, uint32_t x, uint32_t y,
+                uint32_t z) const
+{
+    cb.bindPipeline(vk::PipelineBindPoint::eCompute, pipeline->pipeline);
+    cb.bindDescriptorSets(vk::PipelineBindPoint::eCompute, pipeline->layout, 0, mSet, nullptr);
+    if (!push.empty()) {
+        // Copied into the command buffer now: a sequence recorded once replays each dispatch
+        // with its own step values.
+        cb.pushConstants<uint32_t>(pipeline->layout, vk::ShaderStageFlagBits::eCompute, 0, push);
+    }
+    cb.dispatch(x, y, z);
 }
 
 } // namespace ortops
