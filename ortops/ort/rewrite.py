@@ -34,7 +34,7 @@ from ortops.ort.placement import (SUPPORTED_VERSIONS, Decision, NodePlacement, S
 
 __all__ = ["RECURRENT", "SUPPORTED_VERSIONS", "ModelError", "NodePlacement", "Rewritten",
            "Decision", "default_opset", "emit", "load_model", "node_config", "op_version",
-           "place", "rewrite", "survey", "used_names"]
+           "has_recurrent", "place", "rewrite", "survey", "used_names"]
 
 #: The standard op types the rewrite replaces (ortops.cells).
 RECURRENT = tuple(CELLS)
@@ -51,6 +51,13 @@ class Rewritten:
 
 def _is_recurrent(node) -> bool:
     return node.op_type in RECURRENT and node.domain in ("", "ai.onnx")
+
+
+def has_recurrent(proto: onnx.ModelProto) -> bool:
+    """Whether any graph of ``proto`` (the main one or an If/Loop/Scan body) has a node that
+    :func:`survey` places (reads op types only; checks nothing)."""
+    return any(_is_recurrent(n) or quantized.is_quantized(n)
+               for g in subgraphs.all_graphs(proto.graph) for n in g.node)
 
 
 def _decide(node, index: int, info: ModelInfo, opset: int, device, scope: subgraphs.Scope, mode: str,

@@ -19,6 +19,7 @@ Python on the way.
 from __future__ import annotations
 
 import os
+import threading
 from typing import TYPE_CHECKING, Any, Sequence, TypeAlias
 
 import numpy as np
@@ -32,7 +33,9 @@ from ortops.device import Device
 from ortops.ep import EP_NAME, register_ep
 from ortops.modes import check_mode
 from ortops.ort import customop, policy
-from ortops.ort.rewrite import ModelError, NodePlacement, load_model, rewrite, survey
+from ortops.ort.nodeconfig import NodeConfig
+from ortops.ort.rewrite import (ModelError, NodePlacement, default_opset, has_recurrent, load_model, rewrite,
+                                survey)
 
 if TYPE_CHECKING:
     import onnx
@@ -160,7 +163,8 @@ class InferenceSession:
     (``OrtopsExecutionProvider``, ``ortops.ep``) first and the caller's providers after: the
     EP takes the recurrent nodes its native checker accepts, every other node runs on the
     next provider. ``placement`` reports each recurrent node from the same checker (the
-    core's config decoder and layer spec, through ``customop.check_node``).
+    core's config decoder and layer spec, through ``customop.check_node``), asked when the
+    report is first read (at creation under ``require_gpu`` or ``placement="auto"``).
 
     model: a path, serialized bytes or ``onnx.ModelProto``.
     sess_options, and further keyword arguments go to ``onnxruntime.InferenceSession``
@@ -188,31 +192,78 @@ class InferenceSession:
         policy.check(placement)
         mode = check_mode(mode, "ortops.InferenceSession")
         proto = load_model(model)
+        default_opset(proto)   # the survey's ModelError (no ai.onnx opset), raised here as before
         # ONNX Runtime's Python session retries a failed creation (and a run failing with
         # EPFail) on the CPU provider alone, printing to stdout: a node the EP could not
         # compile would silently leave the device. Off, unless the caller says otherwise.
         kwargs.setdefault("enable_fallback", 0)
         dev = session_device(device)
-        # "auto": the report and the EP decide with one cost model and one calibration, the
-        # native core's (src/core/costmodel.hpp, placement_policy.hpp; the cache file is shared).
-        plan = survey(proto, device=dev, mode=mode, placement=placement)
+        # The placement report (rewrite.survey: the native checker the EP runs, asked once more
+        # from Python) is made when first read, not here: it was what this constructor added
+        # to the EP's own session creation (1.1-1.9 ms of 7.6-8.6 ms on the H200's GRU models,
+        # 1.1-1.5 ms on lavapipe, 45 ms of the recognizer's ~250; docs/perf.md, "The plugin EP
+        # against the custom-op path"). Its inputs (the model as parsed here, the resolved
+        # device, mode) are fixed, so it reads the same whenever it is made. It is made now
+        # where it decides something before ONNX Runtime builds anything: require_gpu raises
+        # from it, and under "auto" it calibrates the cost model first, the calibration the EP
+        # then reads from the shared cache, so that the two decide alike (the report and the
+        # EP price with one cost model and one calibration, the native core's:
+        # src/core/costmodel.hpp, placement_policy.hpp).
+        self._report_lock = threading.Lock()
+        self._survey: tuple | None = (proto, dev, mode, placement)
+        self._placement: list[NodePlacement] | None = None
+        self._node_configs: list[NodeConfig] | None = None
+        eager = require_gpu or placement != "gpu"
+        ep_device = dev if isinstance(dev, Device) and self._ep_may_take(dev, proto, eager) else None
         source: Any = _source(model, proto)
         so = register(sess_options) if _has_custom_nodes(proto) else sess_options
-        # A node is taken only on a resolved device (else every check named the spec's error).
-        if isinstance(dev, Device) and any(p.where == "gpu" for p in plan.placement):
+        if ep_device is not None:
             providers = _ep_providers(providers, kwargs.pop("provider_options", None),
-                                      {"device": dev.uuid or str(dev.index), "mode": mode, "placement": placement})
+                                      {"device": ep_device.uuid or str(ep_device.index), "mode": mode,
+                                       "placement": placement})
             register_ep()
-        self.placement: list[NodePlacement] = plan.placement
-        #: The configs of the recurrent nodes the device runs (ortops.ort.nodeconfig): device
-        #: (UUID), mode, outputs computed, per node.
-        self.node_configs = list(plan.configs)
         if require_gpu:
-            cpu = [p for p in plan.placement if p.where != "gpu"]
+            cpu = [p for p in self.placement if p.where != "gpu"]
             if cpu:
                 raise ValueError("recurrent node(s) not taken by the GPU path: "
                                  + "; ".join(p.describe() for p in cpu))
         self._create(source, so, providers, kwargs)
+
+    def _ep_may_take(self, dev: Device, proto: onnx.ModelProto, surveyed: bool) -> bool:
+        """Whether the session gets the EP: with the report made, where it puts a node on the
+        device. Without it, wherever the EP could take a node (a device the layers can run on,
+        a recurrent node in the model): its GetCapability claims each node the same checker
+        accepts, so the report made later agrees with ONNX Runtime's assignment
+        (tests/test_session_ep.py), and a model whose recurrent nodes the checker all refuses
+        runs with the EP claiming none. A model with no recurrent node, or a device that does
+        not resolve (every check names the spec's error), gets no EP, as before."""
+        if surveyed:
+            return any(p.where == "gpu" for p in self.placement)
+        return dev.nan_preserve_float32 and has_recurrent(proto)
+
+    def _report(self) -> tuple[list[NodePlacement], list[NodeConfig]]:
+        """The placement report and the taken nodes' configs, surveyed on the first call (then
+        the parsed model is dropped: the session no longer holds a second copy of it)."""
+        with self._report_lock:
+            if self._survey is not None:
+                proto, dev, mode, placement = self._survey
+                plan = survey(proto, device=dev, mode=mode, placement=placement)
+                self._placement, self._node_configs = plan.placement, list(plan.configs)
+                self._survey = None
+            assert self._placement is not None and self._node_configs is not None
+            return self._placement, self._node_configs
+
+    @property
+    def placement(self) -> list[NodePlacement]:
+        """Where each recurrent node runs (every scope, in the survey's order), with the reason
+        for each node left to ONNX Runtime."""
+        return self._report()[0]
+
+    @property
+    def node_configs(self) -> list[NodeConfig]:
+        """The configs of the recurrent nodes the device runs (ortops.ort.nodeconfig): device
+        (UUID), mode, outputs computed, per node."""
+        return self._report()[1]
 
     def _create(self, source, so, providers, kwargs) -> None:
         """The ONNX Runtime session; a node's refusal (its kernel's or the EP's compile) raised

@@ -40,20 +40,6 @@ graphNodes(const OrtApi* api, const OrtGraph* graph)
     return nodes;
 }
 
-// The node's named outputs in ONNX's order (all of them: GetCapability checks the node as it
-// stands; Compile computes those the fused node has).
-std::vector<std::string>
-namedOutputs(const NodeSpec& spec)
-{
-    std::vector<std::string> out;
-    for (uint32_t i = 0; i < spec.cell->outputCount; ++i) {
-        if (!spec.outputs[i].empty()) {
-            out.emplace_back(spec.cell->outputs[i]);
-        }
-    }
-    return out;
-}
-
 // Whether the EP takes the node: the core can run it and, under placement "auto", the cost
 // model gives it to the device; why not in `why` (the cost model logs its own reason).
 bool

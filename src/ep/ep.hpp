@@ -10,7 +10,8 @@
 //                CreateEp reads the EP options.
 //   node.cpp     a graph node read through ORT's graph API (attributes typed, inputs,
 //                outputs, constant initializers) into the core's node config, checked by the
-//                core's checkers (the config decoder and the layer's spec checks).
+//                core's checkers (the config decoder and the layer's spec checks): the
+//                checks that need no ORT are node_check.cpp's (fuzzed on their own).
 //   quantized.cpp  com.microsoft DynamicQuantizeLSTM's int8/uint8 weights dequantized.
 //   auto_placement.cpp  placement "auto": the core's cost model (placement_policy.hpp) with
 //                the device's calibration, cached (costcache.hpp) or measured here;
@@ -34,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "ep/node_check.hpp"   // NodeSpec and the checks that need no ORT
 #include "ort/core.hpp"
 
 namespace ortops::ep {
@@ -76,35 +78,6 @@ usableDevices(std::string* assignment = nullptr);
 const DeviceDescription&
 defaultDevice();
 
-// com.microsoft DynamicQuantizeLSTM (onnxruntime.quantization.quantize_dynamic's LSTM): taken
-// as an LSTM whose constant int8/uint8 W and R are dequantized once at Compile
-// (quantized.cpp; ortops/ort/quantized.py holds the same rules for the custom-op door).
-inline constexpr const char* QUANTIZED_OP = "DynamicQuantizeLSTM";
-inline constexpr const char* QUANTIZED_DOMAIN = "com.microsoft";
-// Its inputs past LSTM's eight: W_scale, W_zero_point, R_scale, R_zero_point.
-inline constexpr size_t QUANTIZED_INPUTS = 12;
-
-// One standard recurrent node as read from the graph (node.cpp).
-struct NodeSpec
-{
-    std::string name;
-    std::string opType;     // LSTM, GRU, RNN, DynamicQuantizeLSTM (for messages)
-    const Cell* cell = nullptr;
-    bool quantized = false;                        // DynamicQuantizeLSTM (cell: LSTM)
-    std::array<const OrtValue*, 4> quantParams{};  // W_scale, W_zero_point, R_scale, R_zero_point
-    ElementType dtype = ElementType::Float32;
-    std::array<std::string, 8> inputs;     // by ONNX position; "" absent
-    std::array<std::string, 3> outputs;    // by ONNX position; "" absent
-    std::array<const OrtValueInfo*, 8> inputInfo{};
-    // Static shapes where the graph gives every dimension.
-    std::array<std::optional<std::vector<int64_t>>, 8> shapes;
-    // Dims as the graph gives them (-1 where dynamic; nullopt: rank unknown).
-    std::array<GraphDims, 8> dims;
-    // The constant initializers among the inputs (nullptr: not constant).
-    std::array<const OrtValue*, 8> constants{};
-    std::string attrsJson;   // the config's "attrs" object
-};
-
 // Whether ORT may hand the node to this EP: a standard-domain LSTM, GRU or RNN.
 bool
 isRecurrent(const OrtApi* api, const OrtNode* node);
@@ -114,12 +87,14 @@ isRecurrent(const OrtApi* api, const OrtNode* node);
 NodeSpec
 readNode(const OrtApi* api, const OrtNode* node);
 
-// The node's config, decoded and checked by the core (decodeNodeConfig: attributes,
-// activations; makeSpec, spec.hpp: weight shapes and types where the graph gives them; the
-// device's storage-binding limit). `outputs`: the ONNX outputs computed.
-NodeConfig
+// The node's config, decoded and checked by the core (node_check.hpp's checkedConfig, with
+// the EP's mode and its device's limits). `outputs`: the ONNX outputs computed.
+inline NodeConfig
 nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const EpOptions& options,
-           const DeviceDescription& device);
+           const DeviceDescription& device)
+{
+    return checkedConfig(spec, outputs, options.mode, { device.uuid, device.name, device.maxStorageBufferRange });
+}
 
 // A DynamicQuantizeLSTM weight (`which` 0: W, 1: R; [dirs, cols, 4*hidden] int8/uint8) as
 // ai.onnx LSTM's float32 [dirs, 4*hidden, cols]: (q - zero_point) * scale in float64, rounded
@@ -127,9 +102,5 @@ nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const 
 // per-channel zero points ORT's kernel refuses).
 std::vector<float>
 dequantize(const OrtApi* api, const NodeSpec& spec, size_t which, std::vector<int64_t>& shape);
-
-// "ortops: LSTM node 'name': "
-std::string
-prefixFor(const std::string& op, const std::string& node);
 
 } // namespace ortops::ep

@@ -23,14 +23,10 @@
 #include <vector>
 
 #include "ort/core.hpp"
+#include "ort/plain.hpp"   // IN_X ... IN_P, WEIGHT_INPUTS
 #include "ort/values.hpp"
 
 namespace ortops::ort {
-
-// Input positions in ONNX's order (cells.hpp): X W R B sequence_lens initial_h initial_c P.
-inline constexpr size_t IN_X = 0, IN_W = 1, IN_R = 2, IN_B = 3, IN_LENS = 4, IN_H = 5, IN_C = 6, IN_P = 7;
-// The weights in NodeRunner::held's order, as input positions.
-inline constexpr std::array<size_t, 4> WEIGHT_INPUTS = { IN_W, IN_R, IN_B, IN_P };
 
 // A weight fed as an input, kept to compare the next run's with.
 struct HeldWeight

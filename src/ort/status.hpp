@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ort/plain.hpp"   // NodeError
+
 namespace ortops::ort {
 
 // A failed ORT API call, with ORT's code, carried to the entry point.
@@ -18,12 +20,6 @@ struct OrtCallError : std::runtime_error
 {
     OrtErrorCode code;
     OrtCallError(OrtErrorCode c, const std::string& m) : std::runtime_error(m), code(c) {}
-};
-
-// The node and its config disagree, or the config does not fit the op.
-struct NodeError : std::invalid_argument
-{
-    using std::invalid_argument::invalid_argument;
 };
 
 // Throws OrtCallError ("<what>: <ORT's message>") when `status` is an error; releases it.

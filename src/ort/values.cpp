@@ -40,32 +40,22 @@ typeShape(const OrtApi* api, const OrtValue* value, const char* what)
 
 } // namespace
 
+static_assert(ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT == onnxType(ElementType::Float32) &&
+                  ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 == onnxType(ElementType::Float16) &&
+                  ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32 == onnxType(ElementType::Int32) &&
+                  ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16 == 16,
+              "ORT's element types are ONNX's numbers (plain.hpp)");
+
 ONNXTensorElementDataType
 ortType(ElementType t)
 {
-    switch (t) {
-        case ElementType::Float32:
-            return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-        case ElementType::Float16:
-            return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
-        case ElementType::Int32:
-            return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
-    }
-    return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    return static_cast<ONNXTensorElementDataType>(onnxType(t));
 }
 
 std::string
 ortTypeName(ONNXTensorElementDataType t)
 {
-    static const char* const names[] = { "undefined", "float32", "uint8", "int8", "uint16",
-                                         "int16", "int32", "int64", "string", "bool",
-                                         "float16", "float64", "uint32", "uint64",
-                                         "complex64", "complex128", "bfloat16" };
-    auto i = static_cast<size_t>(t);
-    if (i < sizeof(names) / sizeof(names[0])) {
-        return names[i];
-    }
-    return "element type " + std::to_string(i);
+    return onnxTypeName(static_cast<int>(t));
 }
 
 std::string
