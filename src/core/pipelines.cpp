@@ -29,9 +29,12 @@ keyBytes(const PipelineKey& key)
     char* out = bytes.data();
     std::memcpy(out, head, sizeof head);
     out += sizeof head;
-    std::memcpy(out, key.specialization.data(), 4 * key.specialization.size());
-    out += 4 * key.specialization.size();
-    std::memcpy(out, key.spirv.data(), 4 * key.spirv.size());
+    // An empty vector's data() may be null, which memcpy may not be given even for 0 bytes.
+    if (!key.specialization.empty()) {
+        std::memcpy(out, key.specialization.data(), 4 * key.specialization.size());
+        out += 4 * key.specialization.size();
+    }
+    std::memcpy(out, key.spirv.data(), 4 * key.spirv.size());   // never empty (Program checks)
     return bytes;
 }
 
