@@ -39,7 +39,7 @@ py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
-                      # multigpu, servewheels, serve, stream, exact, fast, coopmat, cudaep, steps, host, ep,
+                      # multigpu, servewheels, serve, stream, streamrounds, exact, fast, coopmat, cudaep, steps, host, ep,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
@@ -266,6 +266,13 @@ if has stream; then
     2>&1 | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
   py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 8000 --out "$OUT/stream8k" 2>&1 \
     | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
+fi
+if has streamrounds; then
+  # Issue 32, item 2: the engines alternated in rounds (p50 and p99 per round, their spread),
+  # and where a frame's time goes (ONNX Runtime's profiler per engine; the ortops node's layer
+  # split into the device's time and the host's). 16 kHz, back to back.
+  py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-5000} --rounds ${STREAM_ROUNDS:-5} --breakdown \
+    --sr 16000 --out "$OUT/streamrounds" 2>&1 | grep -v CleanUnusedInitializers | tee "$OUT/streamrounds.txt"
 fi
 if has cudaep; then
   # An ortops session beside onnxruntime-gpu's CUDA execution provider (docs/packaging.md):

@@ -197,7 +197,8 @@ FULL_ONLY = {
     # test_serve's serve_bench --direct check (17.7 s): below, with the whole module.
     "test_bench": {"test_sweep_runs_every_mode_at_tiny_shapes"},                          # 5.9 s
     "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},           # 4.9 s
-    "test_silero_vad": {"test_stream_bench_reports_every_engine"},                        # 3.7 s
+    "test_silero_vad": {"test_stream_bench_reports_every_engine",                         # 3.7 s
+                        "test_stream_bench_rounds_and_breakdown"},
     "test_cli": {"test_bench_small_writes_report"},                                       # 3.3 s
     "test_fast_mode": {"test_coopmat_steps_script"},                                      # 2.5 s
     # Still 6 min 27 s on a fresh clone of 015b343 after the above (tests 4 min 49 s): the

@@ -98,3 +98,25 @@ def test_stream_bench_reports_every_engine(tmp_path, capsys):
         assert stats["frames"] == 20 and 0 < stats["median_us"] <= stats["p99_us"] <= stats["max_us"]
     assert report["scaled_error"] <= TOL
     assert "-> GPU" in capsys.readouterr().out
+
+
+def test_stream_bench_rounds_and_breakdown(tmp_path):
+    # Issue 32's streaming figures: engines alternated in rounds (p50 and p99 per round), and
+    # where a frame's time goes (ONNX Runtime's profiler; the ortops node's layer split).
+    assert bench.main(["--frames", "12", "--warmup", "0.1", "--rounds", "3", "--breakdown", "--out", str(tmp_path)]) == 0
+    import json
+
+    report = json.loads((tmp_path / "stream.json").read_text())
+    for stats in report["engines"].values():
+        assert len(stats["rounds"]) == 3 and sum(r["frames"] for r in stats["rounds"]) == 12
+        lo, hi = stats["median_spread_us"]
+        assert lo <= stats["median_us"] <= hi
+    b = report["breakdown"]
+    # Every LSTM of the stream ran on the EP; ORT CPU's session has no such node.
+    assert b["ortops"]["nodes_us"]["OrtopsExecutionProvider"] > 0
+    assert "OrtopsExecutionProvider" not in b["ORT CPU"]["nodes_us"]
+    for engine in ("ortops", "ORT CPU"):
+        assert 0 < sum(b[engine]["nodes_us"].values()) <= b[engine]["model_run_us"] <= b[engine]["wall_us"]
+    lay = b["layer"]
+    assert (lay["hidden"], lay["input"]) == (128, 128)
+    assert 0 < lay["device_us"] < lay["call_us"]

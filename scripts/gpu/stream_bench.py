@@ -18,16 +18,28 @@ the latency a deployed stream sees. It also
 checks that the ortops stream's speech probabilities equal ORT CPU's (scaled error over the
 stream, the project's float32 tolerance) and fails (exit 1) if not.
 
+``--rounds R`` (issue 32, item 2) splits each engine's frames into R rounds and alternates the
+engines round by round, so that a drift of the machine (ORT CPU's own median moved from 145 to
+214 µs between two calls on the H200 machine) meets every engine alike; the report gives each
+engine's p50 and p99 per round, their medians and spread. ``--breakdown`` adds where a frame's
+time goes, from ONNX Runtime's own profiler (a session of each engine with profiling on, the
+same frames): the ortops node(s) (the device's round trip: inputs written, one submission, the
+wait, outputs read), the rest of the model's nodes on ORT CPU, and what the run adds around the
+nodes (the session's run call, feeds and fetches, Python); and, for the ortops node, a
+``RecurrentLayer`` of its shape split into the device's execution (Vulkan timestamps) and the
+host's part of the call (copies, submission, waiting).
+
 The model comes from the silero-vad wheel that scripts/setup.sh downloads into build/deps (it
 is not committed; ``--wheel`` or ``--model`` to point elsewhere). Nothing is fetched here.
 
-Usage: python scripts/gpu/stream_bench.py [--frames 2000] [--sr 16000] [--out DIR]
+Usage: python scripts/gpu/stream_bench.py [--frames 2000] [--sr 16000] [--rounds 5] [--breakdown] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import sys
 import tempfile
@@ -139,6 +151,130 @@ def sessions(model: str, device=None) -> dict:
     }
 
 
+def rounds_summary(per_round: list[dict]) -> dict:
+    """An engine's rounds: each round's percentiles, and the median (min-max) of their p50 and p99."""
+    out = {"rounds": per_round}
+    for key in ("median_us", "p99_us"):
+        values = [r[key] for r in per_round]
+        out[key] = float(np.median(values))
+        out[key.replace("_us", "_spread_us")] = [float(min(values)), float(max(values))]
+    return out
+
+
+def profiled_nodes(sess_factory, sig: np.ndarray, sr: int, tmp: str, tag: str) -> dict:
+    """Per frame, in µs (medians over the frames): the run (ONNX Runtime's model_run), each
+    provider's node time (its nodes' kernel_time events, subgraph nodes of If bodies included,
+    the If nodes themselves left out since they contain them) and the frame's wall time."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tmp, tag)
+    sess = sess_factory(so)
+    _, _, ns = stream(sess, sig, sr)
+    inner = getattr(sess, "ort_session", sess)
+    path = inner.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    runs = [e["dur"] for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
+    nodes: dict[str, list[float]] = {}
+    per_run: list[dict[str, float]] = []
+    for e in events:
+        if e.get("cat") == "Session" and e.get("name") == "model_run":
+            per_run.append({})
+        elif e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time") and per_run:
+            args = e.get("args", {})
+            if args.get("op_name") == "If":
+                continue
+            key = args.get("provider", "?")
+            per_run[-1][key] = per_run[-1].get(key, 0.0) + e["dur"]
+    # model_run's event is written when the run ends, after its nodes': each node belongs to the
+    # next model_run event. Shift by one accordingly.
+    per_run = per_run[1:] + [{}]
+    for run in per_run[:len(runs)]:
+        for key, dur in run.items():
+            nodes.setdefault(key, []).append(dur)
+    return {"frames": int(ns.size), "wall_us": float(np.median(ns / 1e3)),
+            "model_run_us": float(np.median(runs)) if runs else None,
+            "nodes_us": {k: float(np.median(v)) for k, v in sorted(nodes.items())}}
+
+
+def layer_split(model: str, runs: int = 500) -> dict | None:
+    """The ortops node's own cost at its shape: a RecurrentLayer of the model's LSTM's shape
+    (batch 1, one step), its call time and the device's time (Vulkan timestamps) per run,
+    medians; the rest of the call is the host's (copies, submission, wait)."""
+    import onnx
+    from onnx import numpy_helper
+
+    import ortops
+
+    m = onnx.load(model)
+    graphs, lstms, weights_ih = [m.graph], [], []
+    while graphs:   # every graph of the model, If/Loop bodies included
+        g = graphs.pop()
+        for n in g.node:
+            lstms += [n] if n.op_type == "LSTM" else []
+            # silero's weights reach the LSTM through exporter chains (Constant -> Unsqueeze ...):
+            # the shape of its input weights, [4 * hidden, input], is on the Constant.
+            if n.op_type == "Constant" and n.output[0].endswith("weight_ih"):
+                weights_ih += [numpy_helper.to_array(a.t).shape for a in n.attribute if a.name == "value"]
+            graphs += [a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    if not lstms:
+        return None
+    hidden = next(a.i for a in lstms[0].attribute if a.name == "hidden_size")
+    inputs = weights_ih[0][1] if weights_ih else hidden
+    # The cost of one step does not depend on the values: random weights of the node's shape.
+    rng = np.random.default_rng(1)
+    W = (0.1 * rng.standard_normal((1, 4 * hidden, inputs))).astype(np.float32)
+    R = (0.1 * rng.standard_normal((1, 4 * hidden, hidden))).astype(np.float32)
+    B = (0.1 * rng.standard_normal((1, 8 * hidden))).astype(np.float32)
+    layer = ortops.RecurrentLayer("LSTM", W, R, B, timestamps=True)
+    x = np.random.default_rng(0).standard_normal((1, 1, W.shape[2])).astype(np.float32)
+    calls, gpu = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        layer(x)
+        calls.append((time.perf_counter_ns() - t0) / 1e3)
+        gpu.append(1e3 * (layer.last_gpu_time_ms or 0.0))
+    call, dev = float(np.median(calls)), float(np.median(gpu))
+    return {"hidden": int(R.shape[2]), "input": int(W.shape[2]), "call_us": call, "device_us": dev,
+            "host_us": call - dev}
+
+
+def breakdown(model: str, args, report: dict, sig: np.ndarray, tmp: str) -> list[str]:
+    """``--breakdown``: ONNX Runtime's profile of an ortops session and of ORT CPU over the same
+    frames, and the ortops node's layer split; into ``report["breakdown"]``, lines for the text."""
+    import onnxruntime as ort
+
+    import ortops
+
+    def ortops_session(so):
+        return ortops.InferenceSession(model, so, providers=["CPUExecutionProvider"], device=args.device,
+                                       require_gpu=True)
+
+    def cpu_session(so):
+        return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+    out = {"ortops": profiled_nodes(ortops_session, sig, args.sr, tmp, "ortops"),
+           "ORT CPU": profiled_nodes(cpu_session, sig, args.sr, tmp, "cpu"),
+           "layer": layer_split(model)}
+    report["breakdown"] = out
+    lines = [f"breakdown (medians per frame, µs; ONNX Runtime's profiler, {out['ortops']['frames']} frames):"]
+    for name in ("ortops", "ORT CPU"):
+        b = out[name]
+        nodes = ", ".join(f"{k} {v:.1f}" for k, v in b["nodes_us"].items())
+        run = b["model_run_us"] or 0.0
+        executor = run - sum(b["nodes_us"].values())
+        lines.append(f"  {name:8s} frame {b['wall_us']:.1f} = model_run {run:.1f} (nodes: {nodes}; the executor "
+                     f"and If nodes {executor:.1f}) + around the run {b['wall_us'] - run:.1f}")
+    if out["layer"]:
+        lay = out["layer"]
+        lines.append(f"  the ortops node alone (RecurrentLayer LSTM {lay['input']}->{lay['hidden']}, batch 1, "
+                     f"one step): call {lay['call_us']:.1f} = device {lay['device_us']:.1f} + host "
+                     f"{lay['host_us']:.1f} (copies, submission, wait)")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=2000, help="timed frames per engine (default 2000)")
@@ -150,8 +286,14 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="silero_vad", help="model name in the wheel, or a path to an .onnx")
     ap.add_argument("--wheel", default=None, help="the silero-vad wheel (default: build/deps)")
     ap.add_argument("--device", default=None, help="Vulkan device for ortops")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="split each engine's frames into this many rounds, engines alternated round by round")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also where a frame's time goes (ONNX Runtime's profiler; the ortops node's layer split)")
     ap.add_argument("--out", default=None, help="write stream.json and stream.txt here")
     args = ap.parse_args(argv)
+    if args.rounds < 1 or args.rounds > args.frames:
+        ap.error(f"--rounds must be between 1 and --frames ({args.frames}), got {args.rounds}")
     from ortops.compare import TOLERANCE, scaled_error
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -168,14 +310,37 @@ def main(argv=None) -> int:
         lines += ["auto: " + p.describe() for p in engines["ortops auto"].placement]
         report, probs = {"model": os.path.basename(model), "sr": args.sr, "frame": frame,
                          "realtime": args.realtime, "engines": {}}, {}
-        for name, sess in engines.items():
+        names = list(engines)
+        for name in names:
             until = time.perf_counter() + args.warmup
             while time.perf_counter() < until:
-                stream(sess, warm[:int(0.5 * args.sr)], args.sr)   # half-second streams
-            probs[name], _, ns = stream(sess, timed, args.sr, pace=pace)
-            report["engines"][name] = stats = percentiles(ns)
-            lines.append(f"{name:17s} median {stats['median_us']:8.1f} us  p90 {stats['p90_us']:8.1f}  "
-                         f"p99 {stats['p99_us']:8.1f}  max {stats['max_us']:9.1f}  ({stats['frames']} frames)")
+                stream(engines[name], warm[:int(0.5 * args.sr)], args.sr)   # half-second streams
+        # The timed frames in rounds; each round every engine streams the same part, the engines'
+        # order rotated round by round. Each part starts from a zero state, for every engine alike.
+        parts = np.array_split(np.arange(timed.size // frame), args.rounds)
+        all_ns: dict[str, list] = {n: [] for n in names}
+        per_round: dict[str, list] = {n: [] for n in names}
+        part_probs: dict[str, list] = {n: [] for n in names}
+        for r, part in enumerate(parts):
+            chunk = timed[part[0] * frame:(part[-1] + 1) * frame]
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                p, _, ns = stream(engines[name], chunk, args.sr, pace=pace)
+                part_probs[name].append(p)
+                all_ns[name].append(ns)
+                per_round[name].append(percentiles(ns))
+        for name in names:
+            probs[name] = np.concatenate(part_probs[name])
+            report["engines"][name] = stats = percentiles(np.concatenate(all_ns[name]))
+            line = (f"{name:17s} median {stats['median_us']:8.1f} us  p90 {stats['p90_us']:8.1f}  "
+                    f"p99 {stats['p99_us']:8.1f}  max {stats['max_us']:9.1f}  ({stats['frames']} frames)")
+            if args.rounds > 1:
+                stats.update(rounds_summary(per_round[name]))
+                line += (f"; {args.rounds} rounds: p50 {stats['median_us']:.1f} "
+                         f"({stats['median_spread_us'][0]:.1f}-{stats['median_spread_us'][1]:.1f}), p99 "
+                         f"{stats['p99_us']:.1f} ({stats['p99_spread_us'][0]:.1f}-{stats['p99_spread_us'][1]:.1f})")
+            lines.append(line)
+        if args.breakdown:
+            lines += breakdown(model, args, report, timed[:min(timed.size, 500 * frame)], tmp)
         err = scaled_error(probs["ortops"], probs["ORT CPU"])
         ok = err <= TOLERANCE[np.dtype(np.float32)]
         report["scaled_error"] = err
