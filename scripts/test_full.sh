@@ -8,14 +8,15 @@
 #   builds  the packaging jobs (scripts/test_packaging.sh: types, the custom-op library from
 #           plain onnxruntime and a C++ program, the fuzzers, the wheel built from a fresh
 #           clone through git+file://, onnxruntime-gpu) and the sanitizer jobs
-#           (scripts/test_sanitizers.sh: the core's C++ tests under TSan, ASan and UBSan)
+#           (scripts/test_sanitizers.sh: the core's C++ tests under TSan, and ASan with UBSan)
 #   scripts/test_full.sh [LANE[,LANE...]]   the lanes to run (default: all three, in that order)
 # CI (.ci/run) runs the lanes tests and builds after the quick command. The matrix lane runs on
 # the GPU machine with the rest of the suite (scripts/gpu_machine.sh, the gate every change to
 # kernels, the native module, the custom op, threading or numerics passes before it is
-# resolved) and here on demand: on CI's 2-core lavapipe machine its 652 cases take 17 minutes
-# in two processes (2026-12-02, docs/ci.md), which with the rest would put CI past the
-# 40 minutes it keeps to.
+# resolved) and here on demand: on the 2-core lavapipe machine its 653 cases took 17 minutes
+# in two processes before the pipeline table, 281 s after it (2026-12-02, docs/ci.md); with
+# CI at 32 minutes that would leave it about 3 minutes under the 40 it keeps to, too little
+# for a machine whose times move by more.
 # The lanes share nothing they write (the builds lane builds in build/dist, build/cpp-*,
 # build/fuzz*; the others read .venv and write build/ort-oldest), so they can run at once on a
 # machine with cores to spare. One after the other here: on the 2-core machine side by side
