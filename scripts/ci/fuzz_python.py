@@ -96,19 +96,10 @@ def seeds() -> list:
     return out
 
 
-def _graphs(graph):
-    """graph and every subgraph in it (If/Loop/Scan bodies), depth first."""
-    yield graph
-    for node in graph.node:
-        for a in node.attribute:
-            if a.type == a.GRAPH:
-                yield from _graphs(a.g)
-            for g in a.graphs:
-                yield from _graphs(g)
-
-
 def _recurrent(model):
-    return [(g, n) for g in _graphs(model.graph) for n in g.node if n.op_type in ("LSTM", "GRU", "RNN")]
+    from ortops.ort.subgraphs import all_graphs
+
+    return [(g, n) for g in all_graphs(model.graph) for n in g.node if n.op_type in ("LSTM", "GRU", "RNN")]
 
 
 def _set_attr(node, attr):
@@ -124,9 +115,11 @@ def _structural(rng: random.Random, model) -> str:
     import onnx
     from onnx import TensorProto, helper
 
+    from ortops.ort.subgraphs import all_graphs
+
     rec = _recurrent(model)
     graph, node = rng.choice(rec) if rec else (model.graph, model.graph.node[0])
-    inits = {t.name: t for g in _graphs(model.graph) for t in g.initializer}
+    inits = {t.name: t for g in all_graphs(model.graph) for t in g.initializer}
     kind = rng.randrange(18)
     if kind == 0:   # an attribute of the wrong type
         name = rng.choice(("hidden_size", "direction", "layout", "activations", "activation_alpha", "clip",

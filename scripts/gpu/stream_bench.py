@@ -176,24 +176,22 @@ def profiled_nodes(sess_factory, sig: np.ndarray, sr: int, tmp: str, tag: str) -
     path = inner.end_profiling()
     with open(path) as f:
         events = json.load(f)
-    runs = [e["dur"] for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
+    # A run's node events are written as each node ends, its model_run event when the run ends:
+    # the nodes since the last model_run are that run's.
+    runs: list[float] = []
     nodes: dict[str, list[float]] = {}
-    per_run: list[dict[str, float]] = []
+    current: dict[str, float] = {}
     for e in events:
         if e.get("cat") == "Session" and e.get("name") == "model_run":
-            per_run.append({})
-        elif e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time") and per_run:
+            runs.append(e["dur"])
+            for key, dur in current.items():
+                nodes.setdefault(key, []).append(dur)
+            current = {}
+        elif e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
             args = e.get("args", {})
-            if args.get("op_name") == "If":
-                continue
-            key = args.get("provider", "?")
-            per_run[-1][key] = per_run[-1].get(key, 0.0) + e["dur"]
-    # model_run's event is written when the run ends, after its nodes': each node belongs to the
-    # next model_run event. Shift by one accordingly.
-    per_run = per_run[1:] + [{}]
-    for run in per_run[:len(runs)]:
-        for key, dur in run.items():
-            nodes.setdefault(key, []).append(dur)
+            if args.get("op_name") != "If":
+                key = args.get("provider", "?")
+                current[key] = current.get(key, 0.0) + e["dur"]
     return {"frames": int(ns.size), "wall_us": float(np.median(ns / 1e3)),
             "model_run_us": float(np.median(runs)) if runs else None,
             "nodes_us": {k: float(np.median(v)) for k, v in sorted(nodes.items())}}
@@ -207,18 +205,14 @@ def layer_split(model: str, runs: int = 500) -> dict | None:
     from onnx import numpy_helper
 
     import ortops
+    from ortops.ort.subgraphs import all_graphs
 
-    m = onnx.load(model)
-    graphs, lstms, weights_ih = [m.graph], [], []
-    while graphs:   # every graph of the model, If/Loop bodies included
-        g = graphs.pop()
-        for n in g.node:
-            lstms += [n] if n.op_type == "LSTM" else []
-            # silero's weights reach the LSTM through exporter chains (Constant -> Unsqueeze ...):
-            # the shape of its input weights, [4 * hidden, input], is on the Constant.
-            if n.op_type == "Constant" and n.output[0].endswith("weight_ih"):
-                weights_ih += [numpy_helper.to_array(a.t).shape for a in n.attribute if a.name == "value"]
-            graphs += [a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    nodes = [n for g in all_graphs(onnx.load(model).graph) for n in g.node]   # If bodies included
+    lstms = [n for n in nodes if n.op_type == "LSTM"]
+    # silero's weights reach the LSTM through exporter chains (Constant -> Unsqueeze ...): the
+    # shape of its input weights, [4 * hidden, input], is on the Constant.
+    weights_ih = [numpy_helper.to_array(a.t).shape for n in nodes
+                  if n.op_type == "Constant" and n.output[0].endswith("weight_ih") for a in n.attribute if a.name == "value"]
     if not lstms:
         return None
     hidden = next(a.i for a in lstms[0].attribute if a.name == "hidden_size")

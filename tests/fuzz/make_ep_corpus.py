@@ -20,6 +20,8 @@ import struct
 import onnx
 from onnx import AttributeProto, shape_inference
 
+from ortops.ort.subgraphs import all_graphs
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 OUT = HERE / "corpus" / "ep_node"
@@ -73,23 +75,13 @@ def encode(op: str, name: str | bytes, version: int, inputs: list, outputs: list
     return out + bytes([MODES[mode]]) + struct.pack("<I", max_storage) + bytes([1 if uuid else 0])
 
 
-def _graphs(g):
-    yield g
-    for n in g.node:
-        for a in n.attribute:
-            if a.type == AttributeProto.GRAPH:
-                yield from _graphs(a.g)
-            for sg in a.graphs:
-                yield from _graphs(sg)
-
-
 def _types(model) -> dict:
     try:
         inferred = shape_inference.infer_shapes(model, strict_mode=False)
     except Exception:
         inferred = model
     types = {}
-    for g in _graphs(inferred.graph):
+    for g in all_graphs(inferred.graph):
         for vi in list(g.input) + list(g.output) + list(g.value_info):
             tt = vi.type.tensor_type
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim] if tt.HasField("shape") else None
@@ -111,7 +103,7 @@ def nodes() -> dict[str, dict]:
         model = onnx.load(str(path))
         opset = next(i.version for i in model.opset_import if i.domain in ("", "ai.onnx"))
         types = _types(model)
-        for g in _graphs(model.graph):
+        for g in all_graphs(model.graph):
             for k, n in enumerate(g.node):
                 if n.op_type not in RECURRENT or n.domain not in ("", "ai.onnx"):
                     continue
