@@ -2,6 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // The class walk is written out (CLASS below) so that the pending subtrees stay in registers.
 #extension GL_EXT_control_flow_attributes : enable
+// LANES: a lane's loads of h reach the other lanes by subgroupBroadcast.
+#extension GL_KHR_shader_subgroup_ballot : require
 // Pass 3 as one dispatch: every time step of a layer run (issue 32; docs/design.md, "Passes").
 // A workgroup owns one direction and NB batch rows and walks all the steps, with a workgroup
 // barrier between steps (two for a GRU with linear_before_reset = 0: the candidate's product
@@ -46,6 +48,21 @@ layout(constant_id = 42) const uint NI = 1;        // positions per class: ceil(
 // 1: a thread per unit (NB = 1, THREADS = HIDDEN) holds its unit's rows of R in a private
 // array for the whole run (CPU devices: see R_REGS below); 0: R is read from RB every step.
 layout(constant_id = 43) const uint R_REGS = 0;
+// With R_REGS, the device's subgroup size (lavapipe: 8 with AVX2), or 0. Each step, lane j of a
+// subgroup loads the quads j, j + LANES, ... of the batch row's h and subgroupBroadcast hands
+// each quad to every lane, where every lane loaded every quad: on lavapipe (Mesa 22.3) a
+// shared-memory load inside the step loop is a loop over the 8 lanes that inserts each
+// lane's words into a vector through the stack (a store-to-load stall per word), so the row's
+// words cost LANES times fewer such inserts; a broadcast is an extract and a splat in
+// registers. THREADS is then the hidden size rounded up to LANES, and every thread forms a
+// product (threads past the hidden size that of the last unit, stored nowhere), so that
+// every lane of a subgroup is active at each broadcast.
+layout(constant_id = 44) const uint LANES = 0;
+// With LANES, the units a thread owns (units t, t + THREADS, ...): each broadcast quad of h then
+// feeds UPT units' multiply-adds, and a workgroup has UPT times fewer subgroups, each of which
+// loads and broadcasts the whole row every step (on lavapipe a broadcast inside the step loop
+// is itself a loop over the lanes, the cost that UPT divides).
+layout(constant_id = 45) const uint UPT = 1;
 
 // RB as 16-byte reads: an LSTM's four gates of a unit at a position (float32 words, and exact
 // mode's float32 copy in both precisions) or 8-byte reads of four halves.
@@ -97,7 +114,32 @@ void putH(uint word, uint bits)
 // multiply-add, while a private array indexed by constants only (the loops below unroll) lives
 // in LLVM registers or in vector spill slots, one 8-wide load per 8 multiply-adds. R is loaded
 // once per run instead of once per step. Not for GPUs: a thread holds gates x KP floats.
-float rr[R_REGS != 0u ? GATES * KP : 1u];
+// With LANES, UPT units' rows, [unit][gate][position].
+const bool BROADCAST = R_REGS != 0u && LANES != 0u;
+const uint UR = BROADCAST ? UPT : 1u;
+float rr[R_REGS != 0u ? UR * GATES * KP : 1u];
+
+// LANES: the lane's quads of the row being multiplied, hq[m] = the row's quad m * LANES + lane.
+const uint HQ = BROADCAST ? ROW / (4u * LANES) : 1u;
+uvec4 hq[HQ];
+
+// Fills hq from the row at shared word `at` (a multiple of 4).
+void loadRow(uint at)
+{
+    uint lane = gl_SubgroupInvocationID;
+    [[unroll]] for (uint m = 0u; m < HQ; m++) hq[m] = hs[(at >> 2u) + m * LANES + lane];
+}
+
+// The quad of h at word w of the row being multiplied (w a multiple of 4): from hs at hAt + w,
+// or with LANES from the lane that loaded it.
+uvec4 hQuad(uint hAt, uint w)
+{
+    if (BROADCAST) {
+        uint quad = w >> 2u;
+        return subgroupBroadcast(hq[quad / LANES], quad % LANES);
+    }
+    return hs[(hAt + w) >> 2u];
+}
 
 // Gates `first` .. first + count - 1 of a unit at RB element index i (i at gate 0 of the unit).
 vec4 loadGates(uint i, uint first, uint count)
@@ -116,12 +158,12 @@ vec4 loadGates(uint i, uint first, uint count)
     return r;
 }
 
-// The same gates from rr at position p.
-vec4 regGates(uint p, uint first, uint count)
+// The same gates of the thread's unit uu from rr at position p.
+vec4 regGates(uint uu, uint p, uint first, uint count)
 {
     vec4 r = vec4(0.0);
     [[unroll]] for (uint g = 0u; g < 4u; g++)
-        if (g < count) r[g] = rr[(R_REGS != 0u ? first + g : 0u) * KP + p];
+        if (g < count) r[g] = rr[(R_REGS != 0u ? uu * GATES + first + g : 0u) * KP + p];
     return r;
 }
 
@@ -133,11 +175,11 @@ vec4 regGates(uint p, uint first, uint count)
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0); \
     [[unroll]] for (uint q = 0u; q < NIP; q += 4u) { \
         if (q < n) { \
-            uvec4 h4 = hs[(hAt + POS * NIP + q) >> 2u]; \
+            uvec4 h4 = hQuad(hAt, POS * NIP + q); \
             [[unroll]] for (uint c = 0u; c < 4u; c++) { \
                 const uint i = q + c; \
                 if (i < n) { \
-                    vec4 w = R_REGS != 0u ? regGates(POS * NI + i, first, count) \
+                    vec4 w = R_REGS != 0u ? regGates(0u, POS * NI + i, first, count) \
                                           : loadGates(rAt + (POS * NI + i) * HIDDEN * GATES, first, count); \
                     float h = HVAL(h4[c]); \
                     [[unroll]] for (uint g = 0u; g < 4u; g++) \
@@ -154,6 +196,47 @@ vec4 regGates(uint p, uint first, uint count)
         } \
 }
 
+// CLASS for the thread's UR units at once (LANES): each quad of h is broadcast once and feeds
+// every unit's sums; each unit's sums are CLASS's, term for term.
+#define CLASS_U(POS, LEVEL) { \
+    const uint l = bitfieldReverse(POS) >> 27u; \
+    const uint n = HIDDEN % 32u == 0u ? NI : (l < HIDDEN ? (HIDDEN - 1u - l) / 32u + 1u : 0u); \
+    float acc[UR][4]; \
+    [[unroll]] for (uint uu = 0u; uu < UR; uu++) \
+        [[unroll]] for (uint g = 0u; g < 4u; g++) acc[uu][g] = 0.0; \
+    [[unroll]] for (uint q = 0u; q < NIP; q += 4u) { \
+        if (q < n) { \
+            uvec4 h4 = hQuad(0u, POS * NIP + q); \
+            [[unroll]] for (uint c = 0u; c < 4u; c++) { \
+                const uint i = q + c; \
+                if (i < n) { \
+                    float h = HVAL(h4[c]); \
+                    [[unroll]] for (uint uu = 0u; uu < UR; uu++) { \
+                        vec4 w = regGates(uu, POS * NI + i, first, count); \
+                        [[unroll]] for (uint g = 0u; g < 4u; g++) \
+                            if (g < count) acc[uu][g] = ADD(acc[uu][g], MUL(w[g], h)); \
+                    } \
+                } \
+            } \
+        } \
+    } \
+    [[unroll]] for (uint uu = 0u; uu < UR; uu++) \
+        [[unroll]] for (uint g = 0u; g < 4u; g++) \
+            if (g < count) { \
+                float v = acc[uu][g]; \
+                [[unroll]] for (uint lv = 0u; lv < LEVEL; lv++) v = ADD(pending[uu][lv][g], v); \
+                pending[uu][LEVEL][g] = v; \
+            } \
+}
+
+// The tree's walk: class positions 0 .. 31, each joined at its level (the trailing ones of its
+// position).
+#define CLASS_WALK(C) \
+    C(0u, 0u) C(1u, 1u) C(2u, 0u) C(3u, 2u) C(4u, 0u) C(5u, 1u) C(6u, 0u) C(7u, 3u) \
+    C(8u, 0u) C(9u, 1u) C(10u, 0u) C(11u, 2u) C(12u, 0u) C(13u, 1u) C(14u, 0u) C(15u, 4u) \
+    C(16u, 0u) C(17u, 1u) C(18u, 0u) C(19u, 2u) C(20u, 0u) C(21u, 1u) C(22u, 0u) C(23u, 3u) \
+    C(24u, 0u) C(25u, 1u) C(26u, 0u) C(27u, 2u) C(28u, 0u) C(29u, 1u) C(30u, 0u) C(31u, 5u)
+
 // The pass's gates of R (unit u of direction d) times the state at shared word hAt: pass 0
 // every gate, pass 1 a GRU's z and r, pass 2 its candidate (gate 2).
 vec4 product(uint pass, uint d, uint u, uint hAt)
@@ -162,48 +245,45 @@ vec4 product(uint pass, uint d, uint u, uint hAt)
     uint count = pass == 1u ? 2u : (pass == 2u ? 1u : GATES);
     uint rAt = (d * KP * HIDDEN + u) * GATES;
     float pending[6][4];
-    CLASS(0u, 0u)
-    CLASS(1u, 1u)
-    CLASS(2u, 0u)
-    CLASS(3u, 2u)
-    CLASS(4u, 0u)
-    CLASS(5u, 1u)
-    CLASS(6u, 0u)
-    CLASS(7u, 3u)
-    CLASS(8u, 0u)
-    CLASS(9u, 1u)
-    CLASS(10u, 0u)
-    CLASS(11u, 2u)
-    CLASS(12u, 0u)
-    CLASS(13u, 1u)
-    CLASS(14u, 0u)
-    CLASS(15u, 4u)
-    CLASS(16u, 0u)
-    CLASS(17u, 1u)
-    CLASS(18u, 0u)
-    CLASS(19u, 2u)
-    CLASS(20u, 0u)
-    CLASS(21u, 1u)
-    CLASS(22u, 0u)
-    CLASS(23u, 3u)
-    CLASS(24u, 0u)
-    CLASS(25u, 1u)
-    CLASS(26u, 0u)
-    CLASS(27u, 2u)
-    CLASS(28u, 0u)
-    CLASS(29u, 1u)
-    CLASS(30u, 0u)
-    CLASS(31u, 5u)
+    CLASS_WALK(CLASS)
     vec4 rec = vec4(0.0);
     [[unroll]] for (uint g = 0u; g < 4u; g++)
         if (g < count) rec[g] = pending[5][g];
     return rec;
 }
 
+// product() for the thread's UR units (LANES; h from the lanes' hq).
+void productUnits(uint pass, out vec4 rec[UR])
+{
+    uint first = pass == 2u ? 2u : 0u;
+    uint count = pass == 1u ? 2u : (pass == 2u ? 1u : GATES);
+    float pending[UR][6][4];
+    CLASS_WALK(CLASS_U)
+    [[unroll]] for (uint uu = 0u; uu < UR; uu++) {
+        rec[uu] = vec4(0.0);
+        [[unroll]] for (uint g = 0u; g < 4u; g++)
+            if (g < count) rec[uu][g] = pending[uu][5][g];
+    }
+}
+
 // One pass of step s over the thread's cells: the product with the state in plane `from`,
 // the cell update, and what the next product takes into plane `to`.
 void walkCells(uint pass, uint d, uint b0, uint s, uint from, uint to)
 {
+    if (BROADCAST) {
+        // NB = 1, UPT units a thread; every thread active through the product (see LANES).
+        loadRow(from * PLANE_WORDS);
+        vec4 rec[UR];
+        productUnits(pass, rec);
+        [[unroll]] for (uint uu = 0u; uu < UR; uu++) {
+            uint u = gl_LocalInvocationID.x + uu * THREADS;
+            if (u < HIDDEN) {
+                float next = updateCellIn(pass, d, u, b0, s, rec[uu]);
+                putH(to * PLANE_WORDS + hPosition(u), floatBitsToUint(next));
+            }
+        }
+        return;
+    }
     for (uint c = gl_LocalInvocationID.x; c < NB * HIDDEN; c += THREADS) {
         uint u = c % HIDDEN, j = c / HIDDEN;
         // NB = 1: j is 0 for every thread, so the h reads are uniform (constant-folded here).
@@ -222,10 +302,12 @@ void main()
     if (R_REGS != 0u) {
         // The unit's rows, read as step_batched.comp reads them (positions past the hidden size
         // hold 0 in RB and are never used).
-        uint u = min(gl_LocalInvocationID.x, HIDDEN - 1u);
-        [[dont_unroll]] for (uint p = 0u; p < KP; p++) {
-            vec4 w = loadGates(((d * KP + p) * HIDDEN + u) * GATES, 0u, GATES);
-            [[unroll]] for (uint g = 0u; g < GATES; g++) rr[g * KP + p] = w[g];
+        [[unroll]] for (uint uu = 0u; uu < UR; uu++) {
+            uint u = min(gl_LocalInvocationID.x + uu * THREADS, HIDDEN - 1u);
+            [[dont_unroll]] for (uint p = 0u; p < KP; p++) {
+                vec4 w = loadGates(((d * KP + p) * HIDDEN + u) * GATES, 0u, GATES);
+                [[unroll]] for (uint g = 0u; g < GATES; g++) rr[(uu * GATES + g) * KP + p] = w[g];
+            }
         }
     }
     // h of step 0 (state slot 0, from state_init) into plane 0.

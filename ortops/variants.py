@@ -65,8 +65,12 @@ COOPMAT_BLOCKS: int | None = None
 #                   SEQUENCE_STEPS in variants.hpp, or the environment's ORTOPS_SEQUENCE_STEPS
 #                   = 0 / 1 where set), False never, True wherever its state fits shared memory
 #   SEQUENCE_ROWS   batch rows a workgroup; None: one
+#   SEQUENCE_BROADCAST  with R in registers (CPU devices), h shared by subgroup broadcast: None
+#                   the rule (wherever the subgroup size allows), or a bool
 SEQUENCE_STEPS: bool | str = TABLE
 SEQUENCE_ROWS: int | None = None
+SEQUENCE_BROADCAST: bool | None = None
+SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); None: the native rule
 
 # The CPU projection (glsl/input_projection_cpu.comp: a column of Xw an invocation, W's row in
 # registers, every row walked; the tiled projection's bits):
@@ -96,7 +100,7 @@ def tunables() -> tuple:
     :func:`settings` only when they changed)."""
     return (BATCHED_FROM, _by_dtype(BATCHED_UPT), _by_dtype(BATCHED_BY), BATCHED_PREFETCH, BATCHED_KSPLIT,
             _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS,
-            CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, CPU_PROJECTION_COLUMNS)
+            SEQUENCE_BROADCAST, SEQUENCE_UNITS, CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, CPU_PROJECTION_COLUMNS)
 
 
 def settings():
@@ -135,6 +139,8 @@ def settings():
     s.sequence_steps = (_native_tables()["sequence_steps_table"] if SEQUENCE_STEPS == TABLE
                         else int(SEQUENCE_STEPS))
     s.sequence_rows = _field(SEQUENCE_ROWS)
+    s.sequence_broadcast = _field(None if SEQUENCE_BROADCAST is None else 1 + bool(SEQUENCE_BROADCAST))
+    s.sequence_units = _field(SEQUENCE_UNITS)
     if CPU_PROJECTION not in (TABLE, True, False):
         raise ValueError(f"ortops.variants.CPU_PROJECTION must be True, False or ortops.variants.TABLE, got "
                          f"{CPU_PROJECTION!r}")

@@ -21,7 +21,8 @@ import numpy as np
 import ortops
 from ortops import variants
 
-# name -> (CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, SEQUENCE_STEPS[, COLUMNS])
+# name -> (CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, SEQUENCE_STEPS[, COLUMNS[,
+# SEQUENCE_BROADCAST]])
 CONFIGS = {
     "tiled": (False, None, None, True),
     "cpu": (True, None, None, True),
@@ -35,6 +36,7 @@ CONFIGS = {
     "cpu-c2": (True, None, None, True, 2),
     "cpu-c4": (True, None, None, True, 4),
     "cpu-r4-c4": (True, 4, None, True, 4),
+    "cpu-nobc": (True, None, None, True, None, False),   # the steps' h read by every lane
 }
 RECOGNIZER = ((80, 1, 256, 256), (80, 1, 512, 256))
 
@@ -49,7 +51,7 @@ def measure(shape, config, repeat):
     X = rng.standard_normal((seq, batch, inp)).astype(np.float32)
     (variants.CPU_PROJECTION, variants.CPU_PROJECTION_ROWS, variants.CPU_PROJECTION_W_REGS,
      variants.SEQUENCE_STEPS) = CONFIGS[config][:4]
-    variants.CPU_PROJECTION_COLUMNS = (CONFIGS[config] + (None,))[4]
+    variants.CPU_PROJECTION_COLUMNS, variants.SEQUENCE_BROADCAST = (CONFIGS[config] + (None, None))[4:6]
     layer = ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
     t0 = time.perf_counter()
     out = layer(X)

@@ -11,13 +11,18 @@ namespace ortops {
 
 namespace {
 
-// Xw rows a walk over the input: each W value read feeds this many multiply-adds (8 and 16
-// measured alike at 80x1x256, docs/perf.md "CPU Vulkan"; 16 compiles twice as long).
-constexpr uint32_t CPU_PROJECTION_ROWS = 8;
-// Columns an invocation: each broadcast X value feeds this many sums. 80x1x256 (same process,
-// loaded machine): projection 356-513 ms at 1 column, 238 at 2, 180-191 at 4 (8 rows; 304 at
-// 4 rows x 4); the first call (its compile) 13-14 s at 1, 14-25 s at 4.
-constexpr uint32_t CPU_PROJECTION_COLUMNS = 4;
+// Xw rows a walk over the input (each W value read feeds this many multiply-adds) and columns
+// an invocation (each broadcast X value feeds this many sums). Both loads cost far more than
+// the multiply-adds they feed on lavapipe: a W load is a loop over the lanes, and a broadcast
+// inside the row loop is one too (Mesa 22.3 looks for an active lane first). 80x1, hidden 256,
+// bidirectional, on the idle machine (2026-12-02 22:22-22:24 UTC, same process, same bits;
+// docs/perf.md "CPU Vulkan: the loads"): input 256 27.3 ms at 8 rows x 4 columns, 25.7 at
+// 16 x 4, 29.9 at 8 x 8, 15.0 at 16 x 8, 13.5 at 20 x 8, 14.7 at 16 x 16, 16.0 at 40 x 4;
+// input 512 58.4 at 8 x 4, 29.1-31.1 at 16 x 8. First calls (the compile, with the steps')
+// 3-6 s at 16 x 8, 7-8 s at 20 x 8, 15-21 s at 16 x 16 or 40 x 4. (Under load, at 1 column,
+// 8 and 16 rows had measured alike.)
+constexpr uint32_t CPU_PROJECTION_ROWS = 16;
+constexpr uint32_t CPU_PROJECTION_COLUMNS = 8;
 // Invocations a workgroup: 8 lanes x 8 (lavapipe runs a workgroup on one core; 1024 columns of a
 // direction make 16 workgroups, enough to share 2 cores).
 constexpr uint32_t CPU_PROJECTION_THREADS = 64;
@@ -62,11 +67,11 @@ cpuProjection(bool cpu, uint32_t subgroupSize, const VariantSettings& s)
 CpuProjection
 cpuProjectionVariant(uint32_t input, const VariantSettings& s)
 {
-    uint32_t rows = s.cpuProjectionRows != BATCHED_TABLE ? std::max<uint32_t>(1, std::min<uint32_t>(s.cpuProjectionRows, 16))
+    uint32_t rows = s.cpuProjectionRows != BATCHED_TABLE ? std::max<uint32_t>(1, std::min<uint32_t>(s.cpuProjectionRows, 64))
                                                           : CPU_PROJECTION_ROWS;
     bool wRegs = s.cpuProjectionWRegs != BATCHED_TABLE ? s.cpuProjectionWRegs == 2
                                                         : input <= CPU_PROJECTION_W_REGS_MAX;
-    uint32_t columns = s.cpuProjectionColumns != BATCHED_TABLE ? std::min<uint32_t>(s.cpuProjectionColumns, 8)
+    uint32_t columns = s.cpuProjectionColumns != BATCHED_TABLE ? std::min<uint32_t>(s.cpuProjectionColumns, 16)
                                                                 : CPU_PROJECTION_COLUMNS;
     return { rows, CPU_PROJECTION_THREADS, wRegs, wRegs ? 1 : columns };
 }

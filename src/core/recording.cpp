@@ -323,12 +323,14 @@ struct Recording
     Pass sequencePass(const Constants& common)
     {
         SequenceVariant v = sequenceVariant(s.hidden, key.batch, s.gruTwoPass(), L.device.type == "cpu",
-                                            L.device.maxWorkgroupInvocations, settings.variants);
+                                            L.device.maxWorkgroupInvocations, settings.variants,
+                                            L.device.subgroupSize);
         std::array<uint64_t, 3> groups{ ceilDiv(key.batch, v.nb), s.dirs, 1 };
         limits.checkGroups("the whole-sequence step pass", groups);
         auto p = program("step_sequence", { xw, weight("RB"), weight("B"), weight("P"), lensB, st }, 1,
                          join(common, { { "THREADS", v.threads }, { "NB", v.nb }, { "NI", classesLength(s.hidden) },
-                                        { "R_REGS", v.rRegs } }));
+                                        { "R_REGS", v.rRegs }, { "LANES", v.lanes },
+                                        { "UPT", v.units } }));
         return { p, groups };
     }
 

@@ -43,7 +43,7 @@ tableChooses(uint32_t hidden, uint32_t batch, bool cpu)
 
 SequenceVariant
 sequenceVariant(uint32_t hidden, uint32_t batch, bool gruTwoPass, bool cpu, uint32_t maxInvocations,
-                const VariantSettings& s)
+                const VariantSettings& s, uint32_t subgroupSize)
 {
     uint32_t nb = std::max<uint32_t>(1, std::min(s.sequenceRows != BATCHED_TABLE ? s.sequenceRows : 1, batch));
     uint64_t cells = static_cast<uint64_t>(nb) * hidden;
@@ -54,7 +54,17 @@ sequenceVariant(uint32_t hidden, uint32_t batch, bool gruTwoPass, bool cpu, uint
     uint64_t shared = (gruTwoPass ? 3 : 2) * nb * row * 4;
     uint32_t sharedBytes = static_cast<uint32_t>(std::min<uint64_t>(shared, 0xFFFFFFFFu));
     if (cpu && nb == 1 && hidden <= std::min<uint64_t>(SEQUENCE_R_REGS_MAX, most)) {
-        return { nb, hidden, sharedBytes, true };   // a thread a unit, R in its private array
+        // A thread a unit, R in its private array; h by broadcast where every subgroup can be
+        // whole (a power of two from 4 to 32 lanes that divides a row's quads, and the rounded
+        // threads within the device's limit).
+        bool pow2 = subgroupSize >= 4 && subgroupSize <= 32 && (subgroupSize & (subgroupSize - 1)) == 0;
+        uint32_t units = s.sequenceUnits != BATCHED_TABLE ? std::clamp<uint32_t>(s.sequenceUnits, 1, 8)
+                                                          : SEQUENCE_CPU_UNITS;
+        uint64_t rounded = pow2 ? subgroupSize * ceilDiv(ceilDiv(hidden, units), subgroupSize) : 0;
+        if (pow2 && rounded <= most && s.sequenceBroadcast != 1) {
+            return { nb, static_cast<uint32_t>(rounded), sharedBytes, true, subgroupSize, units };
+        }
+        return { nb, hidden, sharedBytes, true };
     }
     // A thread a cell, in whole 32-lane rows (a GPU's warp), up to the device's (and 1024).
     uint32_t threads = static_cast<uint32_t>(std::min<uint64_t>(32 * ceilDiv(cells, 32), most));

@@ -256,6 +256,11 @@ inline constexpr SequenceRule SEQUENCE_STEPS[] = {
 // The largest hidden size whose rows of R a thread holds (R_REGS: gates x hidden floats a
 // thread; lavapipe's JIT unrolls the product fully, 32 K multiply-adds a step at 4 x 1024).
 inline constexpr uint32_t SEQUENCE_R_REGS_MAX = 1024;
+// With R in registers on a CPU device, the units a thread owns (glsl/step_sequence.comp's UPT).
+// Lavapipe, idle, 80x1x256 bidirectional LSTM, steps' GPU ms (2026-12-02 22:24 UTC, same
+// process, same bits): h read by every lane 60-63; broadcast, 1 unit a thread 27.6, 2 units
+// 17.0-17.1, 4 units 15.0. The first call (the compile) 3.0 s, 4.8 s and 11.8 s.
+inline constexpr uint32_t SEQUENCE_CPU_UNITS = 2;
 // VariantSettings::sequenceSteps: SEQUENCE_STEPS_TABLE (the rules above, or the environment's
 // ORTOPS_SEQUENCE_STEPS=0/1 where set), 0 never, 1 wherever it fits (shared memory, threads).
 inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
@@ -292,16 +297,21 @@ struct VariantSettings;
 // owns cells u + hidden * j, j < nb, strided by threads), `sharedBytes` of h planes, and
 // `rRegs`: each thread holds its unit's rows of R in a private array (glsl/step_sequence.comp's
 // R_REGS; CPU devices, one batch row and one unit a thread, hidden up to SEQUENCE_R_REGS_MAX).
+// `lanes`: with rRegs, the subgroup size whose lanes share h by broadcast (the shader's LANES;
+// threads then the hidden size rounded up to it), or 0.
 struct SequenceVariant
 {
     uint32_t nb, threads, sharedBytes;
     bool rRegs;
+    uint32_t lanes = 0;
+    uint32_t units = 1;   // with lanes: units a thread (the shader's UPT)
 };
 // The split for a layer of this hidden size at this batch (nb: the settings' sequenceRows or 1)
-// on a device of this class within its limits (maxInvocations threads a workgroup).
+// on a device of this class within its limits (maxInvocations threads a workgroup), whose
+// subgroups have subgroupSize lanes (0: unknown, no broadcast).
 SequenceVariant
 sequenceVariant(uint32_t hidden, uint32_t batch, bool gruTwoPass, bool cpu, uint32_t maxInvocations,
-                const VariantSettings& s);
+                const VariantSettings& s, uint32_t subgroupSize = 0);
 // Whether a layer runs the whole-sequence kernel on a device of this class (`cpu`) whose
 // workgroups have maxShared bytes of shared memory and maxInvocations threads: the settings,
 // else ORTOPS_SEQUENCE_STEPS, else the table; never where its h planes do not fit.
@@ -338,6 +348,10 @@ struct VariantSettings
     // never; 1 wherever it fits), with this many batch rows a workgroup (0: one).
     uint32_t sequenceSteps = SEQUENCE_STEPS_TABLE;
     uint32_t sequenceRows = BATCHED_TABLE;
+    // With R in registers, h shared by subgroup broadcast (0: where the subgroup size allows;
+    // 1 never; 2 the same as 0, named for symmetry with cpuProjectionWRegs).
+    uint32_t sequenceBroadcast = BATCHED_TABLE;
+    uint32_t sequenceUnits = BATCHED_TABLE;   // with the broadcast, units a thread (0: the rule's)
     // The CPU projection (above): whether (CPU_PROJECTION_TABLE: CPU devices; 0 never; 1
     // always), with this many Xw rows a walk (0: the rule's) and W in registers (0: the
     // rule's, 1 never, 2 always).
