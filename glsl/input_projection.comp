@@ -26,6 +26,17 @@
 // - the next slice's loads are issued into registers before this slice's multiply-adds, as
 //   glsl/input_projection_coopmat.comp does, so their latency hides behind them; and Xw rows
 //   are stored four outputs at a time where they are 16-byte aligned.
+//
+// Two switches for measuring float32 at large sizes (issue 32, item 5; VariantSettings
+// projectionKt / projectionStages, ORTOPS_PROJECTION_KT / ORTOPS_PROJECTION_STAGES; both off by
+// default), neither changing any output's sum (increasing k from +0, the same terms):
+// - KT = 32: 32 k a staged slice instead of 16 (half the barriers and staging rounds per k, a
+//   longer run of multiply-adds between them). The host uses it only where K % 32 == 0, so no
+//   slice pads past K where the 16-wide one would not (a padded +0 term turns a -0 sum into +0);
+// - STAGES = 2: two slices in shared memory, the next one staged while this one is read, one
+//   barrier a slice instead of two.
+// Either needs 2 * TILE * KT * STAGES * 4 bytes of shared memory (32 KiB for one of them at the
+// 128 x 128 tile, 64 KiB for both); the host turns a switch off where the device has less.
 #include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 16) in;
@@ -37,6 +48,8 @@ layout(constant_id = 3) const uint BATCH = 1;
 layout(constant_id = 4) const uint LAYOUT = 0;  // 1: X is [batch, seq, input]
 layout(constant_id = 5) const uint XW_OFFSET = 0; // in floats, inside the Xw binding
 layout(constant_id = 6) const uint TPT = 4;       // outputs per thread in each dimension
+layout(constant_id = 7) const uint KT = 16;       // k a staged slice (16; 32 where K % 32 == 0)
+layout(constant_id = 8) const uint STAGES = 1;    // staged slices in shared memory (1 or 2)
 
 // Each operand bound as words (any K, the edges) and as 4 elements at once (K % 4 == 0:
 // 16 bytes of float32, 8 of float16).
@@ -55,14 +68,14 @@ layout(std430, binding = 2) writeonly buffer XwBuf4 { uvec4 Xw4[]; };
 layout(push_constant) uniform Push { uint rows; uint tile0; } pc;
 
 const uint TILE = 16u * TPT;
-const uint KT = 16u;
 const uint QUADS = TILE * KT / 4u / 256u;   // four-k groups a thread stages per operand a slice
 const uint TQ = TPT / 4u;                   // a thread's groups of four rows (and columns)
 const bool WIDE = K % 4u == 0u;             // rows of X and W start at multiples of 4 elements
 const bool DIRECT = N % 4u == 0u && XW_OFFSET % 4u == 0u;   // Xw rows 16-byte aligned
-// Staged slices [k][row of the tile], read four rows at a time.
-shared vec4 As[KT * TILE / 4u];
-shared vec4 Bs[KT * TILE / 4u];
+const uint SLICE = KT * TILE / 4u;          // vec4s of one staged slice of one operand
+// Staged slices [stage][k][row of the tile], read four rows at a time.
+shared vec4 As[STAGES * SLICE];
+shared vec4 Bs[STAGES * SLICE];
 
 uint xRow(uint m)
 {
@@ -140,6 +153,19 @@ vec4 quadW(uint d, uint n, uint k)
     return v;
 }
 
+// This thread's staged groups (xa, wb) into stage STAGE_ of the shared slices (a macro: the
+// groups are arrays of a specialization-constant size).
+#define STAGE_SLICE(STAGE_)                                                        \
+    [[unroll]] for (uint l = 0u; l < QUADS; l++) {                                 \
+        uint g = tid + 256u * l;                                                   \
+        uint r = g % TILE, q = g / TILE;                                           \
+        [[unroll]] for (uint j = 0u; j < 4u; j++) {                                \
+            uint at = (4u * q + j) * TILE + r;                                     \
+            As[(STAGE_) * SLICE + (at >> 2u)][at & 3u] = xa[l][j];                 \
+            Bs[(STAGE_) * SLICE + (at >> 2u)][at & 3u] = wb[l][j];                 \
+        }                                                                          \
+    }
+
 void main()
 {
     uint d = gl_WorkGroupID.z;
@@ -162,18 +188,17 @@ void main()
         xa[l] = quadX(m0 + g % TILE, 4u * (g / TILE));
         wb[l] = quadW(d, n0 + g % TILE, 4u * (g / TILE));
     }
-    for (uint k0 = 0u; k0 < K; k0 += KT) {
-        barrier();   // the previous slice's values are read
-        [[unroll]] for (uint l = 0u; l < QUADS; l++) {
-            uint g = tid + 256u * l;
-            uint r = g % TILE, q = g / TILE;
-            [[unroll]] for (uint j = 0u; j < 4u; j++) {
-                uint at = (4u * q + j) * TILE + r;
-                As[at >> 2u][at & 3u] = xa[l][j];
-                Bs[at >> 2u][at & 3u] = wb[l][j];
-            }
-        }
+    uint stage = 0u;   // the stage this slice is read from (STAGES = 2 alternates)
+    if (STAGES == 2u) {
+        STAGE_SLICE(0u)
         barrier();
+    }
+    for (uint k0 = 0u; k0 < K; k0 += KT) {
+        if (STAGES == 1u) {
+            barrier();   // the previous slice's values are read
+            STAGE_SLICE(0u)
+            barrier();
+        }
         uint k1 = k0 + KT;   // the next slice's loads, in flight during the multiply-adds
         if (k1 < K) {
             [[unroll]] for (uint l = 0u; l < QUADS; l++) {
@@ -187,12 +212,21 @@ void main()
             vec4 a[TQ];
             vec4 b[TQ];
             [[unroll]] for (uint q = 0u; q < TQ; q++) {
-                a[q] = As[(kk * TILE + 64u * q) / 4u + ty];
-                b[q] = Bs[(kk * TILE + 64u * q) / 4u + tx];
+                a[q] = As[stage * SLICE + (kk * TILE + 64u * q) / 4u + ty];
+                b[q] = Bs[stage * SLICE + (kk * TILE + 64u * q) / 4u + tx];
             }
             [[unroll]] for (uint i = 0u; i < TPT; i++)
                 [[unroll]] for (uint j = 0u; j < TPT; j++)
                     acc[i][j] = ADD(acc[i][j], MUL(a[i >> 2u][i & 3u], b[j >> 2u][j & 3u]));
+        }
+        if (STAGES == 2u) {
+            // The next slice into the other stage (read last in the slice before, which every
+            // thread finished before the last barrier), then one barrier.
+            stage ^= 1u;
+            if (k1 < K) {
+                STAGE_SLICE(stage)
+            }
+            barrier();
         }
     }
 

@@ -82,6 +82,18 @@ CPU_PROJECTION: bool | str = TABLE
 CPU_PROJECTION_ROWS: int | None = None
 CPU_PROJECTION_W_REGS: bool | None = None
 CPU_PROJECTION_COLUMNS: int | None = None   # columns an invocation; None: the native rule
+
+# The portable projection's staged slices (glsl/input_projection.comp's KT and STAGES; float32
+# layers outside mode "exact"; issue 32, item 5: measured attempts, not what ships). None: the
+# environment's ORTOPS_PROJECTION_KT / ORTOPS_PROJECTION_STAGES where set, else what ships (16 k
+# a slice, one slice in shared memory).
+#   PROJECTION_KT      16 or 32 k a staged slice (32 only where the input size is a multiple of 32)
+#   PROJECTION_STAGES  1 or 2 slices in shared memory (2: the next one staged while this one is
+#                      read, one barrier a slice)
+# Each is dropped where the device's shared memory is too small. The sums are unchanged (each
+# output in increasing k from +0), so every choice gives the same bits.
+PROJECTION_KT: int | None = None
+PROJECTION_STAGES: int | None = None
 _TABLE = 0   # the native settings' "the table's value" (variants.hpp, BATCHED_TABLE)
 
 
@@ -100,7 +112,8 @@ def tunables() -> tuple:
     :func:`settings` only when they changed)."""
     return (BATCHED_FROM, _by_dtype(BATCHED_UPT), _by_dtype(BATCHED_BY), BATCHED_PREFETCH, BATCHED_KSPLIT,
             _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS,
-            SEQUENCE_BROADCAST, SEQUENCE_UNITS, CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, CPU_PROJECTION_COLUMNS)
+            SEQUENCE_BROADCAST, SEQUENCE_UNITS, CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS,
+            CPU_PROJECTION_COLUMNS, PROJECTION_KT, PROJECTION_STAGES)
 
 
 def settings():
@@ -149,6 +162,12 @@ def settings():
     s.cpu_projection_rows = _field(CPU_PROJECTION_ROWS)
     s.cpu_projection_columns = _field(CPU_PROJECTION_COLUMNS)
     s.cpu_projection_w_regs = _field(None if CPU_PROJECTION_W_REGS is None else 1 + bool(CPU_PROJECTION_W_REGS))
+    if PROJECTION_KT not in (None, 16, 32) or isinstance(PROJECTION_KT, bool):
+        raise ValueError(f"ortops.variants.PROJECTION_KT must be 16 or 32 (or None), got {PROJECTION_KT!r}")
+    if PROJECTION_STAGES not in (None, 1, 2) or isinstance(PROJECTION_STAGES, bool):
+        raise ValueError(f"ortops.variants.PROJECTION_STAGES must be 1 or 2 (or None), got {PROJECTION_STAGES!r}")
+    s.projection_kt = _field(PROJECTION_KT)
+    s.projection_stages = _field(PROJECTION_STAGES)
     return s
 
 

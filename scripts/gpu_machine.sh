@@ -39,7 +39,7 @@ py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
-                      # multigpu, servewheels, serve, stream, streamrounds, exact, fast, coopmat, cudaep, steps, host, ep,
+                      # multigpu, servewheels, serve, stream, streamrounds, f32, exact, fast, coopmat, cudaep, steps, host, ep,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
@@ -169,6 +169,12 @@ if has sequence; then
   # The whole-sequence kernel's GPU rows (issue 32): whole-sequence against step kernels and
   # cuDNN strict, alternated in rounds, same bits checked (exit status 1 otherwise).
   py scripts/gpu/sequence_rule.py --out "$OUT" ${SEQRULE_ARGS:-} 2>&1 | tee "$OUT/sequence_rule_log.txt"
+fi
+if has f32; then
+  # Float32 at large sizes, measured attempts (issue 32, item 5): what ships against each attempt
+  # (the projection's 32-k and double-buffered slices, the steps' 32-sum tiles) and cuDNN strict,
+  # alternated in rounds at 200x64x512 and 100x64x1024; same bits checked (exit status 1 otherwise).
+  py scripts/gpu/f32_attempts.py --out "$OUT" ${F32_ARGS:-} 2>&1 | tee "$OUT/f32_attempts_log.txt"
 fi
 if has ep; then
   # Issue 30's targets: the plugin EP against the custom-op path end to end at the anchor shapes,

@@ -214,6 +214,12 @@ struct Recording
         uint32_t tpt = projectionTpt(static_cast<uint64_t>(key.steps) * key.batch * G * H * D,
                                      settings.variants.largeProjection);
         constants.push_back({ "TPT", tpt });
+        if (!s.float16 && s.mode != Mode::Exact) {
+            // The float32 attempts of issue 32, item 5 (what ships unless asked: 16 x 1).
+            ProjectionSlices slices = projectionSlices(tpt, s.input, L.device.maxSharedMemory, settings.variants);
+            constants.push_back({ "KT", slices.kt });
+            constants.push_back({ "STAGES", slices.stages });
+        }
         plan->projection = "input_projection";
         uint32_t tile = projectionTile(tpt);
         return { program("input_projection", { plan->x, weight("W"), xw }, 2, constants), tile, tile };

@@ -79,7 +79,7 @@ makeLayouts()
           { { "x", "THREADS" } } },
         { "input_projection",
           { { "N", 0, 1 }, { "K", 1, 1 }, { "SEQ", 2, 1 }, { "BATCH", 3, 1 }, { "LAYOUT", 4, 0 },
-            { "XW_OFFSET", 5, 0 }, { "TPT", 6, 4 } },
+            { "XW_OFFSET", 5, 0 }, { "TPT", 6, 4 }, { "KT", 7, 16 }, { "STAGES", 8, 1 } },
           {} },
         { "input_projection_cpu",
           { { "N", 0, 1 }, { "K", 1, 1 }, { "SEQ", 2, 1 }, { "BATCH", 3, 1 }, { "LAYOUT", 4, 0 },

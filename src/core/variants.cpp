@@ -3,6 +3,7 @@
 #include "variants.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,41 @@ uint32_t
 projectionTpt(uint64_t outputs, uint64_t large)
 {
     return outputs >= large ? 8 : 4;
+}
+
+namespace {
+// ORTOPS_PROJECTION_KT / ORTOPS_PROJECTION_STAGES (read at each plan's recording): a positive
+// integer, else 0 (unset: what ships).
+uint32_t
+projectionFromEnv(const char* name)
+{
+    const char* env = std::getenv(name);
+    if (!env) {
+        return 0;
+    }
+    try {
+        return static_cast<uint32_t>(std::stoul(env));
+    } catch (const std::exception&) {
+        throw std::invalid_argument(std::string("ortops: ") + name + " must be a positive integer, got '" + env + "'");
+    }
+}
+} // namespace
+
+ProjectionSlices
+projectionSlices(uint32_t tpt, uint32_t input, uint32_t maxShared, const VariantSettings& s)
+{
+    uint32_t kt = s.projectionKt != BATCHED_TABLE ? s.projectionKt : projectionFromEnv("ORTOPS_PROJECTION_KT");
+    uint32_t stages = s.projectionStages != BATCHED_TABLE ? s.projectionStages
+                                                           : projectionFromEnv("ORTOPS_PROJECTION_STAGES");
+    ProjectionSlices v{ kt == 32 && input % 32 == 0 ? 32u : 16u, stages == 2 ? 2u : 1u };
+    auto bytes = [&] { return 2ull * projectionTile(tpt) * v.kt * v.stages * 4; };
+    if (bytes() > maxShared) {
+        v.stages = 1;
+    }
+    if (bytes() > maxShared) {
+        v.kt = 16;
+    }
+    return v;
 }
 
 uint32_t

@@ -93,6 +93,8 @@ bindVariantSettings(py::module_& m)
       ("cpu_projection_rows", &VariantSettings::cpuProjectionRows, "Xw rows a CPU-projection walk")
       ("cpu_projection_w_regs", &VariantSettings::cpuProjectionWRegs, "W in registers: 0 rule, 1 no, 2 yes")
       ("cpu_projection_columns", &VariantSettings::cpuProjectionColumns, "columns a CPU-projection invocation")
+      ("projection_kt", &VariantSettings::projectionKt, "k a projection slice: 0 env/16, 16, 32")
+      ("projection_stages", &VariantSettings::projectionStages, "projection slices in shared memory: 0 env/1, 1, 2")
       ("large_projection", &VariantSettings::largeProjection, "projection outputs from which the 128 x 128 tile")
       ("max_groups", &VariantSettings::maxGroups, "cap on every dispatch dimension")
       .finish();
