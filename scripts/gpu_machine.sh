@@ -39,7 +39,7 @@ py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
-                      # multigpu, servewheels, serve, stream, streamrounds, f32, exact, fast, coopmat, cudaep, steps, host, ep,
+                      # multigpu, servewheels, serve, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps, host, ep,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
@@ -58,6 +58,17 @@ if has recognizer; then
     echo "== $m"; py -m ortops info "$m"; py -m ortops run "$m" --compare --warmup 2 --repeat 200
   done 2>&1 | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' > "$OUT/models.txt"
   grep -E '^==|median|error' "$OUT/models.txt"
+fi
+if has threadrounds; then
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
+  # Issue 32, item 3, steadier than the stage above: one session shared by 1 and by 8 threads,
+  # alternated in THREAD_ROUNDS rounds of 2,000 runs a setting (about 2 s each), every result
+  # checked against the serial one; docs/perf.md reads the ratio per round and its spread.
+  for r in $(seq 1 "${THREAD_ROUNDS:-5}"); do
+    echo "== round $r" | tee -a "$OUT/threadrounds.txt"
+    py -m ortops run models/recognizer.onnx --threads 1,8 --repeat "${THREAD_REPEAT:-2000}" --warmup 20 2>&1 \
+      | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threadrounds.txt"
+  done
 fi
 if has threads; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
