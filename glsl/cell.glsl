@@ -150,7 +150,9 @@ float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
             pf = ADD(pf, MUL(LOADT(Peep, d * 3u * HIDDEN + 2u * HIDDEN + u), cPrev));
         }
         float ig = act(d, 0u, clip(pi));
-        float fg = INPUT_FORGET != 0u ? SUB(1.0, ig) : act(d, 0u, clip(pf));
+        // 1 - ig cannot be a denormal (exact.glsl's 1 - x rule; a denormal ig, a denormal clip
+        // value through Relu, leaves 1): no flush.
+        float fg = INPUT_FORGET != 0u ? SUBN(1.0, ig) : act(d, 0u, clip(pf));
         float cg = act(d, 1u, clip(pc_));
         float c = ADD(MUL(fg, cPrev), MUL(ig, cg));
         if (HAS_PEEP != 0u) {
@@ -167,7 +169,7 @@ float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
             float ph = ADD(ADD(ADD(LOADF(Xw, xw + 2u * HIDDEN), rec[0]), bias(d, 0u, 2u, u)), bias(d, 1u, 2u, u));
             float z = LOADF(S, G_BASE + hIdx);
             float ht = act(d, 1u, clip(ph));
-            float h = ADD(MUL(SUB(1.0, z), ht), MUL(z, hPrev));
+            float h = ADD(MUL(SUBN(1.0, z), ht), MUL(z, hPrev));   // SUBN: as 1 - ig above
             STOREF(S, hOut, h);
             return h;
         }
@@ -186,7 +188,7 @@ float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
         // linear_before_reset = 1: pre_h = (xw_h + r * (rec_h + Rb_h)) + Wb_h.
         float ph = ADD(ADD(LOADF(Xw, xw + 2u * HIDDEN), MUL(r, ADD(rec[2], bias(d, 1u, 2u, u)))), bias(d, 0u, 2u, u));
         float ht = act(d, 1u, clip(ph));
-        float h = ADD(MUL(SUB(1.0, z), ht), MUL(z, hPrev));
+        float h = ADD(MUL(SUBN(1.0, z), ht), MUL(z, hPrev));   // SUBN: as 1 - ig above
         STOREF(S, hOut, h);
         return h;
     }

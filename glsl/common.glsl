@@ -35,6 +35,9 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [44
 #define ADD(a, b) ((a) + (b))
 #define SUB(a, b) ((a) - (b))
 #define MUL(a, b) ((a) * (b))
+// Exact mode's forms without the denormal flush, for results that cannot be denormals
+// (exact.glsl): here the same operations as above.
+#define SUBN(a, b) ((a) - (b))
 #define NEG(x) (-(x))
 #if FLOAT16
 #define LOADT(buf, i) (unpackHalf2x16(buf[(i) >> 1u])[(i) & 1u])

@@ -13,8 +13,9 @@
 //     (shaderDenormPreserveFloat32 is false on NVIDIA), so the code flushes them itself:
 //     every load and every arithmetic result below FLT_MIN in magnitude becomes a zero of
 //     its sign (ftz_; R, loaded at every multiply-add, is flushed once on the host instead:
-//     LOADR below). No operation ever sees a denormal operand, and a denormal result,
-//     kept by one device and flushed by another, is ±0 on both.
+//     LOADR below; where a result provably cannot be a denormal, the flush is left out:
+//     ADDN, SUBN, MULN below). No operation ever sees a denormal operand, and a denormal
+//     result, kept by one device and flushed by another, is ±0 on both.
 //   - exp, log, reciprocal (and so division), sigmoid, tanh and softplus are built here from
 //     those operations and integer bit manipulation; their error bounds, measured against
 //     float64, are in docs/exact.md (tests/test_exact_functions.py).
@@ -64,6 +65,40 @@ float newton_(float y, float m)
     return r;
 }
 
+// Adds, subtracts and multiplies whose correctly rounded result can never be a denormal: the
+// flush would be the identity, so it is left out (three integer operations on the step's
+// chain each: 11 per sigmoid, 14 per tanh; the H200 gain is to be measured, docs/exact.md
+// "Cost"). Each use says why its result cannot be a denormal for operands that are zero,
+// normal, infinite or NaN (as loads and flushed results are), and, where a denormal operand
+// can reach it (a denormal clip value, which clip returns as it is), why the bits are those
+// the flushes gave. The arguments below recur:
+//  - c * x with |c| >= 1 (or x an integer, |x| >= 1, and c normal): |c * x| >= |x| >= 2^-126,
+//    and rounding is monotonic with 2^-126 representable, so the result is 0 or >= 2^-126;
+//  - 1 + x, 1 - x for any x: if |x| <= 1/2 the result is >= 1/2 (a denormal x, kept or
+//    taken as 0 by the device, gives 1); otherwise x is a multiple of 2^-24, so the exact
+//    sum is 0 or at least 2^-24 in magnitude;
+//  - a sum whose exact value is a multiple of 2^-m (m < 126): 0 or >= 2^-m.
+float faddn_(float a, float b)
+{
+    precise float r = a + b;
+    return r;
+}
+
+float fsubn_(float a, float b)
+{
+    precise float r = a - b;
+    return r;
+}
+
+float fmuln_(float a, float b)
+{
+    precise float r = a * b;
+    return r;
+}
+
+#define ADDN(a, b) faddn_(a, b)
+#define SUBN(a, b) fsubn_(a, b)
+#define MULN(a, b) fmuln_(a, b)
 #define HORNER(p, v, c) horner_(p, v, c)
 #define ADD(a, b) fadd_(a, b)
 #define SUB(a, b) fsub_(a, b)
@@ -87,12 +122,13 @@ float pow2i_(int k)
     return uintBitsToFloat(uint(k + 127) << 23);
 }
 
-// x * 2^k for k in [-254, 254]: two exact multiplies by powers of two (the second flushes a
-// result below FLT_MIN and overflows to Inf).
+// x * 2^k for |x| in [1/2, 2) and k in [-150, 128] (exp_'s and recip_'s): two exact multiplies
+// by powers of two (the second flushes a result below FLT_MIN and overflows to Inf). The first
+// needs no flush: k / 2 is in [-75, 64], so its result is at least 2^-76.
 float scale2_(float x, int k)
 {
     int k1 = k / 2;
-    return MUL(MUL(x, pow2i_(k1)), pow2i_(k - k1));
+    return MUL(MULN(x, pow2i_(k1)), pow2i_(k - k1));
 }
 
 // Products and sums with an activation parameter: mulc_ and addc_ in common.glsl, shared with
@@ -177,10 +213,23 @@ float exp_(float x)
     if (isnan_(x)) return x;
     if (x > 88.72283172607422) return uintBitsToFloat(0x7F800000u);   // e^x > FLT_MAX
     if (x < -104.0) return 0.0;                                       // below every float32
-    float t = MUL(x, LOG2E_);
-    int k = int(ADD(t, t < 0.0 ? -0.5 : 0.5));     // conversion truncates: exact
+    // None of the reduction's results can be a denormal (ADDN, SUBN, MULN: no flush):
+    //  - x * LOG2E_: a product with a constant above 1;
+    //  - t +- 0.5 with the sign of t: at least 1/2;
+    //  - kf * LN2_HI_, kf * LN2_LO_: 0, or at least 0.69 and 1.4e-6 (k an integer);
+    //  - x - kf * LN2_HI_: x itself when k = 0 (kf * LN2_HI_ is +0); else |x| > 1/4 (|t| is
+    //    about 1/2 or more), so x is a multiple of 2^-25, kf * LN2_HI_ (exact) one of 2^-16,
+    //    and the difference is 0 or at least 2^-25;
+    //  - minus kf * LN2_LO_: the same x when k = 0; else both terms are multiples of 2^-43
+    //    (kf * LN2_LO_ is at least 2^-20, the first 0 or at least 2^-25): 0 or >= 2^-43.
+    // A denormal x (a denormal clip value reaching sigmoid_: clip returns it as it is) makes t
+    // and r denormals or zeros, as the device treats them, where the flushes made them zeros:
+    // k = 0 either way (t +- 0.5 rounds to +-0.5), each Horner step then gives its constant
+    // exactly, and the result is 1 as before.
+    float t = MULN(x, LOG2E_);
+    int k = int(ADDN(t, t < 0.0 ? -0.5 : 0.5));    // conversion truncates: exact
     float kf = float(k);                            // |k| <= 150: exact
-    float r = SUB(SUB(x, MUL(kf, LN2_HI_)), MUL(kf, LN2_LO_));
+    float r = SUBN(SUBN(x, MULN(kf, LN2_HI_)), MULN(kf, LN2_LO_));
     float p = 1.0 / 5040.0;
     p = HORNER(p, r, 1.0 / 720.0);
     p = HORNER(p, r, 1.0 / 120.0);
@@ -205,7 +254,9 @@ float recip_(float d)
     if (a == 0u) return uintBitsToFloat(s | 0x7F800000u);            // 1/±0 = ±Inf
     int e = int(a >> 23) - 127;                    // d is normal (operands are flushed)
     float m = uintBitsToFloat((a & 0x7FFFFFu) | 0x3F800000u);
-    float y = SUB(1.411764705882353, MUL(0.47058823529411764, m));
+    // m in [1, 2): the seed's product lies in [0.47, 0.95) and the seed in (0.47, 0.95]
+    // (no flush: neither can be a denormal).
+    float y = SUBN(1.411764705882353, MULN(0.47058823529411764, m));
     y = newton_(y, m);
     y = newton_(y, m);
     y = newton_(y, m);
@@ -265,7 +316,7 @@ float expm1_neg_(float x)
 float sigmoid_(float x)
 {
     if (isnan_(x)) return x;
-    return recip_(ADD(1.0, exp_(NEG(x))));
+    return recip_(ADDN(1.0, exp_(NEG(x))));        // 1 + (e^-x >= 0) >= 1: no flush
 }
 
 // |x| < 0.3: the odd Taylor series to x^13 (first term left out below 1.2e-10 relative), so
@@ -283,9 +334,13 @@ float tanh_(float x)
         p = HORNER(p, z, -17.0 / 315.0);
         p = HORNER(p, z, 2.0 / 15.0);
         p = HORNER(p, z, -1.0 / 3.0);
+        // The last sum keeps its flush: x may be a denormal here (a denormal clip value, which
+        // clip returns as it is), and then x + (-+0) is x on a device that keeps it.
         return ADD(x, MUL(MUL(x, z), p));
     }
-    float t = SUB(1.0, MUL(2.0, recip_(ADD(exp_(ADD(ax, ax)), 1.0))));
+    // No flush below: 2|x| >= 0.6; e + 1 >= 1; 2 * (1 / (e + 1)) is 0 or a normal (the
+    // reciprocal is flushed, and doubling it is exact); 1 - that: the 1 - x rule above.
+    float t = SUBN(1.0, MULN(2.0, recip_(ADDN(exp_(ADDN(ax, ax)), 1.0))));
     return with_sign_(t, floatBitsToUint(x) & 0x80000000u);
 }
 

@@ -171,6 +171,8 @@ fi
 if has ab; then
   # Issue 31's check: the anchor shapes on the old build (OLD_SRC, /tmp/site-old) and this one,
   # alternated round by round in one call (scripts/gpu/ab_bench.py); the same bits asked too.
+  # AB_ARGS="--modes deterministic,exact": both modes per build, and each build's exact /
+  # deterministic GPU time (issue 32, item 4: an exact-kernel change against the tree before it).
   wait
   tail -2 /tmp/build-old.txt
   py scripts/gpu/ab_bench.py --build old=/tmp/site-old --build new= --rounds ${AB_ROUNDS:-3} --out "$OUT" \

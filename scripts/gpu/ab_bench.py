@@ -6,6 +6,11 @@ on both. A verdict per figure: "slower" only when the new build's best round is 
 the old build's worst (beyond the run-to-run spread).
 
     python3 -P ab_bench.py --build old=/tmp/site-old --build new=/tmp/site-new --rounds 3 --out DIR
+        [--modes deterministic,exact]
+
+--modes: the ortops modes each build is measured in (default deterministic), every figure per
+mode; with two or more, a second table gives each build's ratio of each mode to the first
+(e.g. exact / deterministic, docs/exact.md "Cost"), round by round.
 
 Each --build names a folder put first on PYTHONPATH (pip install --target DIR .); the worker
 mode (--worker) measures the build its interpreter imports and prints one JSON line.
@@ -54,42 +59,41 @@ def _median_ms(fn, runs):
     return statistics.median(out)
 
 
-def worker(runs: int, dtypes, shapes) -> dict:
+def worker(runs: int, dtypes, shapes, modes=("deterministic",)) -> dict:
     import numpy as np
     import ortops
 
     res = {"ortops": os.path.dirname(ortops.__file__), "rows": []}
-    for dt in dtypes:
+    for mode, dt, shape in ((m, d, sh) for m in modes for d in dtypes for sh in shapes):
         dtype = np.float16 if dt == "float16" else np.float32
-        for shape in shapes:
-            cell, seq, batch, inp, hidden, direction = shape
-            dirs = 2 if direction == "bidirectional" else 1
-            rng = np.random.default_rng(0)
-            s = 1.0 / np.sqrt(hidden)
-            g = GATES[cell]
-            W = rng.uniform(-s, s, (dirs, g * hidden, inp)).astype(dtype)
-            R = rng.uniform(-s, s, (dirs, g * hidden, hidden)).astype(dtype)
-            B = rng.uniform(-s, s, (dirs, 2 * g * hidden)).astype(dtype)
-            X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
-            layer = ortops.RecurrentLayer(cell, W, R, B, direction=direction, timestamps=True)
-            t0 = time.perf_counter()
-            while time.perf_counter() - t0 < 1.0:     # clocks up (docs/perf.md, "GPU clocks")
-                layer(X)
-            gpu = []
-            for _ in range(runs):
-                layer(X)
-                gpu.append(layer.last_gpu_time_ms)
-            call = _median_ms(lambda: layer(X), runs)
-            y = np.asarray(layer(X)[0])
-            sess = ortops.InferenceSession(_model(cell, seq, batch, inp, hidden, direction, W, R, B, dtype))
-            for _ in range(3):
-                sess.run(None, {"X": X})
-            e2e = _median_ms(lambda: sess.run(None, {"X": X}), runs)
-            import hashlib
-            res["rows"].append(dict(shape="%s %dx%dx%d->%d %s" % (cell, seq, batch, inp, hidden, direction[:2]),
-                                    dtype=dt, gpu_ms=statistics.median(gpu), call_ms=call, session_ms=e2e,
-                                    y_sha=hashlib.sha256(y.tobytes()).hexdigest()[:16]))
-            del layer, sess
+        cell, seq, batch, inp, hidden, direction = shape
+        dirs = 2 if direction == "bidirectional" else 1
+        rng = np.random.default_rng(0)
+        s = 1.0 / np.sqrt(hidden)
+        g = GATES[cell]
+        W = rng.uniform(-s, s, (dirs, g * hidden, inp)).astype(dtype)
+        R = rng.uniform(-s, s, (dirs, g * hidden, hidden)).astype(dtype)
+        B = rng.uniform(-s, s, (dirs, 2 * g * hidden)).astype(dtype)
+        X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
+        layer = ortops.RecurrentLayer(cell, W, R, B, direction=direction, timestamps=True, mode=mode)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 1.0:     # clocks up (docs/perf.md, "GPU clocks")
+            layer(X)
+        gpu = []
+        for _ in range(runs):
+            layer(X)
+            gpu.append(layer.last_gpu_time_ms)
+        call = _median_ms(lambda: layer(X), runs)
+        y = np.asarray(layer(X)[0])
+        sess = ortops.InferenceSession(_model(cell, seq, batch, inp, hidden, direction, W, R, B, dtype), mode=mode)
+        for _ in range(3):
+            sess.run(None, {"X": X})
+        e2e = _median_ms(lambda: sess.run(None, {"X": X}), runs)
+        import hashlib
+        res["rows"].append(dict(shape="%s %dx%dx%d->%d %s" % (cell, seq, batch, inp, hidden, direction[:2]),
+                                dtype=dt, mode=mode, gpu_ms=statistics.median(gpu), call_ms=call, session_ms=e2e,
+                                y_sha=hashlib.sha256(y.tobytes()).hexdigest()[:16]))
+        del layer, sess
     return res
 
 
@@ -102,10 +106,12 @@ def main() -> int:
     p.add_argument("--dtypes", default="float32,float16")
     p.add_argument("--out", default=".")
     p.add_argument("--small", action="store_true", help="two tiny shapes (a check of this script on lavapipe)")
+    p.add_argument("--modes", default="deterministic", help="ortops modes, comma-separated (first: the ratios' base)")
     a = p.parse_args()
     dtypes = a.dtypes.split(",")
+    modes = a.modes.split(",")
     if a.worker:
-        print(json.dumps(worker(a.runs, dtypes, SMALL if a.small else ANCHORS)))
+        print(json.dumps(worker(a.runs, dtypes, SMALL if a.small else ANCHORS, modes)))
         return 0
     builds = [b.split("=", 1) for b in a.build]
     rounds = {name: [] for name, _ in builds}
@@ -116,7 +122,7 @@ def main() -> int:
             if path:   # empty: the interpreter's own installation
                 env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))
             cp = subprocess.run([sys.executable, "-P", __file__, "--worker", "--runs", str(a.runs),
-                                 "--dtypes", a.dtypes] + (["--small"] if a.small else []), env=env, capture_output=True, text=True)
+                                 "--dtypes", a.dtypes, "--modes", a.modes] + (["--small"] if a.small else []), env=env, capture_output=True, text=True)
             if cp.returncode != 0:
                 print(cp.stderr[-3000:], file=sys.stderr)
                 return 1
@@ -126,8 +132,8 @@ def main() -> int:
     with open(os.path.join(a.out, "ab_bench.json"), "w") as f:
         json.dump(rounds, f, indent=1)
     (old, _), (new, _) = builds[0], builds[1]
-    lines = ["| shape | dtype | figure | %s median (min–max) | %s median (min–max) | %s/%s | verdict | same bits |"
-             % (old, new, new, old), "|---|---|---|---|---|---|---|---|"]
+    lines = ["| shape | dtype | mode | figure | %s median (min–max) | %s median (min–max) | %s/%s | verdict | same bits |"
+             % (old, new, new, old), "|---|---|---|---|---|---|---|---|---|"]
     worst = 0
     for i, row in enumerate(rounds[old][0]["rows"]):
         same = all(rr["rows"][i]["y_sha"] == row["y_sha"] for b in rounds for rr in rounds[b])
@@ -137,9 +143,26 @@ def main() -> int:
             ratio = statistics.median(n) / statistics.median(o)
             verdict = "slower" if min(n) > max(o) else ("faster" if max(n) < min(o) else "within spread")
             worst += verdict == "slower"
-            lines.append("| %s | %s | %s | %.3f (%.3f–%.3f) | %.3f (%.3f–%.3f) | %.3f | %s | %s |" % (
-                row["shape"], row["dtype"], fig, statistics.median(o), min(o), max(o),
+            lines.append("| %s | %s | %s | %s | %.3f (%.3f–%.3f) | %.3f (%.3f–%.3f) | %.3f | %s | %s |" % (
+                row["shape"], row["dtype"], row.get("mode", "deterministic"), fig, statistics.median(o), min(o), max(o),
                 statistics.median(n), min(n), max(n), ratio, verdict, "yes" if same else "NO"))
+    if len(modes) > 1:
+        # Each build's GPU time in each further mode over the first mode's, per round (the
+        # modes ran in the same process, one after the other): median (min–max) of the rounds.
+        lines += ["", "| shape | dtype | ratio | %s median (min–max) | %s median (min–max) |" % (old, new),
+                  "|---|---|---|---|---|"]
+        rows0 = rounds[old][0]["rows"]
+        key = lambda r: (r["shape"], r["dtype"])
+        for i, row in enumerate(rows0):
+            if row["mode"] == modes[0]:
+                continue
+            j = next(k for k, r in enumerate(rows0) if r["mode"] == modes[0] and key(r) == key(row))
+            cells = []
+            for b in (old, new):
+                q = [rr["rows"][i]["gpu_ms"] / rr["rows"][j]["gpu_ms"] for rr in rounds[b]]
+                cells.append("%.2f (%.2f–%.2f)" % (statistics.median(q), min(q), max(q)))
+            lines.append("| %s | %s | GPU %s / %s | %s | %s |" % (row["shape"], row["dtype"], row["mode"], modes[0],
+                                                                   cells[0], cells[1]))
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "ab_bench.md"), "w") as f:
