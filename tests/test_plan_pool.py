@@ -90,7 +90,7 @@ def test_the_table_and_its_limits():
     s = variants.settings()
     tunables = {k: getattr(s, k) for k in s.FIELDS if k.startswith(("batched_", "coopmat_", "sequence_"))}
     tables = ("batched_from", "coopmat_steps_from", "sequence_steps")
-    assert len(tunables) == 13 and all(tunables[k] == 0xFFFFFFFF for k in tables)
+    assert len(tunables) == 15 and all(tunables[k] == 0xFFFFFFFF for k in tables)
     assert all(v == 0 for k, v in tunables.items() if k not in tables), tunables
     # A small layer: the table's tile clamped to it (one unit group: rows lanes along the units).
     assert _tile(variants.batched_variant(1, "float32", batch=16)) == (1, 1, 1, 8, 4)
