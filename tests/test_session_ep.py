@@ -126,6 +126,24 @@ def test_recognizer_nodes_are_on_the_ep_and_the_graph_is_unmodified():
         assert [c.device for c in sess.node_configs] == [select().uuid] * 2
 
 
+def test_onnxruntimes_threads_do_not_spin_on_a_cpu_device_unless_the_caller_says():
+    # On a CPU implementation of Vulkan the layers share the cores with ONNX Runtime's
+    # intra-op threads, which spin while they wait by default (session._cpu_device_options).
+    path = cases._models()[-1]
+    key = "session.intra_op.allow_spinning"
+    on_cpu = select().type == "cpu"
+    with ortops.InferenceSession(path) as sess:
+        options = sess.ort_session.get_session_options()
+        if on_cpu:
+            assert options.get_session_config_entry(key) == "0"
+        else:
+            assert not options.has_session_config_entry(key)
+    mine = ort.SessionOptions()
+    mine.add_session_config_entry(key, "1")
+    with ortops.InferenceSession(path, mine) as sess:
+        assert sess.ort_session.get_session_options().get_session_config_entry(key) == "1"
+
+
 def _gru_left_to_cpu():
     """An LSTM the device takes and a GRU the native checker refuses (linear_before_reset 2:
     ONNX says 0 or 1, ORT CPU runs it as 1), reading the same X."""

@@ -156,6 +156,18 @@ def _ep_providers(providers: Sequence[Any] | None, provider_options: Sequence[di
     return out
 
 
+def _cpu_device_options() -> ort.SessionOptions:
+    """Session options for a session whose Vulkan device is a CPU implementation (lavapipe):
+    ONNX Runtime's intra-op threads do not spin while they wait. They spin by default, and on
+    a CPU device the layers' workgroups run on the same cores: on the 2-core machine the
+    recognizer took 105-107 ms a run with spinning and 76-77 ms without (the same with one
+    intra-op thread; 2026-12-03 00:15 UTC, alternated, medians of 10; docs/perf.md, "CPU Vulkan:
+    the loads"). A caller's own sess_options are used as given."""
+    so = ort.SessionOptions()
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return so
+
+
 class InferenceSession:
     """Drop-in ``onnxruntime.InferenceSession`` running RNN/GRU/LSTM on the GPU.
 
@@ -217,6 +229,8 @@ class InferenceSession:
         ep_device = dev if isinstance(dev, Device) and self._ep_may_take(dev, proto, eager) else None
         source: Any = _source(model, proto)
         so = register(sess_options) if _has_custom_nodes(proto) else sess_options
+        if so is None and isinstance(dev, Device) and dev.type == "cpu":
+            so = _cpu_device_options()
         if ep_device is not None:
             providers = _ep_providers(providers, kwargs.pop("provider_options", None),
                                       {"device": ep_device.uuid or str(ep_device.index), "mode": mode,
