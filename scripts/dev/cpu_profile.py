@@ -20,6 +20,7 @@ import numpy as np
 
 import ortops
 from ortops import variants
+from ortops.tools.measure import weights
 
 # name -> (CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS, SEQUENCE_STEPS[, COLUMNS[,
 # SEQUENCE_BROADCAST]])
@@ -43,12 +44,8 @@ RECOGNIZER = ((80, 1, 256, 256), (80, 1, 512, 256))
 
 def measure(shape, config, repeat):
     seq, batch, inp, hidden = shape
-    rng = np.random.default_rng(0)
-    s = 1 / np.sqrt(hidden)
-    W = rng.uniform(-s, s, (2, 4 * hidden, inp)).astype(np.float32)
-    R = rng.uniform(-s, s, (2, 4 * hidden, hidden)).astype(np.float32)
-    B = rng.uniform(-s, s, (2, 8 * hidden)).astype(np.float32)
-    X = rng.standard_normal((seq, batch, inp)).astype(np.float32)
+    W, R, B = weights("LSTM", inp, hidden, 2, np.float32)
+    X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(np.float32)
     (variants.CPU_PROJECTION, variants.CPU_PROJECTION_ROWS, variants.CPU_PROJECTION_W_REGS,
      variants.SEQUENCE_STEPS) = CONFIGS[config][:4]
     variants.CPU_PROJECTION_COLUMNS, variants.SEQUENCE_BROADCAST = (CONFIGS[config] + (None, None))[4:6]

@@ -37,6 +37,7 @@ import ortops
 from ortops import layer as layer_module
 from ortops import variants
 from ortops.tools import cudnn
+from ortops.tools.measure import weights
 
 SHAPES = [(200, 64, 512, 512), (100, 64, 1024, 1024)]
 # Small shapes for a CPU device: batch 32 runs a batched step kernel at every hidden size; the
@@ -144,11 +145,7 @@ def main() -> int:
         saved_large = layer_module._LARGE_PROJECTION
         if a.small and (seq, batch, inp, hidden) == SMALL_SHAPES[1]:
             layer_module._LARGE_PROJECTION = 1   # the 128 x 128 tile (TPT 8) at a small size
-        rng = np.random.default_rng(0)
-        s = 1 / np.sqrt(hidden)
-        W = rng.uniform(-s, s, (2, 4 * hidden, inp)).astype(np.float32)
-        R = rng.uniform(-s, s, (2, 4 * hidden, hidden)).astype(np.float32)
-        B = rng.uniform(-s, s, (2, 8 * hidden)).astype(np.float32)
+        W, R, B = weights("LSTM", inp, hidden, 2, np.float32)
         X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(np.float32)
         figs = {e: [] for e in engines + ["cudnn"]}
         same = {e: True for e in names}

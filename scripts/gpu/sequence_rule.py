@@ -21,6 +21,7 @@ import numpy as np
 import ortops
 from ortops import variants
 from ortops.tools import cudnn
+from ortops.tools.measure import weights
 
 SHAPES = [(48, 8, 192, 96), (80, 1, 256, 256), (80, 1, 64, 64), (80, 8, 128, 128), (80, 1, 128, 128),
           (80, 16, 128, 128), (80, 8, 256, 256), (48, 32, 96, 96)]
@@ -52,11 +53,7 @@ def main() -> int:
     shapes = [tuple(int(v) for v in s.split(",")) for s in a.shape] if a.shape else SHAPES
     rows = []
     for seq, batch, inp, hidden in shapes:
-        rng = np.random.default_rng(0)
-        s = 1 / np.sqrt(hidden)
-        W = rng.uniform(-s, s, (2, 4 * hidden, inp)).astype(np.float32)
-        R = rng.uniform(-s, s, (2, 4 * hidden, hidden)).astype(np.float32)
-        B = rng.uniform(-s, s, (2, 8 * hidden)).astype(np.float32)
+        W, R, B = weights("LSTM", inp, hidden, 2, np.float32)
         X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(np.float32)
         fig = {"sequence": [], "steps": [], "cudnn": []}
         same = True
