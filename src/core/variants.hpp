@@ -298,7 +298,7 @@ struct VariantSettings;
 // `rRegs`: each thread holds its unit's rows of R in a private array (glsl/step_sequence.comp's
 // R_REGS; CPU devices, one batch row and one unit a thread, hidden up to SEQUENCE_R_REGS_MAX).
 // `lanes`: with rRegs, the subgroup size whose lanes share h by broadcast (the shader's LANES;
-// threads then the hidden size rounded up to it), or 0.
+// threads then ceil(hidden / units) rounded up to it), or 0.
 struct SequenceVariant
 {
     uint32_t nb, threads, sharedBytes;
