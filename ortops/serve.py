@@ -44,6 +44,7 @@ import io
 import json
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -379,7 +380,9 @@ def _deployment_class():
 
     class OrtopsDeployment:
         def __init__(self, model, device=None, max_batch_size=8, batch_wait_timeout_s=0.0,
-                     providers=None, concurrent_runs=1):
+                     providers=None, concurrent_runs=1, switch_interval_s=SWITCH_INTERVAL_S):
+            if switch_interval_s:
+                sys.setswitchinterval(switch_interval_s)   # the replica's process: SWITCH_INTERVAL_S
             self.replica = Replica(model, device=device, providers=providers)
             # Models without a batch axis run one request a batch, through the same queue
             # (Replica.run_many runs such feeds one by one; a batch of one keeps each answer
@@ -403,6 +406,7 @@ def _deployment_class():
             from ortops.device import validation_enabled, validation_messages
 
             return {"replica": self.tag, "device": self.replica.device_uuid, "pid": os.getpid(),
+                    "switch_interval_s": sys.getswitchinterval(),
                     "validation": validation_enabled(), "validation_messages": validation_messages()}
 
         async def __call__(self, request) -> Response:
@@ -436,10 +440,20 @@ def _deployment_class():
 #: (docs/serving.md). Keep it above the concurrent requests a replica is expected to hold.
 MAX_ONGOING_REQUESTS = 256
 
+#: The replica process's GIL switch interval (``sys.setswitchinterval``; Python's default is
+#: 5 ms). A batch's run is ONNX Runtime's ``run``, which releases the GIL while the session
+#: runs, but the worker thread must take the GIL back twice a batch: when it wakes for the
+#: batch and when the session returns. While the replica's event loop is busy (decoding,
+#: encoding, Ray's request handling: under many clients it always is), each of those waits
+#: until the loop is made to let go, after the switch interval. A batch of 8 rows of the tiny
+#: recognizer ran in 1.9 ms beside an idle thread and 17.5 ms beside a busy one at 5 ms; 3.8 ms
+#: at 0.5 ms (lavapipe; docs/serving.md, "The GIL hand-off"). None keeps Python's setting.
+SWITCH_INTERVAL_S = 0.0005
+
 
 def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=None, max_batch_size: int = 8,
         batch_wait_timeout_s: float = 0.0, concurrent_runs: int = 1, max_ongoing_requests: int | None = None,
-        name: str = "ortops", providers=None):
+        name: str = "ortops", providers=None, switch_interval_s: float | None = SWITCH_INTERVAL_S):
     """A Ray Serve application serving ``model`` (a path, bytes or ModelProto).
 
     num_gpus: GPUs Ray gives each replica; default 1 where this process sees NVIDIA Vulkan
@@ -450,7 +464,8 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
     whose retries with backoff against a full replica collapsed throughput (docs/serving.md).
     max_batch_size, batch_wait_timeout_s, concurrent_runs: the replica's :class:`Batcher` (a
     batch is what queued while the previous run ran; a lone request runs at once unless
-    batch_wait_timeout_s asks to hold it for company).
+    batch_wait_timeout_s asks to hold it for company). switch_interval_s: the replica
+    process's GIL switch interval (:data:`SWITCH_INTERVAL_S`; None keeps Python's 5 ms).
     """
     from ray import serve
 
@@ -465,4 +480,5 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
         _deployment_class(), name=name, num_replicas=num_replicas,
         ray_actor_options={"num_cpus": 0, "num_gpus": num_gpus},
         max_ongoing_requests=max_ongoing_requests or MAX_ONGOING_REQUESTS)
-    return deployment.bind(body, device, max_batch_size, batch_wait_timeout_s, providers, concurrent_runs)
+    return deployment.bind(body, device, max_batch_size, batch_wait_timeout_s, providers, concurrent_runs,
+                           switch_interval_s)

@@ -171,6 +171,22 @@ def test_deployment_handle_predict_matches_ort_cpu(served):
     assert set(got) == {"logits"} and scaled_error(got["logits"], want) <= tolerance(np.float32)
 
 
+def test_replicas_take_the_gil_back_within_the_switch_interval(served):
+    """Each replica's process runs at ortops.serve's GIL switch interval, not Python's 5 ms: a
+    batch's worker thread takes the GIL back twice a run from the busy event loop, and waits
+    up to the interval each time (docs/serving.md, "The GIL hand-off")."""
+    _, handle = served
+    import ortops.serve
+
+    seen = {}
+    for _ in range(40):
+        info = handle.info.remote().result(timeout_s=60)
+        seen[info["replica"]] = info["switch_interval_s"]
+        if len(seen) == 2:
+            break
+    assert len(seen) == 2 and all(abs(v - ortops.serve.SWITCH_INTERVAL_S) < 1e-9 for v in seen.values()), seen
+
+
 def test_replicas_ran_clean_under_validation(served):
     """Last: each replica's validation messages from everything above (when the layer is on)."""
     _, handle = served
