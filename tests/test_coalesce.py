@@ -86,6 +86,23 @@ def test_coalesced_requests_get_their_own_bits(op, dtype, layout):
     _check_coalesced_equals_alone(layer, [9, 1], pad_to=32)
 
 
+@pytest.mark.parametrize("layout", [0, 1])
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_coalesced_pieces_copied_on_the_copy_threads(op, layout):
+    # The pieces of a coalesced run's inputs and outputs over the copy threads
+    # (hostcopy::copyRanges), claims of a few pieces crossing every request's: the same bits.
+    before = _native().copy_settings()
+    try:
+        got = _native().copy_settings(chunk=97, threads=4, ranges_from=0)
+        assert got["ranges_from"] == 0 and got["threads"] == 4
+        layer = _layer(op, np.float32, layout)
+        for batches in ([1, 3, 2], [20, 1, 14]):
+            _check_coalesced_equals_alone(layer, batches, seq=6)
+        _check_coalesced_equals_alone(layer, [1, 3, 2], pad_to=8)
+    finally:
+        _native().copy_settings(**before)
+
+
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
 def test_coalesced_requests_exact_mode(op):
     layer = _layer(op, np.float32, 0, mode="exact")
@@ -193,8 +210,15 @@ def _run_threads(layer, jobs, long_job=None):
     return results, long_result
 
 
-def test_requests_waiting_behind_a_run_are_coalesced_with_serial_bits():
+@pytest.mark.parametrize("release", ["OUTPUTS", "DEVICE"])
+def test_requests_waiting_behind_a_run_are_coalesced_with_serial_bits(release):
+    # Either way a run gives back its in-flight slot (after its read-back, or once the device
+    # is done, the next group then running on another plan while it reads back).
     layer = _layer("LSTM", np.float32, 0, hidden=16, inp=8)
+    settings = layer._native.settings
+    settings.coalesce_release = getattr(_native().CoalesceRelease, release)
+    layer._native.settings = settings
+    assert layer._native.settings.coalesce_release == settings.coalesce_release
     rng = np.random.default_rng(5)
     jobs = [_request(layer, 6, 1 + i % 3, rng) for i in range(6)]
     # A run long enough on any device that the six requests arrive while it is in flight
@@ -207,6 +231,8 @@ def test_requests_waiting_behind_a_run_are_coalesced_with_serial_bits():
     got, long_got = _run_threads(layer, jobs, long_job)
     runs1, reqs1 = _counters()
     assert runs1 > runs0 and reqs1 - reqs0 >= 2, "no request was coalesced"
+    held = _native().core_counters()
+    assert held["slot_runs"] >= 2 and held["slot_ns"] > 0 and held["wait_ns"] > 0
     for want, have in zip(serial + [long_serial], got + long_got):
         for a, b in zip(want, have):
             assert (a is None and b is None) or same_bits(a, b)

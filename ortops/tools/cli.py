@@ -302,6 +302,20 @@ def _thread_counts(text: str) -> list[int]:
     return counts
 
 
+
+def _layer_run_split(before: dict, after: dict, elapsed: float) -> str:
+    """Where the layer runs' host time went between two core_counters() readings: writing
+    inputs, submitting and waiting for the device, reading outputs (each a mean per layer run),
+    and the time the layers' in-flight slots were held (src/core/coalesce.hpp) as a share of
+    the wall time, summed over the layers."""
+    d = {k: after[k] - before[k] for k in ("runs", "write_ns", "wait_ns", "read_ns", "slot_runs", "slot_ns")}
+    runs = max(d["runs"], 1)
+    us = {k: d[k] / runs / 1e3 for k in ("write_ns", "wait_ns", "read_ns")}
+    held = d["slot_ns"] / 1e9 / elapsed if elapsed > 0 else 0.0
+    return (f"a layer run: write {us['write_ns']:.0f} us, submit and wait {us['wait_ns']:.0f} us, "
+            f"read {us['read_ns']:.0f} us; in-flight slots held {held:.2f} of the wall time "
+            f"({d['slot_runs']} runs through the coalescer)")
+
 def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
     """Runs/s of ``sess`` from each count of threads; every result checked against the serial
     result of the same inputs, bit for bit. Returns 1 if any differs or fails, else 0."""
@@ -354,6 +368,7 @@ def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
         together = after["coalesced_runs"] - before["coalesced_runs"]
         print(f"threads {n}: {runs / elapsed:.1f} runs/s ({runs} runs in {elapsed:.3f} s; {verdict}); "
               f"layer runs {layer_runs}, of which {together} carried {carried} coalesced requests")
+        print("  " + _layer_run_split(before, after, elapsed))
         bad += len(failures)
     return 1 if bad else 0
 

@@ -12,7 +12,7 @@ namespace ortops {
 
 namespace {
 
-std::atomic<uint64_t> g_runs{ 0 }, g_requests{ 0 };
+std::atomic<uint64_t> g_runs{ 0 }, g_requests{ 0 }, g_slotRuns{ 0 }, g_slotNs{ 0 };
 
 // A tensor's shape seen around its batch axis: `outer` blocks (the axes before it) of
 // `rows` x `inner` bytes (the axes after it).
@@ -129,7 +129,7 @@ coalescedRows(uint32_t rows, uint32_t maxRows)
 
 void
 runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
-             const RunOne& runOne)
+             const RunOne& runOne, const DeviceDone& deviceDone)
 {
     size_t n = requests.size();
     std::vector<uint32_t> rows(n);
@@ -191,7 +191,7 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
         }
     }
 
-    runOne(all, shapes, out, &copies);
+    runOne(all, shapes, out, &copies, deviceDone);
     g_runs++;
     g_requests += n;
 }
@@ -215,24 +215,53 @@ Coalescer::takeGroup(const BatchAxes& axes, uint32_t maxRows)
     return group;
 }
 
+std::exception_ptr
+Coalescer::runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
+                     const std::function<void(const DeviceDone&)>& body)
+{
+    inFlight++;
+    auto taken = std::chrono::steady_clock::now();
+    bool held = true;   // guarded by `lock`
+    auto giveBack = [&] {
+        if (held) {
+            held = false;
+            inFlight--;
+            g_slotRuns++;
+            g_slotNs += static_cast<uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - taken).count());
+            finished.notify_all();
+        }
+    };
+    DeviceDone early;
+    if (release == CoalesceRelease::Device) {
+        early = [&] {
+            std::lock_guard<std::mutex> relock(lock);
+            giveBack();
+        };
+    }
+    lk.unlock();
+    std::exception_ptr error;
+    try {
+        body(early);
+    } catch (...) {
+        error = std::current_exception();
+    }
+    lk.lock();
+    giveBack();
+    return error;
+}
+
 void
 Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
-               uint32_t maxInFlight, const RunOne& runOne)
+               uint32_t maxInFlight, CoalesceRelease release, const RunOne& runOne)
 {
     Waiter me{ request };
     std::unique_lock<std::mutex> lk(lock);
     if (inFlight < maxInFlight && waiting.empty()) {
         // Nothing to wait for: run alone, on the caller's own buffers.
-        inFlight++;
-        lk.unlock();
-        try {
-            runOne(*request.inputs, *request.shapes, *request.out, nullptr);
-        } catch (...) {
-            me.error = std::current_exception();
-        }
-        lk.lock();
-        inFlight--;
-        finished.notify_all();
+        me.error = runOnSlot(lk, release, [&](const DeviceDone& done) {
+            runOne(*request.inputs, *request.shapes, *request.out, nullptr, done);
+        });
         lk.unlock();
         if (me.error) {
             std::rethrow_exception(me.error);
@@ -246,29 +275,20 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
             // goes first). The waiters stay blocked in this loop until `done`, so their
             // requests stay valid while the group runs.
             std::vector<Waiter*> group = takeGroup(axes, maxRows);
-            inFlight++;
-            lk.unlock();
-            std::exception_ptr error;
-            try {
+            std::exception_ptr error = runOnSlot(lk, release, [&](const DeviceDone& done) {
                 if (group.size() == 1) {
                     const CoalesceRequest& r = group[0]->request;
-                    runOne(*r.inputs, *r.shapes, *r.out, nullptr);
-                } else {
-                    std::vector<CoalesceRequest> requests;
-                    for (Waiter* w : group) {
-                        requests.push_back(w->request);
-                    }
-                    uint32_t rows = 0;
-                    for (const CoalesceRequest& r : requests) {
-                        rows += r.rows;
-                    }
-                    runCoalesced(requests, axes, item, coalescedRows(rows, maxRows), runOne);
+                    runOne(*r.inputs, *r.shapes, *r.out, nullptr, done);
+                    return;
                 }
-            } catch (...) {
-                error = std::current_exception();
-            }
-            lk.lock();
-            inFlight--;
+                std::vector<CoalesceRequest> requests;
+                uint32_t rows = 0;
+                for (Waiter* w : group) {
+                    requests.push_back(w->request);
+                    rows += w->request.rows;
+                }
+                runCoalesced(requests, axes, item, coalescedRows(rows, maxRows), runOne, done);
+            });
             for (Waiter* w : group) {
                 w->error = error;
                 w->done = true;
@@ -289,7 +309,7 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
 CoalesceCounters
 coalesceCounters()
 {
-    return { g_runs.load(), g_requests.load() };
+    return { g_runs.load(), g_requests.load(), g_slotRuns.load(), g_slotNs.load() };
 }
 
 } // namespace ortops

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <vector>
 
+#include "controls.hpp"
 #include "memory.hpp"
 #include "tensors.hpp"
 
@@ -58,9 +59,16 @@ struct RunCopies
     std::array<std::vector<Piece>, 3> outputs;   // Piece::host: where the request wants them
 };
 
-// One run of the layer: the inputs (already checked), output shapes and addresses, and for a
-// coalesced run the pieces to copy instead of the inputs' and outputs' own addresses.
-using RunOne = std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&, const RunCopies*)>;
+// Called by a run once the device has finished it, before its outputs are read back (the
+// coalescer frees the layer's in-flight slot there under CoalesceRelease::Device); empty: none.
+using DeviceDone = std::function<void()>;
+
+// One run of the layer: the inputs (already checked), output shapes and addresses, for a
+// coalesced run the pieces to copy instead of the inputs' and outputs' own addresses, and what
+// to call when the device is done.
+using RunOne =
+  std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&, const RunCopies*, const DeviceDone&)>;
+
 
 // Where the batch axis is in each tensor of a run, by the node's layout (0: [seq, batch, ...]
 // for X, [dirs, batch, hidden] for the states, [seq, dirs, batch, hidden] for Y; 1: batch
@@ -84,7 +92,7 @@ coalescedRows(uint32_t rows, uint32_t maxRows);
 // element of the layer's type.
 void
 runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
-             const RunOne& runOne);
+             const RunOne& runOne, const DeviceDone& deviceDone = {});
 
 // Whether two requests may share a run: every input and output shape equal but for the batch,
 // the same optional inputs, outputs and steps, and no caller scratch regions.
@@ -98,7 +106,7 @@ class Coalescer
     // Run `request`: alone at once when nothing is in flight, else with the requests that
     // arrived meanwhile. Rethrows the exception of the run that carried it.
     void run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
-             uint32_t maxInFlight, const RunOne& runOne);
+             uint32_t maxInFlight, CoalesceRelease release, const RunOne& runOne);
 
   private:
     struct Waiter
@@ -109,6 +117,11 @@ class Coalescer
     };
 
     std::vector<Waiter*> takeGroup(const BatchAxes& axes, uint32_t maxRows);
+    // One run on a slot taken under the lock (`lk` unlocked meanwhile, locked again on
+    // return): the slot is given back under the lock when the device is done (release Device)
+    // or when the run returns, whichever is first; the run's exception is returned.
+    std::exception_ptr runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
+                                 const std::function<void(const DeviceDone&)>& body);
 
     std::mutex lock;
     std::condition_variable finished;
@@ -116,11 +129,15 @@ class Coalescer
     uint32_t inFlight = 0;
 };
 
-// Requests carried by runs of more than one request, and those runs, in this process.
+// Requests carried by runs of more than one request, and those runs, in this process; and
+// the nanoseconds the layers' in-flight slots were held by the runs that went through a
+// coalescer (alone or in groups), and those runs.
 struct CoalesceCounters
 {
     uint64_t runs = 0;
     uint64_t requests = 0;
+    uint64_t slotRuns = 0;
+    uint64_t slotNs = 0;
 };
 CoalesceCounters
 coalesceCounters();

@@ -4,6 +4,8 @@
 
 #include "layer.hpp"
 
+#include <chrono>
+
 #include "coalesce.hpp"
 #include "devices.hpp"
 #include "kernel_choice.hpp"
@@ -25,6 +27,16 @@ namespace ortops {
 namespace {
 
 std::atomic<uint64_t> g_layersCreated{ 0 }, g_layersAlive{ 0 }, g_plansRecorded{ 0 }, g_runs{ 0 };
+// Where the submitted runs' host time went, in nanoseconds: writing the inputs, submitting and
+// waiting for the device, reading the outputs (CoreCounters).
+std::atomic<uint64_t> g_writeNs{ 0 }, g_waitNs{ 0 }, g_readNs{ 0 };
+
+uint64_t
+nanosSince(std::chrono::steady_clock::time_point t)
+{
+    return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t).count());
+}
 
 // The device a layer runs on: the config's (or ORTOPS_DEVICE's, or the preferred one), if it
 // preserves the special values the kernels rely on.
@@ -189,10 +201,11 @@ struct LayerImpl
     // One run on a plan of its own (the inputs checked, the output shapes given).
     // `copies`: a coalesced run's pieces (coalesce.hpp), else nullptr (the inputs' and outputs'
     // own addresses, whole).
+    // `deviceDone`: called once the device has finished the run, before the read-back.
     void runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out,
-                 const RunCopies* copies = nullptr);
+                 const RunCopies* copies = nullptr, const DeviceDone& deviceDone = {});
     void submit(Plan& plan, const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out,
-                const RunCopies* copies);
+                const RunCopies* copies, const DeviceDone& deviceDone);
 };
 
 std::shared_ptr<Plan>
@@ -209,22 +222,32 @@ LayerImpl::record(const PlanKey& key, const RunInputs& in, const PlanPool& pool)
 
 void
 LayerImpl::submit(Plan& plan, const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out,
-                  const RunCopies* copies)
+                  const RunCopies* copies, const DeviceDone& deviceDone)
 {
+    auto t0 = std::chrono::steady_clock::now();
     writeInputs(plan, in, copies, spec.item);
+    g_writeNs += nanosSince(t0);
+    auto t1 = std::chrono::steady_clock::now();
     plan.sequence->eval();
+    g_waitNs += nanosSince(t1);
     g_runs++;
+    if (deviceDone) {
+        deviceDone();
+    }
     if (plan.timestamps) {
         std::vector<double> t = plan.sequence->timestamps();
         GpuProfile p{ (t[3] - t[0]) * 1e-6, (t[1] - t[0]) * 1e-6, (t[2] - t[1]) * 1e-6, (t[3] - t[2]) * 1e-6 };
         std::lock_guard<std::mutex> lock(settingsLock);
         profile = p;
     }
+    auto t2 = std::chrono::steady_clock::now();
     readOutputs(plan, shapes, out, copies, spec);
+    g_readNs += nanosSince(t2);
 }
 
 void
-LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out, const RunCopies* copies)
+LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out, const RunCopies* copies,
+                   const DeviceDone& deviceDone)
 {
     const Spec& s = spec;
     if (faultFails()) {
@@ -247,7 +270,7 @@ LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const Output
         if (!plan) {
             plan = record(key, in, *pool);
         }
-        submit(*plan, in, shapes, out, copies);
+        submit(*plan, in, shapes, out, copies, deviceDone);
     } catch (...) {
         plans.release(key, pool, plan);
         throw;
@@ -273,7 +296,8 @@ CoreCounters
 coreCounters()
 {
     CoalesceCounters c = coalesceCounters();
-    return { g_layersCreated.load(), g_layersAlive.load(), g_plansRecorded.load(), g_runs.load(), c.runs, c.requests };
+    return { g_layersCreated.load(), g_layersAlive.load(), g_plansRecorded.load(), g_runs.load(), c.runs, c.requests,
+             g_writeNs.load(), g_waitNs.load(), g_readNs.load(), c.slotRuns, c.slotNs };
 }
 
 const NodeConfig&
@@ -338,9 +362,9 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
     }
     CoalesceRequest request{ &in, &shapes, &out, static_cast<uint32_t>(batch) };
     L.coalescer.run(request, BatchAxes::forLayout(s.layout), s.item, rows, settings.coalesceInFlight,
-                    [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c) {
-                        L.runPlan(i, sh, o, c);
-                    });
+                    settings.coalesceRelease,
+                    [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c,
+                         const DeviceDone& done) { L.runPlan(i, sh, o, c, done); });
 }
 
 void
@@ -369,9 +393,8 @@ Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<Outp
     }
     LayerImpl& L = *impl;
     ortops::runCoalesced(requests, axes, s.item, padTo,
-                         [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c) {
-                             L.runPlan(i, sh, o, c);
-                         });
+                         [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c,
+                              const DeviceDone& done) { L.runPlan(i, sh, o, c, done); });
 }
 
 LayerSettings

@@ -50,6 +50,14 @@ struct CoreCounters
     // Runs that carried several concurrent requests (coalesce.hpp), and those requests.
     uint64_t coalescedRuns = 0;
     uint64_t coalescedRequests = 0;
+    // The submitted runs' host time in nanoseconds: writing inputs, submitting and waiting for
+    // the device, reading outputs; and the runs that went through a coalescer and the time
+    // they held its in-flight slot (coalesce.hpp).
+    uint64_t writeNs = 0;
+    uint64_t waitNs = 0;
+    uint64_t readNs = 0;
+    uint64_t slotRuns = 0;
+    uint64_t slotNs = 0;
 };
 CoreCounters
 coreCounters();

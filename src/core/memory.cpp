@@ -51,35 +51,62 @@ constexpr uint64_t POOL_PIECE = 1u << 20;
 
 } // namespace
 
+namespace {
+
+uint64_t
+totalBytes(const std::vector<Piece>& pieces)
+{
+    uint64_t n = 0;
+    for (const Piece& p : pieces) {
+        n += p.bytes;
+    }
+    return n;
+}
+
+} // namespace
+
 void
 Memory::writePieces(const std::vector<Piece>& pieces)
 {
     for (const Piece& p : pieces) {
-        char* dst = range(p.offset, p.bytes, "write");
-        if (p.host == nullptr) {
-            std::memset(dst, 0, p.bytes);
-        } else if (p.bytes >= POOL_PIECE) {
-            hostcopy::copy(dst, p.host, p.bytes);
-        } else {
-            std::memcpy(dst, p.host, p.bytes);
-        }
+        range(p.offset, p.bytes, "write");   // every piece checked before any is copied
     }
+    char* base = static_cast<char*>(mapped());
+    hostcopy::copyRanges(pieces.size(), totalBytes(pieces), [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; i++) {
+            const Piece& p = pieces[i];
+            char* dst = base + p.offset;
+            if (p.host == nullptr) {
+                std::memset(dst, 0, p.bytes);
+            } else if (p.bytes >= POOL_PIECE) {
+                hostcopy::copy(dst, p.host, p.bytes);
+            } else {
+                std::memcpy(dst, p.host, p.bytes);
+            }
+        }
+    });
     flush();
 }
 
 void
 Memory::readPieces(const std::vector<Piece>& pieces)
 {
-    invalidate();
     for (const Piece& p : pieces) {
-        const char* src = range(p.offset, p.bytes, "read");
-        void* dst = const_cast<void*>(p.host);
-        if (p.bytes >= POOL_PIECE) {
-            hostcopy::copy(dst, src, p.bytes);
-        } else {
-            std::memcpy(dst, src, p.bytes);
-        }
+        range(p.offset, p.bytes, "read");
     }
+    invalidate();
+    const char* base = static_cast<const char*>(mapped());
+    hostcopy::copyRanges(pieces.size(), totalBytes(pieces), [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; i++) {
+            const Piece& p = pieces[i];
+            void* dst = const_cast<void*>(p.host);
+            if (p.bytes >= POOL_PIECE) {
+                hostcopy::copy(dst, base + p.offset, p.bytes);
+            } else {
+                std::memcpy(dst, base + p.offset, p.bytes);
+            }
+        }
+    });
 }
 
 // ---------------------------------------------------------------- Buffer

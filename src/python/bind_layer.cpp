@@ -222,6 +222,11 @@ counters()
     d["runs"] = c.runs;
     d["coalesced_runs"] = c.coalescedRuns;
     d["coalesced_requests"] = c.coalescedRequests;
+    d["write_ns"] = c.writeNs;
+    d["wait_ns"] = c.waitNs;
+    d["read_ns"] = c.readNs;
+    d["slot_runs"] = c.slotRuns;
+    d["slot_ns"] = c.slotNs;
     return d;
 }
 

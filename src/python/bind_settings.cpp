@@ -103,6 +103,9 @@ bindVariantSettings(py::module_& m)
 void
 bindLayerSettings(py::module_& m)
 {
+    py::enum_<CoalesceRelease>(m, "CoalesceRelease", "When a run gives back its layer's in-flight slot (controls.hpp).")
+      .value("OUTPUTS", CoalesceRelease::Outputs, "once its outputs are read")
+      .value("DEVICE", CoalesceRelease::Device, "as soon as the device has finished it");
     py::class_<LayerSettings> cls(m, "LayerSettings",
                                   "A layer's settings (layer.hpp): variant tunables, plan cache, limits, "
                                   "concurrency, timestamps, coalescing.");
@@ -118,6 +121,7 @@ bindLayerSettings(py::module_& m)
       ("coopmat", &LayerSettings::coopmat, "mode fast may record the matrix-unit projection")
       ("coalesce_rows", &LayerSettings::coalesceRows, "batch rows concurrent runs coalesce into")
       ("coalesce_in_flight", &LayerSettings::coalesceInFlight, "runs in flight while requests wait")
+      ("coalesce_release", &LayerSettings::coalesceRelease, "when a run frees its in-flight slot (CoalesceRelease)")
       .finish();
 }
 

@@ -222,14 +222,20 @@ TEST_SUITE("concurrency")
     TEST_CASE("the group commit: requests arriving while a run is in flight go together in the next run")
     {
         // A Coalescer over a stand-in run (no device): the output is the input, copied through
-        // the pieces a coalesced run gets (layout 1: the batch is every tensor's first axis).
+        // the pieces a coalesced run gets (layout 1: the batch is every tensor's first axis);
+        // the "device" is done between the input's staging and the output's copy, where a run
+        // gives its slot back under CoalesceRelease::Device.
+        CoalesceRelease mode = CoalesceRelease::Outputs;
+        SUBCASE("slot given back after the outputs") { mode = CoalesceRelease::Outputs; }
+        SUBCASE("slot given back when the device is done") { mode = CoalesceRelease::Device; }
         Coalescer coalescer;
         BatchAxes axes = BatchAxes::forLayout(1);
         std::atomic<bool> firstRunning{ false }, release{ false };
         std::atomic<uint32_t> calls{ 0 }, arrived{ 0 };
         std::mutex lock;
         std::vector<std::pair<int64_t, bool>> runs;   // (batch, coalesced)
-        RunOne run = [&](const RunInputs& in, const OutputShapes&, const OutputPointers& out, const RunCopies* c) {
+        RunOne run = [&](const RunInputs& in, const OutputShapes&, const OutputPointers& out, const RunCopies* c,
+                         const DeviceDone& done) {
             if (calls++ == 0) {
                 firstRunning = true;
                 while (!release) {
@@ -242,7 +248,12 @@ TEST_SUITE("concurrency")
             }
             size_t bytes = in.X.elements() * 4;
             if (!c) {
-                std::memcpy(out[0], in.X.data, bytes);
+                std::vector<uint8_t> staged(bytes);
+                std::memcpy(staged.data(), in.X.data, bytes);
+                if (done) {
+                    done();
+                }
+                std::memcpy(out[0], staged.data(), bytes);
                 return;
             }
             std::vector<uint8_t> staged(bytes);
@@ -252,6 +263,9 @@ TEST_SUITE("concurrency")
                 } else {
                     std::memset(staged.data() + p.offset, 0, p.bytes);
                 }
+            }
+            if (done) {
+                done();
             }
             for (const Piece& p : c->outputs[0]) {
                 std::memcpy(const_cast<void*>(p.host), staged.data() + p.offset, p.bytes);
@@ -272,7 +286,7 @@ TEST_SUITE("concurrency")
         }
         auto submit = [&](uint32_t i) {
             CoalesceRequest r{ &inputs[i], &shapes[i], &outs[i], static_cast<uint32_t>(inputs[i].X.shape[0]) };
-            coalescer.run(r, axes, 4, 32, 1, run);
+            coalescer.run(r, axes, 4, 32, 1, mode, run);
         };
         std::thread first(submit, 0);
         while (!firstRunning) {
@@ -304,5 +318,47 @@ TEST_SUITE("concurrency")
         REQUIRE(runs.size() == 2);
         CHECK(runs[0] == std::pair<int64_t, bool>{ 1, false });
         CHECK(runs[1] == std::pair<int64_t, bool>{ 16, true });
+    }
+    TEST_CASE("CoalesceRelease::Device: the next run starts while the one before reads back")
+    {
+        // The first run gives its slot back when its "device" is done, then waits (up to 10 s)
+        // for the second request's run to begin before it "reads back": under Device the second
+        // runs meanwhile; the group commit's count of slot holds sees both.
+        Coalescer coalescer;
+        BatchAxes axes = BatchAxes::forLayout(1);
+        std::atomic<bool> secondStarted{ false }, firstReleased{ false };
+        std::atomic<uint32_t> calls{ 0 };
+        bool overlapped = false;
+        RunOne run = [&](const RunInputs&, const OutputShapes&, const OutputPointers&, const RunCopies*,
+                         const DeviceDone& done) {
+            if (calls++ == 0) {
+                REQUIRE(done);
+                done();
+                firstReleased = true;
+                auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (!secondStarted && std::chrono::steady_clock::now() < until) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+                overlapped = secondStarted;
+                return;
+            }
+            secondStarted = true;
+        };
+        std::vector<float> x0(6, 1.0f), x1(6, 2.0f), y0(6), y1(6);
+        RunInputs in0, in1;
+        in0.X = HostTensor{ x0.data(), ElementType::Float32, { 1, 2, 3 } };
+        in1.X = HostTensor{ x1.data(), ElementType::Float32, { 1, 2, 3 } };
+        OutputShapes shapes;
+        shapes[0] = std::vector<int64_t>{ 1, 2, 3 };
+        OutputPointers out0{ y0.data(), nullptr, nullptr }, out1{ y1.data(), nullptr, nullptr };
+        CoalesceCounters before = coalesceCounters();
+        std::thread first([&] { coalescer.run({ &in0, &shapes, &out0, 1 }, axes, 4, 32, 1, CoalesceRelease::Device, run); });
+        while (!firstReleased) {
+            std::this_thread::yield();
+        }
+        coalescer.run({ &in1, &shapes, &out1, 1 }, axes, 4, 32, 1, CoalesceRelease::Device, run);
+        first.join();
+        CHECK(overlapped);
+        CHECK(coalesceCounters().slotRuns - before.slotRuns == 2);
     }
 }
