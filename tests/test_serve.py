@@ -55,8 +55,9 @@ def test_bench_direct_ingress_answers_through_each_replicas_own_port(tmp_path):
     """scripts/gpu/serve_bench.py --direct (Ray Serve's throughput-optimized mode: each replica
     answers HTTP on its own port, no proxy) in a process of its own, since Ray reads the mode
     when ray.serve is imported: every answer equal to ORT CPU's (the script fails otherwise),
-    and the replica's Server-Timing parts in the report. First in this module: it runs before
-    the module's own Ray instance starts."""
+    and the replica's Server-Timing parts in the report; two replicas sharing the one device
+    (--replicas-per-gpu 2: two processes, as on one GPU), each found on its own port. First in
+    this module: it runs before the module's own Ray instance starts."""
     import subprocess
     import sys
 
@@ -64,7 +65,8 @@ def test_bench_direct_ingress_answers_through_each_replicas_own_port(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     r = subprocess.run([sys.executable, "-P", os.path.join(root, "scripts", "gpu", "serve_bench.py"), "--tiny", "--direct",
-                        "--replicas", "1", "--clients", "1,4", "--seconds", "1", "--warmup", "0.5",
+                        "--replicas", "2", "--replicas-per-gpu", "2", "--clients", "1,4", "--seconds", "1",
+                        "--warmup", "0.5",
                         "--port", str(_free_port()), "--out", str(tmp_path)],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
@@ -73,6 +75,7 @@ def test_bench_direct_ingress_answers_through_each_replicas_own_port(tmp_path):
     for row in report["rows_measured"]:
         assert row["errors"] == 0 and row["requests"] > 0
         assert set(row["replica_p50_ms"]) == {"decode", "queue", "run", "back", "encode"}
+        assert row["replicas"] == 2 and row["replicas_per_gpu"] == 2 and len(row["devices"].split(", ")) == 2
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,13 @@
 """How long a batch's run takes on a worker thread beside an idle and a busy Python thread, at
 two GIL switch intervals (docs/serving.md, "The GIL hand-off"): ortops.serve's Replica, the
 recognizer (--tiny: the one serve_bench.py --tiny serves), a batch of --rows requests of one row
-run --runs times through a one-thread pool, the medians in ms.
+run --runs times through a one-thread pool, the medians in ms, and where the time went: the
+worker's wake (submit to its first line), stacking the rows, ``Replica.run`` (ONNX Runtime's
+session.run, the GIL released inside), splitting the outputs, and the caller's wake (the
+worker's last line to ``result()`` returning). --intra-op alternates the session's
+intra_op_num_threads too (0: ONNX Runtime's default, a thread per core).
 
-    python -P scripts/gpu/gil_handoff.py [--tiny] [--rows 8] [--runs 300] [--intervals 5,0.5]
+    python -P scripts/gpu/gil_handoff.py [--tiny] [--rows 8] [--runs 300] [--intervals 5,0.5] [--intra-op 0]
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import serve_bench   # noqa: E402 - the same models as the serving bench
 
-from ortops.serve import Replica   # noqa: E402
+from ortops.serve import Replica, groups, split, stack   # noqa: E402
+
+PHASES = ("total", "wake", "stack", "run", "split", "back")
 
 
 def _busy(stop: threading.Event) -> None:
@@ -32,24 +38,50 @@ def _busy(stop: threading.Event) -> None:
         json.loads(json.dumps(doc))
 
 
-def _median_ms(replica: Replica, feeds: list, runs: int, busy: bool) -> float:
+def _batch(replica: Replica, feeds: list) -> list[float]:
+    """One batch as Replica.run_many runs it (one group: every feed has the same shape), with
+    the times between its steps."""
+    t = [time.perf_counter()]
+    stacked, sizes = stack(feeds, replica.axes)
+    t.append(time.perf_counter())
+    out = replica.run(stacked)
+    t.append(time.perf_counter())
+    split(out, replica.axes, sizes)
+    t.append(time.perf_counter())
+    return t
+
+
+def _medians_ms(replica: Replica, feeds: list, runs: int, busy: bool) -> dict:
+    """Medians over `runs` batches of the whole (submit to result) and of each phase."""
+    assert len(groups(feeds, replica.axes)) == 1, "the feeds must stack into one batch"
     pool = ThreadPoolExecutor(1)
     stop = threading.Event()
     other = threading.Thread(target=_busy, args=(stop,)) if busy else None
     if other:
         other.start()
-    times = []
+    times: dict = {p: [] for p in PHASES}
     try:
         for _ in range(runs):
             t0 = time.perf_counter()
-            pool.submit(replica.run_many, feeds).result()
-            times.append(time.perf_counter() - t0)
+            t = pool.submit(_batch, replica, feeds).result()
+            t5 = time.perf_counter()
+            for name, value in zip(PHASES, (t5 - t0, t[0] - t0, t[1] - t[0], t[2] - t[1], t[3] - t[2], t5 - t[3])):
+                times[name].append(value)
     finally:
         stop.set()
         if other:
             other.join()
         pool.shutdown()
-    return statistics.median(times) * 1e3
+    return {p: statistics.median(v) * 1e3 for p, v in times.items()}
+
+
+def _replica(model, intra_op: int) -> Replica:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    if intra_op:
+        so.intra_op_num_threads = intra_op
+    return Replica(model, sess_options=so)
 
 
 def main(argv=None) -> int:
@@ -59,21 +91,29 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--intervals", default="5,0.5", help="switch intervals in ms, a comma list")
+    ap.add_argument("--intra-op", default="0",
+                    help="the session's intra_op_num_threads, a comma list (0: ONNX Runtime's default)")
     args = ap.parse_args(argv)
-    replica = Replica(serve_bench._model(False, args.tiny))
-    name, dims = next(iter(replica.signature.inputs.items()))
+    model = serve_bench._model(False, args.tiny)
+    replicas = {n: _replica(model, n) for n in [int(t) for t in args.intra_op.split(",")]}
+    first = next(iter(replicas.values()))
+    name, dims = next(iter(first.signature.inputs.items()))
     shape = [d if isinstance(d, int) else 1 for d in dims]
     rng = np.random.default_rng(0)
     feeds = [{name: rng.uniform(-1, 1, shape).astype(np.float32)} for _ in range(args.rows)]
-    _median_ms(replica, feeds, 50, False)   # warm-up (and the GPU's clocks)
-    print("| round | switch interval ms | beside an idle thread, ms | beside a busy one, ms |")
-    print("|---|---|---|---|")
+    for replica in replicas.values():
+        _medians_ms(replica, feeds, 50, False)   # warm-up (and the GPU's clocks)
+    print("| round | switch interval ms | intra-op threads | beside | " + " | ".join(f"{p} ms" for p in PHASES) + " |")
+    print("|---|---|---|---|" + "---|" * len(PHASES))
     for rnd in range(1, args.rounds + 1):
         for ms in [float(t) for t in args.intervals.split(",")]:
             sys.setswitchinterval(ms / 1e3)
-            idle = _median_ms(replica, feeds, args.runs, False)
-            busy = _median_ms(replica, feeds, args.runs, True)
-            print(f"| {rnd} | {ms:g} | {idle:.3f} | {busy:.3f} |", flush=True)
+            for n, replica in replicas.items():
+                for busy in (False, True):
+                    m = _medians_ms(replica, feeds, args.runs, busy)
+                    cells = " | ".join(f"{m[p]:.3f}" for p in PHASES)
+                    print(f"| {rnd} | {ms:g} | {n or 'default'} | {'a busy thread' if busy else 'an idle thread'} | {cells} |",
+                          flush=True)
     return 0
 
 

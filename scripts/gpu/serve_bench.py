@@ -226,7 +226,8 @@ def _markdown(report: dict) -> str:
             lines.append(f"| - | - | {r['replicas']} | - | - | - | - | - | - | - | not run: {r['not_run']} |")
             continue
         parts = " ".join(f"{k} {v:g}" for k, v in (r.get("replica_p50_ms") or {}).items()) or "-"
-        lines.append(f"| {r.get('round', 1)} | {r.get('switch_interval_ms', '-')} | {r['replicas']} | {r['clients']} | {r['requests_per_s']} | {r['p50_ms']} | {r['p99_ms']} | "
+        shared = f" ({r['replicas_per_gpu']} a GPU)" if r.get("replicas_per_gpu", 1) > 1 else ""
+        lines.append(f"| {r.get('round', 1)} | {r.get('switch_interval_ms', '-')} | {r['replicas']}{shared} | {r['clients']} | {r['requests_per_s']} | {r['p50_ms']} | {r['p99_ms']} | "
                      f"{r['mean_rows_per_run']} | {parts} | {r['errors']} | {r['devices']} |")
     return "\n".join(lines) + "\n"
 
@@ -242,6 +243,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-wait-ms", type=float, default=0.0,
                     help="how long a batch's first request waits for more, ms (default 0: none)")
     ap.add_argument("--concurrent-runs", type=int, default=1, help="batches a replica runs at once (default 1)")
+    ap.add_argument("--replicas-per-gpu", type=int, default=1,
+                    help="replicas sharing one GPU (Ray's num_gpus = 1 / N; two processes, two GILs, one "
+                         "device; default 1). Without NVIDIA GPUs: replicas up to N share the default device")
     ap.add_argument("--switch-interval-ms", default="0.5",
                     help="the replicas' GIL switch interval in ms, a comma list run in turn (default 0.5, "
                          "ortops.serve's; 5 is Python's own; 0 leaves Python's)")
@@ -291,19 +295,24 @@ def main(argv=None) -> int:
     try:
         settings = [(rnd, float(t)) for rnd in range(1, args.rounds + 1) for t in args.switch_interval_ms.split(",")]
         for (rnd, switch_ms), replicas in ((s, n) for s in settings for n in [int(t) for t in args.replicas.split(",")]):
-            if gpus and replicas > gpus:
-                rows.append({"replicas": replicas, "not_run": f"{gpus} GPU(s) here, one per replica"})
+            share = args.replicas_per_gpu
+            if gpus and replicas > gpus * share:
+                rows.append({"replicas": replicas, "not_run": f"{gpus} GPU(s) here, {share} replica(s) a GPU"})
                 continue
-            if not gpus and replicas > 1:
+            if not gpus and replicas > share:
                 rows.append({"replicas": replicas, "not_run": "no NVIDIA GPUs: replicas would share one device"})
                 continue
-            handle = serve.run(ortops.serve.app(model, num_replicas=replicas, max_batch_size=args.max_batch_size,
+            num_gpus = 1 / share if gpus else None
+            handle = serve.run(ortops.serve.app(model, num_replicas=replicas, num_gpus=num_gpus,
+                                                max_batch_size=args.max_batch_size,
                                                 batch_wait_timeout_s=args.batch_wait_ms / 1e3,
                                                 concurrent_runs=args.concurrent_runs,
                                                 switch_interval_s=switch_ms / 1e3 or None),
                                name="bench", route_prefix="/bench")
             devices = _replica_devices(handle, replicas)
-            pinned = len(set(devices.values())) == replicas or not gpus
+            # Pinned: as many devices as the replicas need, none holding more than its share.
+            per_device = [list(devices.values()).count(d) for d in set(devices.values())]
+            pinned = not gpus or (len(per_device) == min(gpus, -(-replicas // share)) and max(per_device) <= share)
             failed |= not pinned
             for clients in [int(t) for t in args.clients.split(",")]:
                 if args.handle:
@@ -313,7 +322,9 @@ def main(argv=None) -> int:
                         urls = [f"http://127.0.0.1:{p}/bench" for p in _direct_ports(bodies[0], replicas)]
                     r = asyncio.run(_load(urls, bodies, want, clients, args.seconds, args.warmup))
                 r.update(replicas=replicas, clients=clients, round=rnd, switch_interval_ms=switch_ms,
-                         devices=", ".join(sorted(u[:8] for u in devices.values())) + ("" if pinned else " (NOT one per GPU)"))
+                         replicas_per_gpu=share,
+                         devices=", ".join(sorted(u[:8] for u in devices.values()))
+                         + ("" if pinned else f" (NOT {share} a GPU)"))
                 failed |= bool(r["errors"])
                 rows.append(r)
                 print(json.dumps(r), flush=True)
