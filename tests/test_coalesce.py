@@ -249,3 +249,47 @@ def test_coalescing_switched_off_runs_each_request_alone():
     for want, have in zip(serial, got):
         for a, b in zip(want, have):
             assert (a is None and b is None) or same_bits(a, b)
+
+
+def test_requests_wait_behind_another_layers_run_with_a_device_limit():
+    # coalesce_device_in_flight=1 (src/core/coalesce.hpp, CoalesceGate): a long run of one layer
+    # in flight holds the device, so another layer's requests (one row each, which would
+    # otherwise run at once, alone) wait and then go as one group; every result equals the
+    # serial one.
+    long_layer = _layer("LSTM", np.float32, 0, hidden=16, inp=8)
+    layer = _layer("GRU", np.float32, 0)
+    for lay in (long_layer, layer):
+        settings = lay._native.settings
+        settings.coalesce_device_in_flight = 1
+        lay._native.settings = settings
+    rng = np.random.default_rng(9)
+    jobs = [_request(layer, 5, 1, rng) for _ in range(5)]
+    # Longer than the 50 ms below and the threads' start on any device (the H200: 3,000 steps
+    # take tens of ms; lavapipe: about a second a 3,000).
+    long_job = _request(long_layer, 8000, 1, rng)
+    serial = [_alone(layer, j) for j in jobs]
+    long_serial = _alone(long_layer, long_job)
+    results = [None] * len(jobs)
+    go = threading.Event()
+
+    def work(i):
+        go.wait()
+        results[i] = _alone(layer, jobs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    long_result = []
+    first = threading.Thread(target=lambda: long_result.append(_alone(long_layer, long_job)))
+    first.start()
+    time.sleep(0.05)   # the long run is in flight
+    runs0, reqs0 = _counters()
+    go.set()
+    for t in threads:
+        t.join()
+    first.join()
+    runs1, reqs1 = _counters()
+    assert runs1 - runs0 == 1 and reqs1 - reqs0 == len(jobs), "the requests did not wait for the device as one group"
+    for want, have in zip(serial + [long_serial], results + long_result):
+        for a, b in zip(want, have):
+            assert (a is None and b is None) or same_bits(a, b)

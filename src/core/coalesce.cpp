@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 
 namespace ortops {
@@ -215,17 +216,46 @@ Coalescer::takeGroup(const BatchAxes& axes, uint32_t maxRows)
     return group;
 }
 
+std::shared_ptr<CoalesceGate>
+coalesceGate(const void* key)
+{
+    static std::mutex registryLock;
+    static std::map<const void*, std::weak_ptr<CoalesceGate>> registry;
+    std::lock_guard<std::mutex> guard(registryLock);
+    std::shared_ptr<CoalesceGate> gate = registry[key].lock();
+    if (!gate) {
+        gate = std::make_shared<CoalesceGate>();
+        registry[key] = gate;
+    }
+    return gate;
+}
+
+Coalescer::Coalescer(std::shared_ptr<CoalesceGate> g)
+  : gate(std::move(g))
+  , lock(gate->lock)
+  , finished(gate->finished)
+{
+}
+
+bool
+Coalescer::slotFree(uint32_t maxInFlight, uint32_t maxDeviceInFlight) const
+{
+    return inFlight < maxInFlight && (maxDeviceInFlight == 0 || gate->inFlight < maxDeviceInFlight);
+}
+
 std::exception_ptr
 Coalescer::runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
                      const std::function<void(const DeviceDone&)>& body)
 {
     inFlight++;
+    gate->inFlight++;
     auto taken = std::chrono::steady_clock::now();
     bool held = true;   // guarded by `lock`
     auto giveBack = [&] {
         if (held) {
             held = false;
             inFlight--;
+            gate->inFlight--;
             g_slotRuns++;
             g_slotNs += static_cast<uint64_t>(
               std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - taken).count());
@@ -253,11 +283,11 @@ Coalescer::runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
 
 void
 Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
-               uint32_t maxInFlight, CoalesceRelease release, const RunOne& runOne)
+               uint32_t maxInFlight, uint32_t maxDeviceInFlight, CoalesceRelease release, const RunOne& runOne)
 {
     Waiter me{ request };
     std::unique_lock<std::mutex> lk(lock);
-    if (inFlight < maxInFlight && waiting.empty()) {
+    if (slotFree(maxInFlight, maxDeviceInFlight) && waiting.empty()) {
         // Nothing to wait for: run alone, on the caller's own buffers.
         me.error = runOnSlot(lk, release, [&](const DeviceDone& done) {
             runOne(*request.inputs, *request.shapes, *request.out, nullptr, done);
@@ -270,7 +300,7 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
     }
     waiting.push_back(&me);
     while (!me.done) {
-        if (inFlight < maxInFlight && !waiting.empty()) {
+        if (slotFree(maxInFlight, maxDeviceInFlight) && !waiting.empty()) {
             // Lead the next group (which need not hold this request: the oldest waiter's key
             // goes first). The waiters stay blocked in this loop until `done`, so their
             // requests stay valid while the group runs.

@@ -31,6 +31,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -99,14 +100,35 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
 bool
 sameCoalesceKey(const CoalesceRequest& a, const CoalesceRequest& b, const BatchAxes& axes);
 
+// What the coalescers of every layer on one device share: one lock and one signal, and the
+// runs in flight on the device, so that a layer's request may also wait while another layer's
+// run is in flight (LayerSettings::coalesceDeviceInFlight): on one queue the GPU runs one
+// layer run at a time anyway, and a request that waits gathers the requests arriving behind it.
+struct CoalesceGate
+{
+    std::mutex lock;
+    std::condition_variable finished;
+    uint32_t inFlight = 0;
+};
+
+// The gate of the device `key` (a layer's context), made on first use and kept while any
+// coalescer holds it.
+std::shared_ptr<CoalesceGate>
+coalesceGate(const void* key);
+
 // The queue of one layer's waiting requests and the group commit over it.
 class Coalescer
 {
   public:
+    // `gate`: shared with the other layers of the device (default: a gate of its own).
+    explicit Coalescer(std::shared_ptr<CoalesceGate> gate = std::make_shared<CoalesceGate>());
+
     // Run `request`: alone at once when nothing is in flight, else with the requests that
-    // arrived meanwhile. Rethrows the exception of the run that carried it.
+    // arrived meanwhile. At most `maxInFlight` runs of this layer in flight, and at most
+    // `maxDeviceInFlight` runs of the device's layers (0: no device limit). Rethrows the
+    // exception of the run that carried it.
     void run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
-             uint32_t maxInFlight, CoalesceRelease release, const RunOne& runOne);
+             uint32_t maxInFlight, uint32_t maxDeviceInFlight, CoalesceRelease release, const RunOne& runOne);
 
   private:
     struct Waiter
@@ -123,10 +145,14 @@ class Coalescer
     std::exception_ptr runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
                                  const std::function<void(const DeviceDone&)>& body);
 
-    std::mutex lock;
-    std::condition_variable finished;
+    // Whether a run may start now (under the gate's lock).
+    bool slotFree(uint32_t maxInFlight, uint32_t maxDeviceInFlight) const;
+
+    std::shared_ptr<CoalesceGate> gate;
+    std::mutex& lock;                       // the gate's
+    std::condition_variable& finished;      // the gate's
     std::deque<Waiter*> waiting;
-    uint32_t inFlight = 0;
+    uint32_t inFlight = 0;                  // this layer's runs in flight
 };
 
 // Requests carried by runs of more than one request, and those runs, in this process; and

@@ -59,6 +59,9 @@ struct LayerSettings
     uint32_t coalesceInFlight = coalesceSettingFromEnv("ORTOPS_COALESCE_IN_FLIGHT", 1);
     // When a run gives back its in-flight slot (default ORTOPS_COALESCE_RELEASE, else Outputs).
     CoalesceRelease coalesceRelease = coalesceReleaseFromEnv(CoalesceRelease::Outputs);
+    // At most this many runs of the device's layers in flight while this layer's requests wait
+    // (coalesce.hpp, CoalesceGate; 0: no device limit, the default; ORTOPS_COALESCE_DEVICE_IN_FLIGHT).
+    uint32_t coalesceDeviceInFlight = coalesceSettingFromEnv("ORTOPS_COALESCE_DEVICE_IN_FLIGHT", 0);
 };
 
 // std::invalid_argument naming the setting when `s` holds a value no layer accepts.

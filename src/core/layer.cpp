@@ -176,6 +176,7 @@ struct LayerImpl
       , ctx(sharedContext(device.index, validationRequested(), requestedQueues()))
       , settings(s)
       , weights(ctx, spec, w, currentLimits())
+      , coalescer(coalesceGate(ctx.get()))
     {
     }
 
@@ -362,7 +363,7 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
     }
     CoalesceRequest request{ &in, &shapes, &out, static_cast<uint32_t>(batch) };
     L.coalescer.run(request, BatchAxes::forLayout(s.layout), s.item, rows, settings.coalesceInFlight,
-                    settings.coalesceRelease,
+                    settings.coalesceDeviceInFlight, settings.coalesceRelease,
                     [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c,
                          const DeviceDone& done) { L.runPlan(i, sh, o, c, done); });
 }

@@ -122,6 +122,8 @@ bindLayerSettings(py::module_& m)
       ("coalesce_rows", &LayerSettings::coalesceRows, "batch rows concurrent runs coalesce into")
       ("coalesce_in_flight", &LayerSettings::coalesceInFlight, "runs in flight while requests wait")
       ("coalesce_release", &LayerSettings::coalesceRelease, "when a run frees its in-flight slot (CoalesceRelease)")
+      ("coalesce_device_in_flight", &LayerSettings::coalesceDeviceInFlight,
+       "runs of the device's layers in flight while requests wait (0: no limit)")
       .finish();
 }
 

@@ -286,7 +286,7 @@ TEST_SUITE("concurrency")
         }
         auto submit = [&](uint32_t i) {
             CoalesceRequest r{ &inputs[i], &shapes[i], &outs[i], static_cast<uint32_t>(inputs[i].X.shape[0]) };
-            coalescer.run(r, axes, 4, 32, 1, mode, run);
+            coalescer.run(r, axes, 4, 32, 1, 0, mode, run);
         };
         std::thread first(submit, 0);
         while (!firstRunning) {
@@ -352,13 +352,106 @@ TEST_SUITE("concurrency")
         shapes[0] = std::vector<int64_t>{ 1, 2, 3 };
         OutputPointers out0{ y0.data(), nullptr, nullptr }, out1{ y1.data(), nullptr, nullptr };
         CoalesceCounters before = coalesceCounters();
-        std::thread first([&] { coalescer.run({ &in0, &shapes, &out0, 1 }, axes, 4, 32, 1, CoalesceRelease::Device, run); });
+        std::thread first([&] { coalescer.run({ &in0, &shapes, &out0, 1 }, axes, 4, 32, 1, 0, CoalesceRelease::Device, run); });
         while (!firstReleased) {
             std::this_thread::yield();
         }
-        coalescer.run({ &in1, &shapes, &out1, 1 }, axes, 4, 32, 1, CoalesceRelease::Device, run);
+        coalescer.run({ &in1, &shapes, &out1, 1 }, axes, 4, 32, 1, 0, CoalesceRelease::Device, run);
         first.join();
         CHECK(overlapped);
         CHECK(coalesceCounters().slotRuns - before.slotRuns == 2);
+    }
+    TEST_CASE("the device's gate: with one run of the device in flight, another layer's requests wait and go together")
+    {
+        // Two layers' coalescers on one gate (as on one device). Layer A's run holds the device
+        // until released; three requests of layer B arrive meanwhile. With a device limit of 1
+        // none of them runs before A's run ends, then all three run as one group; with no
+        // device limit (0) they run beside A's (alone or in groups, as they happen to arrive).
+        for (uint32_t deviceLimit : { 1u, 0u }) {
+            CAPTURE(deviceLimit);
+            auto gate = std::make_shared<CoalesceGate>();
+            Coalescer a(gate), b(gate);
+            BatchAxes axes = BatchAxes::forLayout(1);
+            std::atomic<bool> aRunning{ false }, releaseA{ false };
+            std::mutex lock;
+            std::vector<std::pair<char, int64_t>> runs;   // (layer, batch) in start order
+            auto runOf = [&](char layer) {
+                return RunOne([&, layer](const RunInputs& in, const OutputShapes&, const OutputPointers& out,
+                                         const RunCopies* c, const DeviceDone&) {
+                    {
+                        std::lock_guard<std::mutex> guard(lock);
+                        runs.emplace_back(layer, in.X.shape[0]);
+                    }
+                    if (layer == 'A') {
+                        aRunning = true;
+                        while (!releaseA) {
+                            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                        }
+                    }
+                    if (!c) {
+                        std::memcpy(out[0], in.X.data, in.X.elements() * 4);
+                        return;
+                    }
+                    for (const Piece& p : c->outputs[0]) {   // stand-in outputs: zeros
+                        std::memset(const_cast<void*>(p.host), 0, p.bytes);
+                    }
+                });
+            };
+            RunOne runA = runOf('A'), runB = runOf('B');
+            std::vector<std::vector<float>> xs(4, std::vector<float>(6, 1.0f)), ys(4, std::vector<float>(6));
+            std::vector<RunInputs> inputs(4);
+            std::vector<OutputPointers> outs(4);
+            OutputShapes shapes;
+            shapes[0] = std::vector<int64_t>{ 1, 2, 3 };
+            for (size_t i = 0; i < 4; i++) {
+                inputs[i].X = HostTensor{ xs[i].data(), ElementType::Float32, { 1, 2, 3 } };
+                outs[i] = OutputPointers{ ys[i].data(), nullptr, nullptr };
+            }
+            std::thread first([&] { a.run({ &inputs[0], &shapes, &outs[0], 1 }, axes, 4, 32, 1, deviceLimit, CoalesceRelease::Outputs, runA); });
+            while (!aRunning) {
+                std::this_thread::yield();
+            }
+            std::vector<std::thread> others;
+            for (size_t i = 1; i < 4; i++) {
+                others.emplace_back([&, i] {
+                    b.run({ &inputs[i], &shapes, &outs[i], 1 }, axes, 4, 32, 1, deviceLimit, CoalesceRelease::Outputs, runB);
+                });
+            }
+            // The three are queued (or, with no device limit, the first is running); 200 ms is
+            // ample even under ThreadSanitizer.
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            {
+                std::lock_guard<std::mutex> guard(lock);
+                if (deviceLimit == 1) {
+                    CHECK(runs.size() == 1);
+                } else {
+                    CHECK(runs.size() >= 2);   // B ran while A's run was in flight
+                }
+            }
+            releaseA = true;
+            first.join();
+            for (auto& t : others) {
+                t.join();
+            }
+            REQUIRE(!runs.empty());
+            CHECK(runs[0] == std::pair<char, int64_t>{ 'A', 1 });
+            if (deviceLimit == 1) {
+                REQUIRE(runs.size() == 2);
+                CHECK(runs[1] == std::pair<char, int64_t>{ 'B', 4 });   // three rows, padded to 4
+            } else {
+                for (size_t i = 1; i < runs.size(); i++) {
+                    CHECK(runs[i].first == 'B');
+                }
+            }
+            CHECK(gate->inFlight == 0);
+        }
+    }
+
+    TEST_CASE("one gate a device: the layers of one context share it")
+    {
+        int x = 0, y = 0;
+        auto g1 = coalesceGate(&x), g2 = coalesceGate(&x), g3 = coalesceGate(&y);
+        CHECK(g1 == g2);
+        CHECK(g1 != g3);
     }
 }
