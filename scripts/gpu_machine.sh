@@ -39,7 +39,8 @@ py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
-                      # multigpu, servewheels, serve, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps, host, ep,
+                      # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
+                      # host, ep,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
@@ -282,6 +283,12 @@ if has serve; then
     mkdir -p "$OUT/direct"
     py scripts/gpu/serve_bench.py --out "$OUT/direct" ${SERVE_DIRECT_ARGS} 2>&1 | tee "$OUT/direct/serve_bench_log.txt"
   fi
+fi
+if has gil; then
+  # A batch's run beside an idle and a busy Python thread, split into its phases, at two GIL
+  # switch intervals (docs/serving.md, "The GIL hand-off"); no Ray needed. GIL_ARGS: e.g.
+  # "--rounds 3 --intra-op 0,1" (the session's intra-op threads alternated too).
+  py scripts/gpu/gil_handoff.py ${GIL_ARGS:-} 2>&1 | grep -v '^ortops:' | tee "$OUT/gil.txt"
 fi
 if has stream; then
   # A streaming model (silero-vad, LSTM hidden 128 inside If nodes): per-frame latency with the
