@@ -302,7 +302,6 @@ def _thread_counts(text: str) -> list[int]:
     return counts
 
 
-
 def _layer_run_split(before: dict, after: dict, elapsed: float) -> str:
     """Where the layer runs' host time went between two core_counters() readings: writing
     inputs, submitting and waiting for the device, reading outputs (each a mean per layer run),
@@ -315,6 +314,7 @@ def _layer_run_split(before: dict, after: dict, elapsed: float) -> str:
     return (f"a layer run: write {us['write_ns']:.0f} us, submit and wait {us['wait_ns']:.0f} us, "
             f"read {us['read_ns']:.0f} us; in-flight slots held {held:.2f} of the wall time "
             f"({d['slot_runs']} runs through the coalescer)")
+
 
 def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
     """Runs/s of ``sess`` from each count of threads; every result checked against the serial

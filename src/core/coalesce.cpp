@@ -217,15 +217,15 @@ Coalescer::takeGroup(const BatchAxes& axes, uint32_t maxRows)
 }
 
 std::shared_ptr<CoalesceGate>
-coalesceGate(const void* key)
+coalesceGate(uint32_t device)
 {
     static std::mutex registryLock;
-    static std::map<const void*, std::weak_ptr<CoalesceGate>> registry;
+    static std::map<uint32_t, std::weak_ptr<CoalesceGate>> registry;   // one entry a device
     std::lock_guard<std::mutex> guard(registryLock);
-    std::shared_ptr<CoalesceGate> gate = registry[key].lock();
+    std::shared_ptr<CoalesceGate> gate = registry[device].lock();
     if (!gate) {
         gate = std::make_shared<CoalesceGate>();
-        registry[key] = gate;
+        registry[device] = gate;
     }
     return gate;
 }

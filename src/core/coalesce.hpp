@@ -111,10 +111,10 @@ struct CoalesceGate
     uint32_t inFlight = 0;
 };
 
-// The gate of the device `key` (a layer's context), made on first use and kept while any
-// coalescer holds it.
+// The gate of the device of index `device` (ortops::devices()), made on first use and kept
+// while any coalescer holds it.
 std::shared_ptr<CoalesceGate>
-coalesceGate(const void* key);
+coalesceGate(uint32_t device);
 
 // The queue of one layer's waiting requests and the group commit over it.
 class Coalescer

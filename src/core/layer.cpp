@@ -176,7 +176,7 @@ struct LayerImpl
       , ctx(sharedContext(device.index, validationRequested(), requestedQueues()))
       , settings(s)
       , weights(ctx, spec, w, currentLimits())
-      , coalescer(coalesceGate(ctx.get()))
+      , coalescer(coalesceGate(device.index))
     {
     }
 

@@ -49,18 +49,33 @@ namespace {
 
 constexpr uint64_t POOL_PIECE = 1u << 20;
 
-} // namespace
-
-namespace {
-
-uint64_t
-totalBytes(const std::vector<Piece>& pieces)
+// Copy each piece between its host address and `mapped` + its offset (`toMapped`: into the
+// mapped memory, a null host address writing zeros), the pieces over the copy threads
+// (hostcopy::copyRanges) and a piece of POOL_PIECE or more over them itself.
+void
+copyPieces(const std::vector<Piece>& pieces, char* mapped, bool toMapped)
 {
-    uint64_t n = 0;
+    uint64_t total = 0;
     for (const Piece& p : pieces) {
-        n += p.bytes;
+        total += p.bytes;
     }
-    return n;
+    hostcopy::copyRanges(pieces.size(), total, [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; i++) {
+            const Piece& p = pieces[i];
+            char* at = mapped + p.offset;
+            if (toMapped && p.host == nullptr) {
+                std::memset(at, 0, p.bytes);
+                continue;
+            }
+            void* dst = toMapped ? static_cast<void*>(at) : const_cast<void*>(p.host);
+            const void* src = toMapped ? p.host : at;
+            if (p.bytes >= POOL_PIECE) {
+                hostcopy::copy(dst, src, p.bytes);
+            } else {
+                std::memcpy(dst, src, p.bytes);
+            }
+        }
+    });
 }
 
 } // namespace
@@ -71,20 +86,7 @@ Memory::writePieces(const std::vector<Piece>& pieces)
     for (const Piece& p : pieces) {
         range(p.offset, p.bytes, "write");   // every piece checked before any is copied
     }
-    char* base = static_cast<char*>(mapped());
-    hostcopy::copyRanges(pieces.size(), totalBytes(pieces), [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; i++) {
-            const Piece& p = pieces[i];
-            char* dst = base + p.offset;
-            if (p.host == nullptr) {
-                std::memset(dst, 0, p.bytes);
-            } else if (p.bytes >= POOL_PIECE) {
-                hostcopy::copy(dst, p.host, p.bytes);
-            } else {
-                std::memcpy(dst, p.host, p.bytes);
-            }
-        }
-    });
+    copyPieces(pieces, static_cast<char*>(mapped()), true);
     flush();
 }
 
@@ -95,18 +97,7 @@ Memory::readPieces(const std::vector<Piece>& pieces)
         range(p.offset, p.bytes, "read");
     }
     invalidate();
-    const char* base = static_cast<const char*>(mapped());
-    hostcopy::copyRanges(pieces.size(), totalBytes(pieces), [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; i++) {
-            const Piece& p = pieces[i];
-            void* dst = const_cast<void*>(p.host);
-            if (p.bytes >= POOL_PIECE) {
-                hostcopy::copy(dst, base + p.offset, p.bytes);
-            } else {
-                std::memcpy(dst, base + p.offset, p.bytes);
-            }
-        }
-    });
+    copyPieces(pieces, static_cast<char*>(mapped()), false);
 }
 
 // ---------------------------------------------------------------- Buffer
