@@ -146,19 +146,40 @@ def _stack_key(feed: dict, axes: BatchAxes) -> tuple:
                  for k, v in sorted(feed.items()))
 
 
+def _native(arrays) -> bool:
+    """Whether the native row copies (``_vk.stack_rows``, ``split_rows``) take these arrays:
+    C-contiguous numbers. They copy holding the GIL, where numpy lets it go around each
+    request's rows and the run's thread then waits a switch interval behind the replica's busy
+    event loop to take it back, every time (src/python/bind_rows.cpp; docs/serving.md, "The GIL
+    hand-off"). Anything else (strings, views) goes through numpy."""
+    return all(isinstance(a, np.ndarray) and a.flags.c_contiguous and a.dtype.kind in "biufc"
+               for a in arrays)
+
+
 def stack(feeds: list[dict], axes: BatchAxes) -> tuple[dict, list[int]]:
     """One feed of ``feeds`` concatenated along the batch axis, and each one's row count."""
+    from ortops import _vk
+
     first = next(iter(axes.inputs))
     sizes = [f[first].shape[axes.inputs[first]] for f in feeds]
-    stacked = {k: np.concatenate([f[k] for f in feeds], axis=a) for k, a in axes.inputs.items()}
+    stacked = {}
+    for k, a in axes.inputs.items():
+        parts = [f[k] for f in feeds]
+        stacked[k] = _vk.stack_rows(parts, a) if _native(parts) else np.concatenate(parts, axis=a)
     return stacked, sizes
 
 
 def split(outputs: dict, axes: BatchAxes, sizes: list[int]) -> list[dict]:
     """The rows of each request, in order, from the outputs of a stacked run."""
+    from ortops import _vk
+
     bounds = np.cumsum([0] + sizes)
-    return [{k: np.take(v, np.arange(lo, hi), axis=axes.outputs[k]) for k, v in outputs.items()}
-            for lo, hi in zip(bounds[:-1], bounds[1:])]
+    parts = {}
+    for k, v in outputs.items():
+        a = axes.outputs[k]
+        parts[k] = (_vk.split_rows(v, a, sizes) if _native([v]) else
+                    [np.take(v, np.arange(lo, hi), axis=a) for lo, hi in zip(bounds[:-1], bounds[1:])])
+    return [{k: p[i] for k, p in parts.items()} for i in range(len(sizes))]
 
 
 def groups(feeds: list[dict], axes: BatchAxes) -> list[list[int]]:
@@ -380,10 +401,13 @@ def _deployment_class():
 
     class OrtopsDeployment:
         def __init__(self, model, device=None, max_batch_size=8, batch_wait_timeout_s=0.0,
-                     providers=None, concurrent_runs=1, switch_interval_s=SWITCH_INTERVAL_S):
+                     providers=None, concurrent_runs=1, switch_interval_s=SWITCH_INTERVAL_S,
+                     intra_op_threads=None):
             if switch_interval_s:
                 sys.setswitchinterval(switch_interval_s)   # the replica's process: SWITCH_INTERVAL_S
-            self.replica = Replica(model, device=device, providers=providers)
+            self.intra_op_threads = intra_op_threads or 0
+            self.replica = Replica(model, device=device, providers=providers,
+                                   sess_options=session_options(intra_op_threads))
             # Models without a batch axis run one request a batch, through the same queue
             # (Replica.run_many runs such feeds one by one; a batch of one keeps each answer
             # from waiting for the others).
@@ -406,7 +430,7 @@ def _deployment_class():
             from ortops.device import validation_enabled, validation_messages
 
             return {"replica": self.tag, "device": self.replica.device_uuid, "pid": os.getpid(),
-                    "switch_interval_s": sys.getswitchinterval(),
+                    "switch_interval_s": sys.getswitchinterval(), "intra_op_threads": self.intra_op_threads,
                     "validation": validation_enabled(), "validation_messages": validation_messages()}
 
         async def __call__(self, request) -> Response:
@@ -451,9 +475,22 @@ MAX_ONGOING_REQUESTS = 256
 SWITCH_INTERVAL_S = 0.0005
 
 
+def session_options(intra_op_threads: int | None):
+    """The replica session's options: ONNX Runtime's defaults, or ``intra_op_threads`` threads
+    for its CPU nodes (None or 0: ONNX Runtime's default, a thread per core)."""
+    if not intra_op_threads:
+        return None
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(intra_op_threads)
+    return so
+
+
 def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=None, max_batch_size: int = 8,
         batch_wait_timeout_s: float = 0.0, concurrent_runs: int = 1, max_ongoing_requests: int | None = None,
-        name: str = "ortops", providers=None, switch_interval_s: float | None = SWITCH_INTERVAL_S):
+        name: str = "ortops", providers=None, switch_interval_s: float | None = SWITCH_INTERVAL_S,
+        intra_op_threads: int | None = None):
     """A Ray Serve application serving ``model`` (a path, bytes or ModelProto).
 
     num_gpus: GPUs Ray gives each replica; default 1 where this process sees NVIDIA Vulkan
@@ -466,6 +503,8 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
     batch is what queued while the previous run ran; a lone request runs at once unless
     batch_wait_timeout_s asks to hold it for company). switch_interval_s: the replica
     process's GIL switch interval (:data:`SWITCH_INTERVAL_S`; None keeps Python's 5 ms).
+    intra_op_threads: the replica session's ``intra_op_num_threads`` (None: ONNX Runtime's
+    default, a thread per core), for the model's nodes that run on the CPU.
     """
     from ray import serve
 
@@ -481,4 +520,4 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
         ray_actor_options={"num_cpus": 0, "num_gpus": num_gpus},
         max_ongoing_requests=max_ongoing_requests or MAX_ONGOING_REQUESTS)
     return deployment.bind(body, device, max_batch_size, batch_wait_timeout_s, providers, concurrent_runs,
-                           switch_interval_s)
+                           switch_interval_s, intra_op_threads)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from ortops import serve
+from ortops import _vk, serve
 from ortops.serve import RequestError, Signature
 
 from _scripts import load_script
@@ -53,6 +53,68 @@ def test_stack_then_split_gives_each_request_its_rows():
     parts = serve.split({"logits": stacked["X"][:, :, :3] * 2}, axes, sizes)
     for f, p in zip(feeds, parts):
         assert np.array_equal(p["logits"], f["X"][:, :, :3] * 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_, np.complex64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_native_row_copies_equal_numpys(dtype, axis):
+    # _vk.stack_rows / split_rows (src/python/bind_rows.cpp): np.concatenate's and np.take's
+    # results, for every axis, element type and row count (0 rows included).
+    rng = np.random.default_rng(axis)
+    rows = [1, 3, 0, 2]
+    shape = [4, 3, 5]
+    parts = []
+    for n in rows:
+        shape[axis] = n
+        parts.append((rng.standard_normal(shape) * 10).astype(dtype))
+    whole = _vk.stack_rows(parts, axis)
+    assert whole.dtype == np.dtype(dtype) and whole.flags.c_contiguous
+    assert np.array_equal(whole, np.concatenate(parts, axis=axis))
+    back = _vk.split_rows(whole, axis, rows)
+    assert [b.shape for b in back] == [p.shape for p in parts]
+    assert all(b.dtype == np.dtype(dtype) and np.array_equal(b, p) for b, p in zip(back, parts))
+
+
+def test_native_row_copies_of_large_tensors_release_the_gil_and_stay_equal():
+    # 8 requests of 1 MiB: the stacked copy is past the size where the GIL is let go.
+    rng = np.random.default_rng(1)
+    parts = [rng.standard_normal((64, 1, 4096)).astype(np.float32) for _ in range(8)]
+    whole = _vk.stack_rows(parts, 1)
+    assert np.array_equal(whole, np.concatenate(parts, axis=1))
+    assert all(np.array_equal(b, p) for b, p in zip(_vk.split_rows(whole, 1, [1] * 8), parts))
+
+
+def test_native_row_copies_refuse_what_they_cannot_copy():
+    a = np.zeros((2, 1, 3), np.float32)
+    with pytest.raises(ValueError, match=r"match but along axis 1: float32 \[2, 1, 3\] against float32 \[2, 1, 4\]"):
+        _vk.stack_rows([a, np.zeros((2, 1, 4), np.float32)], 1)
+    with pytest.raises(ValueError, match=r"float32 \[2, 1, 3\] against float64"):
+        _vk.stack_rows([a, np.zeros((2, 1, 3))], 1)
+    with pytest.raises(ValueError, match="batch axis 3 is outside its shape"):
+        _vk.stack_rows([a], 3)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _vk.stack_rows([np.zeros((3, 1, 2), np.float32).T], 1)
+    with pytest.raises(ValueError, match="must hold numbers, got object"):
+        _vk.split_rows(np.array([["a"]], dtype=object), 0, [1])
+    with pytest.raises(ValueError, match=r"rows add up to 3, the stacked output \[2, 2, 3\] has 2 along axis 1"):
+        _vk.split_rows(np.zeros((2, 2, 3), np.float32), 1, [1, 2])
+
+
+def test_stack_and_split_take_views_and_strings_through_numpy():
+    # What the native copies refuse (a non-contiguous output, strings) still stacks and splits.
+    axes = serve.BatchAxes("batch", {"X": 0}, {"Y": 0, "S": 0})
+    feeds = [{"X": np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2]}, {"X": np.ones((1, 2), np.float32)}]
+    stacked, sizes = serve.stack(feeds, axes)
+    assert sizes == [2, 1] and np.array_equal(stacked["X"], np.concatenate([f["X"] for f in feeds]))
+    out = {"Y": np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2], "S": np.array(["a", "b", "c"], dtype=object)}
+    parts = serve.split(out, axes, sizes)
+    assert np.array_equal(parts[0]["Y"], out["Y"][:2]) and np.array_equal(parts[1]["Y"], out["Y"][2:])
+    assert list(parts[0]["S"]) == ["a", "b"] and list(parts[1]["S"]) == ["c"]
+
+
+def test_session_options_set_the_intra_op_threads_or_keep_onnxruntimes():
+    assert serve.session_options(None) is None and serve.session_options(0) is None
+    assert serve.session_options(1).intra_op_num_threads == 1
 
 
 def test_requests_of_other_shapes_or_types_are_not_stacked_together():

@@ -219,15 +219,15 @@ def _markdown(report: dict) -> str:
              f"{report['max_batch_size']} requests, wait {report['batch_wait_ms']} ms, "
              f"{report.get('concurrent_runs', 1)} run(s) at once; ray {report['ray']}. Replica ms: the median "
              "of the replica's Server-Timing parts (decode, queue, run, back, encode).", "",
-             "| round | switch ms | replicas | clients | requests/s | p50 ms | p99 ms | rows per run | replica ms | errors | devices |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| round | switch ms | intra-op | replicas | clients | requests/s | p50 ms | p99 ms | rows per run | replica ms | errors | devices |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows_measured"]:
         if "not_run" in r:
-            lines.append(f"| - | - | {r['replicas']} | - | - | - | - | - | - | - | not run: {r['not_run']} |")
+            lines.append(f"| - | - | - | {r['replicas']} | - | - | - | - | - | - | - | not run: {r['not_run']} |")
             continue
         parts = " ".join(f"{k} {v:g}" for k, v in (r.get("replica_p50_ms") or {}).items()) or "-"
         shared = f" ({r['replicas_per_gpu']} a GPU)" if r.get("replicas_per_gpu", 1) > 1 else ""
-        lines.append(f"| {r.get('round', 1)} | {r.get('switch_interval_ms', '-')} | {r['replicas']}{shared} | {r['clients']} | {r['requests_per_s']} | {r['p50_ms']} | {r['p99_ms']} | "
+        lines.append(f"| {r.get('round', 1)} | {r.get('switch_interval_ms', '-')} | {r.get('intra_op') or 'default'} | {r['replicas']}{shared} | {r['clients']} | {r['requests_per_s']} | {r['p50_ms']} | {r['p99_ms']} | "
                      f"{r['mean_rows_per_run']} | {parts} | {r['errors']} | {r['devices']} |")
     return "\n".join(lines) + "\n"
 
@@ -249,6 +249,9 @@ def main(argv=None) -> int:
     ap.add_argument("--switch-interval-ms", default="0.5",
                     help="the replicas' GIL switch interval in ms, a comma list run in turn (default 0.5, "
                          "ortops.serve's; 5 is Python's own; 0 leaves Python's)")
+    ap.add_argument("--intra-op", default="0",
+                    help="the replica session's intra_op_num_threads, a comma list run in turn inside each switch "
+                         "interval (default 0: ONNX Runtime's default, a thread per core)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="times the whole list of switch intervals is run, alternating (default 1)")
     ap.add_argument("--handle", action="store_true",
@@ -293,8 +296,9 @@ def main(argv=None) -> int:
     urls = [f"http://127.0.0.1:{args.port}/bench"]
     rows, failed = [], False
     try:
-        settings = [(rnd, float(t)) for rnd in range(1, args.rounds + 1) for t in args.switch_interval_ms.split(",")]
-        for (rnd, switch_ms), replicas in ((s, n) for s in settings for n in [int(t) for t in args.replicas.split(",")]):
+        settings = [(rnd, float(t), int(n)) for rnd in range(1, args.rounds + 1)
+                    for t in args.switch_interval_ms.split(",") for n in args.intra_op.split(",")]
+        for (rnd, switch_ms, intra_op), replicas in ((s, n) for s in settings for n in [int(t) for t in args.replicas.split(",")]):
             share = args.replicas_per_gpu
             if gpus and replicas > gpus * share:
                 rows.append({"replicas": replicas, "not_run": f"{gpus} GPU(s) here, {share} replica(s) a GPU"})
@@ -307,7 +311,8 @@ def main(argv=None) -> int:
                                                 max_batch_size=args.max_batch_size,
                                                 batch_wait_timeout_s=args.batch_wait_ms / 1e3,
                                                 concurrent_runs=args.concurrent_runs,
-                                                switch_interval_s=switch_ms / 1e3 or None),
+                                                switch_interval_s=switch_ms / 1e3 or None,
+                                                intra_op_threads=intra_op or None),
                                name="bench", route_prefix="/bench")
             devices = _replica_devices(handle, replicas)
             # Pinned: as many devices as the replicas need, none holding more than its share.
@@ -321,7 +326,7 @@ def main(argv=None) -> int:
                     if args.direct:
                         urls = [f"http://127.0.0.1:{p}/bench" for p in _direct_ports(bodies[0], replicas)]
                     r = asyncio.run(_load(urls, bodies, want, clients, args.seconds, args.warmup))
-                r.update(replicas=replicas, clients=clients, round=rnd, switch_interval_ms=switch_ms,
+                r.update(replicas=replicas, clients=clients, round=rnd, switch_interval_ms=switch_ms, intra_op=intra_op,
                          replicas_per_gpu=share,
                          devices=", ".join(sorted(u[:8] for u in devices.values()))
                          + ("" if pinned else f" (NOT {share} a GPU)"))

@@ -9,6 +9,7 @@
 //   bind_nodeconfig.cpp  the node-config decoder
 //   bind_visible.cpp     CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES -> Vulkan devices
 //   bind_costmodel.cpp   placement "auto"'s cost model, its decision and its cache
+//   bind_rows.cpp        ortops.serve's stacking of requests' rows and splitting them back
 //   bind_testing.cpp     what only the tests use (fault injection, coalesced runs, weight
 //                        layouts, the tables, the encoder): bound only when ORTOPS_TESTING is
 //                        defined (scripts/setup.sh's build), never in the wheel's module.
@@ -26,6 +27,7 @@ void bindLayer(pybind11::module_& m);        // bind_layer.cpp
 void bindNodeConfig(pybind11::module_& m);   // bind_nodeconfig.cpp
 void bindVisible(pybind11::module_& m);      // bind_visible.cpp
 void bindCostModel(pybind11::module_& m);    // bind_costmodel.cpp
+void bindRows(pybind11::module_& m);         // bind_rows.cpp
 #ifdef ORTOPS_TESTING
 void bindTesting(pybind11::module_& m);      // bind_testing.cpp
 #endif
@@ -48,6 +50,7 @@ PYBIND11_MODULE(_vk, m)
     ortops::bindNodeConfig(m);
     ortops::bindVisible(m);
     ortops::bindCostModel(m);
+    ortops::bindRows(m);
 #ifdef ORTOPS_TESTING
     ortops::bindTesting(m);
 #endif
