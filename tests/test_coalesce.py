@@ -264,11 +264,20 @@ def test_requests_wait_behind_another_layers_run_with_a_device_limit():
         lay._native.settings = settings
     rng = np.random.default_rng(9)
     jobs = [_request(layer, 5, 1, rng) for _ in range(5)]
-    # Longer than the 50 ms below and the threads' start on any device (the H200: 3,000 steps
-    # take tens of ms; lavapipe: about a second a 3,000).
-    long_job = _request(long_layer, 8000, 1, rng)
     serial = [_alone(layer, j) for j in jobs]
+    # The long run must outlast the 50 ms below and every request thread's start, however
+    # loaded the machine (the H200 ran 8,000 steps in well under a second while 15 other test
+    # processes shared its cores, and a request came after it: ran alone): 8,000 steps, more
+    # where they took under 2 s here (lavapipe takes seconds already).
+    steps = 8000
+    start = time.perf_counter()
+    long_job = _request(long_layer, steps, 1, rng)
     long_serial = _alone(long_layer, long_job)
+    took = time.perf_counter() - start
+    if took < 2.0:
+        steps = min(steps * int(np.ceil(2.0 / took)), 400_000)
+        long_job = _request(long_layer, steps, 1, rng)
+        long_serial = _alone(long_layer, long_job)
     results = [None] * len(jobs)
     go = threading.Event()
 
