@@ -21,7 +21,10 @@ same name (the recognizer's ``batch``: X ``[seq, batch, inp]`` -> logits ``[seq,
 classes]``), concurrent requests are stacked along it and run as one (:class:`Batcher`: a
 batch is what queued while the previous run ran, so a lone request runs at once); each
 request gets its own rows back. Requests whose other dimensions differ run in separate
-stacks. Other models run request by request.
+stacks. Other models run request by request. The rows are copied natively holding the GIL,
+and the session runs with one intra-op thread (:data:`INTRA_OP_THREADS`): beside the
+replica's busy event loop, numpy's copies and ONNX Runtime's default pool each cost a batch
+more than its run (docs/serving.md, "Where the H200 lost it").
 
 Wire formats: a JSON body ``{"inputs": {name: nested lists}}`` (element types from the
 model; floats written by ``json`` round-trip float32 exactly) answered with ``{"outputs":
@@ -402,7 +405,7 @@ def _deployment_class():
     class OrtopsDeployment:
         def __init__(self, model, device=None, max_batch_size=8, batch_wait_timeout_s=0.0,
                      providers=None, concurrent_runs=1, switch_interval_s=SWITCH_INTERVAL_S,
-                     intra_op_threads=None):
+                     intra_op_threads=INTRA_OP_THREADS):
             if switch_interval_s:
                 sys.setswitchinterval(switch_interval_s)   # the replica's process: SWITCH_INTERVAL_S
             self.intra_op_threads = intra_op_threads or 0
@@ -474,6 +477,16 @@ MAX_ONGOING_REQUESTS = 256
 #: at 0.5 ms (lavapipe; docs/serving.md, "The GIL hand-off"). None keeps Python's setting.
 SWITCH_INTERVAL_S = 0.0005
 
+#: The replica session's ``intra_op_num_threads`` (ONNX Runtime's threads for the model's CPU
+#: nodes; None or 0: ONNX Runtime's default, a thread per core). One: beside a busy event loop
+#: the default pool stalled ``session.run`` of a batch of 8 recognizer rows at 7.7 ms against
+#: 2.0-3.3 ms beside an idle one, one thread 3.2-3.3 ms (the H200, at the 0.5 ms interval with
+#: the native row copies); under 32 clients a replica then answered 934-955 requests/s against
+#: 453-467 with the default pool, and one client 300-310 against 248-282 (docs/serving.md,
+#: "The GIL hand-off"). The model's CPU nodes here are small; a model with heavy ones may want
+#: more.
+INTRA_OP_THREADS = 1
+
 
 def session_options(intra_op_threads: int | None):
     """The replica session's options: ONNX Runtime's defaults, or ``intra_op_threads`` threads
@@ -490,7 +503,7 @@ def session_options(intra_op_threads: int | None):
 def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=None, max_batch_size: int = 8,
         batch_wait_timeout_s: float = 0.0, concurrent_runs: int = 1, max_ongoing_requests: int | None = None,
         name: str = "ortops", providers=None, switch_interval_s: float | None = SWITCH_INTERVAL_S,
-        intra_op_threads: int | None = None):
+        intra_op_threads: int | None = INTRA_OP_THREADS):
     """A Ray Serve application serving ``model`` (a path, bytes or ModelProto).
 
     num_gpus: GPUs Ray gives each replica; default 1 where this process sees NVIDIA Vulkan
@@ -503,8 +516,9 @@ def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=N
     batch is what queued while the previous run ran; a lone request runs at once unless
     batch_wait_timeout_s asks to hold it for company). switch_interval_s: the replica
     process's GIL switch interval (:data:`SWITCH_INTERVAL_S`; None keeps Python's 5 ms).
-    intra_op_threads: the replica session's ``intra_op_num_threads`` (None: ONNX Runtime's
-    default, a thread per core), for the model's nodes that run on the CPU.
+    intra_op_threads: the replica session's ``intra_op_num_threads`` for the model's nodes that
+    run on the CPU (:data:`INTRA_OP_THREADS`, 1; None or 0: ONNX Runtime's default, a thread
+    per core).
     """
     from ray import serve
 

@@ -97,7 +97,7 @@ def served(tmp_path_factory):
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         handle = serve.run(ortops.serve.app(_model(), num_replicas=2, num_gpus=0, max_batch_size=4,
-                                            batch_wait_timeout_s=0.02, intra_op_threads=1),
+                                            batch_wait_timeout_s=0.02),
                            name="ortops-test", route_prefix="/recognizer")
         yield f"http://127.0.0.1:{port}/recognizer", handle
     finally:
@@ -176,7 +176,7 @@ def test_deployment_handle_predict_matches_ort_cpu(served):
 
 def test_replicas_take_the_gil_back_within_the_switch_interval(served):
     """Each replica's process runs at ortops.serve's GIL switch interval, not Python's 5 ms, and
-    its session with the intra-op threads app() was given (the fixture's 1): a
+    its session with ortops.serve's intra-op threads (INTRA_OP_THREADS): a
     batch's worker thread takes the GIL back twice a run from the busy event loop, and waits
     up to the interval each time (docs/serving.md, "The GIL hand-off")."""
     _, handle = served
@@ -188,7 +188,7 @@ def test_replicas_take_the_gil_back_within_the_switch_interval(served):
         seen[info["replica"]] = (info["switch_interval_s"], info["intra_op_threads"])
         if len(seen) == 2:
             break
-    assert len(seen) == 2 and all(abs(v - ortops.serve.SWITCH_INTERVAL_S) < 1e-9 and n == 1
+    assert len(seen) == 2 and all(abs(v - ortops.serve.SWITCH_INTERVAL_S) < 1e-9 and n == ortops.serve.INTRA_OP_THREADS
                                   for v, n in seen.values()), seen
 
 

@@ -13,6 +13,11 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$top/build/host_import_bench}
 mkdir -p "$build"
 src=$top/experiments/host_import
+# One configure and build at a time in a build folder: the suite's plain and validation processes
+# run this test side by side (scripts/gpu/parallel_suite.py), and two CMake configures of one
+# folder at once broke the H200 gate of 2026-12-03 ("This should not have happened").
+exec 9> "$build.lock"
+flock 9
 # A cache configured from another source folder (src/tools before 2026-12-02) is set up afresh.
 if ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$build/CMakeCache.txt" 2>/dev/null; then
   rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
@@ -21,4 +26,6 @@ if ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$build/CMakeCache.txt" 2>/de
 fi
 cmake --build "$build" --target host_import_bench -j"${JOBS:-2}" > "$build.build.log" 2>&1 \
   || { tail -40 "$build.build.log" >&2; exit 2; }
+flock -u 9
+exec 9>&-
 exec "$build/host_import_bench" "$@"

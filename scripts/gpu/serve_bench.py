@@ -249,9 +249,9 @@ def main(argv=None) -> int:
     ap.add_argument("--switch-interval-ms", default="0.5",
                     help="the replicas' GIL switch interval in ms, a comma list run in turn (default 0.5, "
                          "ortops.serve's; 5 is Python's own; 0 leaves Python's)")
-    ap.add_argument("--intra-op", default="0",
+    ap.add_argument("--intra-op", default="1",
                     help="the replica session's intra_op_num_threads, a comma list run in turn inside each switch "
-                         "interval (default 0: ONNX Runtime's default, a thread per core)")
+                         "interval (default 1, ortops.serve's; 0: ONNX Runtime's default, a thread per core)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="times the whole list of switch intervals is run, alternating (default 1)")
     ap.add_argument("--handle", action="store_true",
@@ -312,7 +312,7 @@ def main(argv=None) -> int:
                                                 batch_wait_timeout_s=args.batch_wait_ms / 1e3,
                                                 concurrent_runs=args.concurrent_runs,
                                                 switch_interval_s=switch_ms / 1e3 or None,
-                                                intra_op_threads=intra_op or None),
+                                                intra_op_threads=intra_op),
                                name="bench", route_prefix="/bench")
             devices = _replica_devices(handle, replicas)
             # Pinned: as many devices as the replicas need, none holding more than its share.
