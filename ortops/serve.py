@@ -176,12 +176,10 @@ def split(outputs: dict, axes: BatchAxes, sizes: list[int]) -> list[dict]:
     """The rows of each request, in order, from the outputs of a stacked run."""
     from ortops import _vk
 
-    bounds = np.cumsum([0] + sizes)
     parts = {}
     for k, v in outputs.items():
         a = axes.outputs[k]
-        parts[k] = (_vk.split_rows(v, a, sizes) if _native([v]) else
-                    [np.take(v, np.arange(lo, hi), axis=a) for lo, hi in zip(bounds[:-1], bounds[1:])])
+        parts[k] = _vk.split_rows(v, a, sizes) if _native([v]) else np.split(v, np.cumsum(sizes)[:-1], axis=a)
     return [{k: p[i] for k, p in parts.items()} for i in range(len(sizes))]
 
 

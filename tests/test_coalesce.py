@@ -179,9 +179,10 @@ def _counters():
     return c["coalesced_runs"], c["coalesced_requests"]
 
 
-def _run_threads(layer, jobs, long_job=None):
+def _run_threads(layer, jobs, long_job=None, long_layer=None):
     """Run every job (a request) from a thread of its own, all released together; after
-    ``long_job`` (run first, alone) is in flight when given. Results in job order."""
+    ``long_job`` (run first, alone, on ``long_layer`` or else ``layer``) is in flight when
+    given. Results in job order."""
     results = [None] * len(jobs)
     errors = []
     go = threading.Event()
@@ -198,7 +199,7 @@ def _run_threads(layer, jobs, long_job=None):
         t.start()
     long_result = []
     if long_job is not None:
-        first = threading.Thread(target=lambda: long_result.append(_alone(layer, long_job)))
+        first = threading.Thread(target=lambda: long_result.append(_alone(long_layer or layer, long_job)))
         first.start()
         time.sleep(0.05)   # the long run is in flight: the jobs below must wait for it
     go.set()
@@ -265,7 +266,7 @@ def test_requests_wait_behind_another_layers_run_with_a_device_limit():
     rng = np.random.default_rng(9)
     jobs = [_request(layer, 5, 1, rng) for _ in range(5)]
     serial = [_alone(layer, j) for j in jobs]
-    # The long run must outlast the 50 ms below and every request thread's start, however
+    # The long run must outlast _run_threads' 50 ms wait and every request thread's start, however
     # loaded the machine (the H200 ran 8,000 steps in well under a second while 15 other test
     # processes shared its cores, and a request came after it: ran alone): 8,000 steps, more
     # where they took under 2 s here (lavapipe takes seconds already).
@@ -278,25 +279,8 @@ def test_requests_wait_behind_another_layers_run_with_a_device_limit():
         steps = min(steps * int(np.ceil(2.0 / took)), 400_000)
         long_job = _request(long_layer, steps, 1, rng)
         long_serial = _alone(long_layer, long_job)
-    results = [None] * len(jobs)
-    go = threading.Event()
-
-    def work(i):
-        go.wait()
-        results[i] = _alone(layer, jobs[i])
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(jobs))]
-    for t in threads:
-        t.start()
-    long_result = []
-    first = threading.Thread(target=lambda: long_result.append(_alone(long_layer, long_job)))
-    first.start()
-    time.sleep(0.05)   # the long run is in flight
     runs0, reqs0 = _counters()
-    go.set()
-    for t in threads:
-        t.join()
-    first.join()
+    results, long_result = _run_threads(layer, jobs, long_job, long_layer)
     runs1, reqs1 = _counters()
     assert runs1 - runs0 == 1 and reqs1 - reqs0 == len(jobs), "the requests did not wait for the device as one group"
     for want, have in zip(serial + [long_serial], results + long_result):

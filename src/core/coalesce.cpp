@@ -38,34 +38,6 @@ around(const std::vector<int64_t>& shape, size_t axis, size_t item)
     return a;
 }
 
-// The pieces that place the requests' tensors (`part(r)`, each `rows[r]` along `axis`) one
-// after another along it in a tensor of `total` rows (its first row at byte 0), and the zero
-// pieces of the padding rows past theirs (`zeros`; outputs have none). Each request's tensor
-// is `outer` contiguous blocks of its rows.
-template<typename Part>
-std::vector<Piece>
-pieces(size_t count, const Part& part, const std::vector<uint32_t>& rows, uint32_t total,
-       const std::vector<int64_t>& shape, size_t axis, size_t item, bool zeros)
-{
-    Around a = around(shape, axis, item);
-    std::vector<Piece> out;
-    out.reserve(a.outer * (count + 1));
-    for (size_t o = 0; o < a.outer; o++) {
-        uint64_t at = o * total * a.inner;
-        uint64_t end = at + total * a.inner;
-        for (size_t r = 0; r < count; r++) {
-            uint64_t n = rows[r] * a.inner;
-            const void* base = part(r);
-            out.push_back(Piece{ base ? static_cast<const uint8_t*>(base) + o * n : nullptr, at, n });
-            at += n;
-        }
-        if (zeros && end > at) {
-            out.push_back(Piece{ nullptr, at, end - at });
-        }
-    }
-    return out;
-}
-
 std::vector<int64_t>
 withBatch(std::vector<int64_t> shape, size_t axis, uint32_t rows)
 {
@@ -88,6 +60,29 @@ sameButAxis(const std::vector<int64_t>& a, const std::vector<int64_t>& b, size_t
 }
 
 } // namespace
+
+std::vector<Piece>
+batchPieces(const std::vector<const void*>& parts, const std::vector<uint32_t>& rows, uint32_t total,
+            const std::vector<int64_t>& shape, size_t axis, size_t item, bool zeros)
+{
+    Around a = around(shape, axis, item);
+    std::vector<Piece> out;
+    out.reserve(a.outer * (parts.size() + 1));
+    for (size_t o = 0; o < a.outer; o++) {
+        uint64_t at = o * total * a.inner;
+        uint64_t end = at + total * a.inner;
+        for (size_t r = 0; r < parts.size(); r++) {
+            uint64_t n = rows[r] * a.inner;
+            const void* base = parts[r];
+            out.push_back(Piece{ base ? static_cast<const uint8_t*>(base) + o * n : nullptr, at, n });
+            at += n;
+        }
+        if (zeros && end > at) {
+            out.push_back(Piece{ nullptr, at, end - at });
+        }
+    }
+    return out;
+}
 
 BatchAxes
 BatchAxes::forLayout(int64_t layout)
@@ -150,26 +145,31 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
     all.outputs = first.outputs;
     RunCopies copies;
     all.X = HostTensor{ nullptr, first.X.type, withBatch(first.X.shape, axes.x, total) };
-    copies.x = pieces(
-      n, [&](size_t r) { return requests[r].inputs->X.data; }, rows, total, first.X.shape, axes.x, item, true);
+    // Each request's address of one tensor (null where it has none).
+    auto addresses = [&](auto of) {
+        std::vector<const void*> a(n);
+        for (size_t r = 0; r < n; r++) {
+            a[r] = of(requests[r]);
+        }
+        return a;
+    };
+    copies.x = batchPieces(addresses([](const CoalesceRequest& q) { return q.inputs->X.data; }), rows, total,
+                           first.X.shape, axes.x, item, true);
     if (first.sequenceLens) {
         // Padding rows get length 0 (zeros), inside every plan's range.
         all.sequenceLens = HostTensor{ nullptr, ElementType::Int32, { static_cast<int64_t>(total) } };
-        copies.lens = pieces(
-          n, [&](size_t r) { return requests[r].inputs->sequenceLens->data; }, rows, total,
-          first.sequenceLens->shape, axes.lens, 4, true);
+        copies.lens = batchPieces(addresses([](const CoalesceRequest& q) { return q.inputs->sequenceLens->data; }),
+                                  rows, total, first.sequenceLens->shape, axes.lens, 4, true);
     }
     if (first.initialH) {
         all.initialH = HostTensor{ nullptr, first.initialH->type, withBatch(first.initialH->shape, axes.state, total) };
-        copies.h0 = pieces(
-          n, [&](size_t r) { return requests[r].inputs->initialH->data; }, rows, total, first.initialH->shape,
-          axes.state, item, true);
+        copies.h0 = batchPieces(addresses([](const CoalesceRequest& q) { return q.inputs->initialH->data; }), rows,
+                                total, first.initialH->shape, axes.state, item, true);
     }
     if (first.initialC) {
         all.initialC = HostTensor{ nullptr, first.initialC->type, withBatch(first.initialC->shape, axes.state, total) };
-        copies.c0 = pieces(
-          n, [&](size_t r) { return requests[r].inputs->initialC->data; }, rows, total, first.initialC->shape,
-          axes.state, item, true);
+        copies.c0 = batchPieces(addresses([](const CoalesceRequest& q) { return q.inputs->initialC->data; }), rows,
+                                total, first.initialC->shape, axes.state, item, true);
     }
 
     OutputShapes shapes;
@@ -181,9 +181,9 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
         }
         size_t axis = i == 0 ? axes.y : axes.state;
         shapes[i] = withBatch(*one, axis, total);
-        std::vector<Piece> all = pieces(
-          n, [&](size_t r) { return static_cast<const void*>((*requests[r].out)[i]); }, rows, total, *one, axis,
-          item, false);
+        std::vector<Piece> all = batchPieces(
+          addresses([i](const CoalesceRequest& q) { return static_cast<const void*>((*q.out)[i]); }), rows, total,
+          *one, axis, item, false);
         // A request without this output (a null address) reads nothing.
         for (const Piece& p : all) {
             if (p.host != nullptr) {
@@ -232,8 +232,6 @@ coalesceGate(uint32_t device)
 
 Coalescer::Coalescer(std::shared_ptr<CoalesceGate> g)
   : gate(std::move(g))
-  , lock(gate->lock)
-  , finished(gate->finished)
 {
 }
 
@@ -250,7 +248,7 @@ Coalescer::runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
     inFlight++;
     gate->inFlight++;
     auto taken = std::chrono::steady_clock::now();
-    bool held = true;   // guarded by `lock`
+    bool held = true;   // guarded by the gate's lock
     auto giveBack = [&] {
         if (held) {
             held = false;
@@ -259,13 +257,13 @@ Coalescer::runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
             g_slotRuns++;
             g_slotNs += static_cast<uint64_t>(
               std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - taken).count());
-            finished.notify_all();
+            gate->finished.notify_all();
         }
     };
     DeviceDone early;
     if (release == CoalesceRelease::Device) {
         early = [&] {
-            std::lock_guard<std::mutex> relock(lock);
+            std::lock_guard<std::mutex> relock(gate->lock);
             giveBack();
         };
     }
@@ -286,7 +284,7 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
                uint32_t maxInFlight, uint32_t maxDeviceInFlight, CoalesceRelease release, const RunOne& runOne)
 {
     Waiter me{ request };
-    std::unique_lock<std::mutex> lk(lock);
+    std::unique_lock<std::mutex> lk(gate->lock);
     if (slotFree(maxInFlight, maxDeviceInFlight) && waiting.empty()) {
         // Nothing to wait for: run alone, on the caller's own buffers.
         me.error = runOnSlot(lk, release, [&](const DeviceDone& done) {
@@ -323,11 +321,11 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
                 w->error = error;
                 w->done = true;
             }
-            finished.notify_all();
+            gate->finished.notify_all();
         } else {
             // wait_for, not wait: libstdc++ 12 versions condition_variable::wait
             // GLIBCXX_3.4.30, which would raise the wheel's manylinux tag (hostcopy.cpp).
-            finished.wait_for(lk, std::chrono::milliseconds(50));
+            gate->finished.wait_for(lk, std::chrono::milliseconds(50));
         }
     }
     lk.unlock();

@@ -95,6 +95,15 @@ void
 runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
              const RunOne& runOne, const DeviceDone& deviceDone = {});
 
+// The pieces (memory.hpp) that place `parts` (tensors of one shape but along `axis`, rows[r]
+// rows there, C-contiguous, `item` bytes an element) one after another along `axis` in a
+// tensor of `total` rows whose first byte is offset 0; a null part gives pieces of zeros, and
+// `zeros` adds zero pieces for the rows past theirs. `shape`: any of them (the axis is not read).
+// The coalescer's runs copy with them, and so does ortops.serve's stacking (bind_rows.cpp).
+std::vector<Piece>
+batchPieces(const std::vector<const void*>& parts, const std::vector<uint32_t>& rows, uint32_t total,
+            const std::vector<int64_t>& shape, size_t axis, size_t item, bool zeros);
+
 // Whether two requests may share a run: every input and output shape equal but for the batch,
 // the same optional inputs, outputs and steps, and no caller scratch regions.
 bool
@@ -148,9 +157,7 @@ class Coalescer
     // Whether a run may start now (under the gate's lock).
     bool slotFree(uint32_t maxInFlight, uint32_t maxDeviceInFlight) const;
 
-    std::shared_ptr<CoalesceGate> gate;
-    std::mutex& lock;                       // the gate's
-    std::condition_variable& finished;      // the gate's
+    std::shared_ptr<CoalesceGate> gate;     // its lock guards everything below
     std::deque<Waiter*> waiting;
     uint32_t inFlight = 0;                  // this layer's runs in flight
 };

@@ -49,11 +49,10 @@ namespace {
 
 constexpr uint64_t POOL_PIECE = 1u << 20;
 
-// Copy each piece between its host address and `mapped` + its offset (`toMapped`: into the
-// mapped memory, a null host address writing zeros), the pieces over the copy threads
-// (hostcopy::copyRanges) and a piece of POOL_PIECE or more over them itself.
+} // namespace
+
 void
-copyPieces(const std::vector<Piece>& pieces, char* mapped, bool toMapped)
+copyPieces(const std::vector<Piece>& pieces, char* base, bool toBase)
 {
     uint64_t total = 0;
     for (const Piece& p : pieces) {
@@ -62,13 +61,15 @@ copyPieces(const std::vector<Piece>& pieces, char* mapped, bool toMapped)
     hostcopy::copyRanges(pieces.size(), total, [&](size_t begin, size_t end) {
         for (size_t i = begin; i < end; i++) {
             const Piece& p = pieces[i];
-            char* at = mapped + p.offset;
-            if (toMapped && p.host == nullptr) {
-                std::memset(at, 0, p.bytes);
+            char* at = base + p.offset;
+            if (p.host == nullptr) {   // writes zeros, reads nothing
+                if (toBase) {
+                    std::memset(at, 0, p.bytes);
+                }
                 continue;
             }
-            void* dst = toMapped ? static_cast<void*>(at) : const_cast<void*>(p.host);
-            const void* src = toMapped ? p.host : at;
+            void* dst = toBase ? static_cast<void*>(at) : const_cast<void*>(p.host);
+            const void* src = toBase ? p.host : at;
             if (p.bytes >= POOL_PIECE) {
                 hostcopy::copy(dst, src, p.bytes);
             } else {
@@ -77,8 +78,6 @@ copyPieces(const std::vector<Piece>& pieces, char* mapped, bool toMapped)
         }
     });
 }
-
-} // namespace
 
 void
 Memory::writePieces(const std::vector<Piece>& pieces)

@@ -1,5 +1,6 @@
 // Requests' rows stacked along a batch axis and split back (ortops.serve's stack and split): one
-// native copy a tensor, keeping the GIL.
+// native copy a tensor, keeping the GIL, with the pieces the coalescer copies a run's requests
+// with (coalesce.hpp batchPieces, memory.hpp copyPieces).
 //
 // Why native, and why keep the GIL: a replica's batch runs on a worker thread while the
 // replica's event loop, under many clients, wants the GIL nearly all the time. numpy releases
@@ -16,11 +17,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "coalesce.hpp"
+#include "memory.hpp"
 
 namespace py = pybind11;
 
@@ -30,14 +33,6 @@ namespace {
 
 // 4 MiB: about 0.4 ms of copying on the H200 machine's host, the replica's switch interval.
 constexpr size_t kReleaseGilFromBytes = size_t{4} << 20;
-
-// A tensor of rows along `axis`: `outer` blocks (the dimensions before the axis), each of
-// rows x rowBytes (the dimensions after it, in bytes).
-struct RowLayout {
-    size_t outer = 1;
-    size_t rows = 0;
-    size_t rowBytes = 0;
-};
 
 std::string
 shapeText(const py::array& a)
@@ -49,11 +44,17 @@ shapeText(const py::array& a)
     return s + "]";
 }
 
-// The array's layout along `axis`, after the checks every array here meets: C-contiguous
+std::vector<int64_t>
+shapeOf(const py::array& a)
+{
+    return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
+}
+
+// The array's rows along `axis`, after the checks every array here meets: C-contiguous
 // (ortops.serve.check_feed makes feeds so; ONNX Runtime's outputs are) and plain numbers
 // (no Python objects, whose references a byte copy would not count).
-RowLayout
-layout(const py::array& a, py::ssize_t axis, const char* what)
+uint32_t
+rowsAlong(const py::array& a, py::ssize_t axis, const char* what)
 {
     if (!(a.flags() & py::array::c_style)) {
         throw std::invalid_argument(std::string("ortops.serve: ") + what + " must be C-contiguous");
@@ -66,45 +67,19 @@ layout(const py::array& a, py::ssize_t axis, const char* what)
         throw std::invalid_argument(std::string("ortops.serve: ") + what + ": batch axis " + std::to_string(axis) +
                                     " is outside its shape " + shapeText(a));
     }
-    RowLayout l;
-    l.rowBytes = static_cast<size_t>(a.itemsize());
-    for (py::ssize_t i = 0; i < a.ndim(); i++) {
-        size_t d = static_cast<size_t>(a.shape(i));
-        if (i < axis) {
-            l.outer *= d;
-        } else if (i == axis) {
-            l.rows = d;
-        } else {
-            l.rowBytes *= d;
-        }
-    }
-    return l;
+    return static_cast<uint32_t>(a.shape(axis));
 }
 
-// Copies each outer block's rows: parts[k] holds partRows[k] rows of every block of `whole`,
-// at row offset partStart[k]. toWhole: parts -> whole (stack), else whole -> parts (split).
+// Copies the pieces between the whole tensor at `whole` and its parts (toWhole: stacking),
+// letting the GIL go only for a copy of kReleaseGilFromBytes or more.
 void
-copyBlocks(char* whole, size_t wholeRows, const std::vector<char*>& parts, const std::vector<size_t>& partRows,
-           size_t outer, size_t rowBytes, bool toWhole)
+copyHoldingGil(const std::vector<Piece>& pieces, char* whole, size_t bytes, bool toWhole)
 {
     std::optional<py::gil_scoped_release> release;
-    if (outer * wholeRows * rowBytes >= kReleaseGilFromBytes) {
+    if (bytes >= kReleaseGilFromBytes) {
         release.emplace();
     }
-    for (size_t o = 0; o < outer; o++) {
-        size_t start = 0;
-        for (size_t k = 0; k < parts.size(); k++) {
-            size_t bytes = partRows[k] * rowBytes;
-            char* w = whole + (o * wholeRows + start) * rowBytes;
-            char* p = parts[k] + o * bytes;
-            if (toWhole) {
-                std::memcpy(w, p, bytes);
-            } else {
-                std::memcpy(p, w, bytes);
-            }
-            start += partRows[k];
-        }
-    }
+    copyPieces(pieces, whole, toWhole);
 }
 
 py::array
@@ -114,12 +89,11 @@ stackRows(const std::vector<py::array>& arrays, py::ssize_t axis)
         throw std::invalid_argument("ortops.serve: stack_rows needs at least one array");
     }
     const py::array& first = arrays.front();
-    RowLayout base = layout(first, axis, "a stacked input");
-    std::vector<char*> parts;
-    std::vector<size_t> rows;
-    size_t total = 0;
+    std::vector<const void*> parts;
+    std::vector<uint32_t> rows;
+    uint32_t total = 0;
     for (const py::array& a : arrays) {
-        RowLayout l = layout(a, axis, "a stacked input");
+        rows.push_back(rowsAlong(a, axis, "a stacked input"));
         bool same = a.ndim() == first.ndim() && a.dtype().equal(first.dtype());
         for (py::ssize_t i = 0; same && i < a.ndim(); i++) {
             same = i == axis || a.shape(i) == first.shape(i);
@@ -130,40 +104,44 @@ stackRows(const std::vector<py::array>& arrays, py::ssize_t axis)
                                         " " + shapeText(first) + " against " + std::string(py::str(a.dtype())) +
                                         " " + shapeText(a));
         }
-        parts.push_back(static_cast<char*>(const_cast<void*>(a.data())));
-        rows.push_back(l.rows);
-        total += l.rows;
+        parts.push_back(a.data());
+        total += rows.back();
     }
-    std::vector<py::ssize_t> shape(first.shape(), first.shape() + first.ndim());
-    shape[static_cast<size_t>(axis)] = static_cast<py::ssize_t>(total);
-    py::array out(first.dtype(), shape);
-    copyBlocks(static_cast<char*>(out.mutable_data()), total, parts, rows, base.outer, base.rowBytes, true);
+    std::vector<int64_t> shape = shapeOf(first);
+    shape[static_cast<size_t>(axis)] = total;
+    py::array out(first.dtype(), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+    std::vector<Piece> pieces =
+      batchPieces(parts, rows, total, shape, static_cast<size_t>(axis), static_cast<size_t>(first.itemsize()), false);
+    copyHoldingGil(pieces, static_cast<char*>(out.mutable_data()), static_cast<size_t>(out.nbytes()), true);
     return out;
 }
 
 std::vector<py::array>
-splitRows(const py::array& whole, py::ssize_t axis, const std::vector<size_t>& sizes)
+splitRows(const py::array& whole, py::ssize_t axis, const std::vector<uint32_t>& sizes)
 {
-    RowLayout l = layout(whole, axis, "a stacked output");
-    size_t sum = 0;
-    for (size_t s : sizes) {
+    uint32_t total = rowsAlong(whole, axis, "a stacked output");
+    uint64_t sum = 0;
+    for (uint32_t s : sizes) {
         sum += s;
     }
-    if (sum != l.rows) {
+    if (sum != total) {
         throw std::invalid_argument("ortops.serve: the requests' rows add up to " + std::to_string(sum) +
-                                    ", the stacked output " + shapeText(whole) + " has " + std::to_string(l.rows) +
+                                    ", the stacked output " + shapeText(whole) + " has " + std::to_string(total) +
                                     " along axis " + std::to_string(axis));
     }
     std::vector<py::array> out;
-    std::vector<char*> parts;
-    std::vector<py::ssize_t> shape(whole.shape(), whole.shape() + whole.ndim());
-    for (size_t s : sizes) {
-        shape[static_cast<size_t>(axis)] = static_cast<py::ssize_t>(s);
-        out.emplace_back(whole.dtype(), shape);
-        parts.push_back(static_cast<char*>(out.back().mutable_data()));
+    std::vector<const void*> parts;
+    std::vector<int64_t> shape = shapeOf(whole);
+    for (uint32_t s : sizes) {
+        std::vector<py::ssize_t> part(shape.begin(), shape.end());
+        part[static_cast<size_t>(axis)] = s;
+        out.emplace_back(whole.dtype(), part);
+        parts.push_back(out.back().mutable_data());
     }
-    copyBlocks(static_cast<char*>(const_cast<void*>(whole.data())), l.rows, parts, sizes, l.outer, l.rowBytes,
-               false);
+    std::vector<Piece> pieces =
+      batchPieces(parts, sizes, total, shape, static_cast<size_t>(axis), static_cast<size_t>(whole.itemsize()), false);
+    copyHoldingGil(pieces, static_cast<char*>(const_cast<void*>(whole.data())), static_cast<size_t>(whole.nbytes()),
+                   false);
     return out;
 }
 
