@@ -67,14 +67,17 @@ if has threadrounds; then
   # checked against the serial one; docs/perf.md reads the ratio per round and its spread.
   # THREAD_QUEUES (a space list, default 1): device queues (ORTOPS_QUEUES), alternated in each round;
   # THREAD_ENVS (a space list of settings, each VAR=VALUE[,VAR=VALUE...] or "base" for none):
-  # alternated inside each round too (e.g. ORTOPS_COALESCE_RELEASE=device); THREAD_WARMUP: seconds
+  # alternated inside each round too (e.g. ORTOPS_COALESCE_RELEASE=device; an item beginning with
+  # -- is an argument of `ortops run`, e.g. --intra-op-threads=1); THREAD_WARMUP: seconds
   # of untimed runs before each thread count (default 20).
   for r in $(seq 1 "${THREAD_ROUNDS:-5}"); do
     for q in ${THREAD_QUEUES:-1}; do
       for e in ${THREAD_ENVS:-base}; do
-        vars=(); [ "$e" = base ] || IFS=, read -r -a vars <<< "$e"
+        items=(); [ "$e" = base ] || IFS=, read -r -a items <<< "$e"
+        vars=(); args=()
+        for i in "${items[@]}"; do [[ $i == --* ]] && args+=("$i") || vars+=("$i"); done
         echo "== round $r, ORTOPS_QUEUES=$q, settings: $e" | tee -a "$OUT/threadrounds.txt"
-        env ORTOPS_QUEUES="$q" "${vars[@]}" python3 -P -m ortops run models/recognizer.onnx --threads 1,8 \
+        env ORTOPS_QUEUES="$q" "${vars[@]}" python3 -P -m ortops run models/recognizer.onnx --threads 1,8 "${args[@]}" \
           --repeat "${THREAD_REPEAT:-2000}" --warmup "${THREAD_WARMUP:-20}" 2>&1 | tr '\r' '\n' | grep -v '^ortops \[' \
           | tee -a "$OUT/threadrounds.txt"
       done

@@ -252,6 +252,23 @@ def test_run_threads_fails_when_a_concurrent_result_differs(models, capsys, monk
     assert "BAD: thread" in capsys.readouterr().out
 
 
+def test_run_intra_op_threads_reach_the_session(models, capsys, monkeypatch):
+    from ortops.ort.session import InferenceSession
+
+    real, seen = InferenceSession.__init__, []
+
+    def spy(self, model, sess_options=None, **k):
+        seen.append(None if sess_options is None else sess_options.intra_op_num_threads)
+        real(self, model, sess_options, **k)
+
+    monkeypatch.setattr(InferenceSession, "__init__", spy)
+    assert cli.main(["run", models["gru"], "--intra-op-threads", "1", "--threads", "2", "--repeat", "2"]) == 0
+    assert cli.main(["run", models["gru"]]) == 0
+    assert seen == [1, None]   # 0, the default: ortops.InferenceSession's own options
+    assert cli.main(["run", models["gru"], "--intra-op-threads", "-1"]) == 2
+    assert "--intra-op-threads must be 0 (ONNX Runtime's pool) or a positive count, got -1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("value", ["0", "two", "1,,2"])
 def test_run_threads_refuses_bad_counts(models, capsys, value):
     with pytest.raises(SystemExit) as info:

@@ -181,6 +181,35 @@ def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit
     _assert_same_bits(lanes, tiled)
 
 
+@pytest.mark.parametrize("op,nb,units", [("LSTM", 1, 1), ("LSTM", 2, 4), ("LSTM", 8, 1),
+                                          ("GRU", 3, 2), ("RNN", 2, 16)])
+def test_lanes_split_gives_the_same_bits(monkeypatch, op, nb, units):
+    # The lanes kernel's split (batch rows and units a workgroup) set through ORTOPS_LANES_NB /
+    # ORTOPS_LANES_UNITS, which a plan reads when it is recorded: batch 7 leaves a workgroup's
+    # rows partly empty at 2 and 3 a workgroup, hidden 45 its units.
+    arrays, lens = _case(op, "bidirectional", 45, 7, np.float32)
+    rule = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES)
+    monkeypatch.setenv("ORTOPS_LANES_NB", str(nb))
+    monkeypatch.setenv("ORTOPS_LANES_UNITS", str(units))
+    gates = {"LSTM": 4, "GRU": 2, "RNN": 1}[op]
+    v = variants.step_variant(7, gates)
+    assert (v.nb, v.units) == (min(nb, 7), units)
+    _assert_same_bits(rule, _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES))
+
+
+def test_lanes_split_refuses_what_does_not_fit(monkeypatch):
+    monkeypatch.setenv("ORTOPS_LANES_NB", "9")
+    with pytest.raises(ValueError, match="ORTOPS_LANES_NB must be 1 to 8, got 9"):
+        variants.step_variant(4, 4)
+    monkeypatch.setenv("ORTOPS_LANES_NB", "8")
+    monkeypatch.setenv("ORTOPS_LANES_UNITS", "4")
+    with pytest.raises(ValueError, match="ORTOPS_LANES_UNITS must keep gates x units within 16"):
+        variants.step_variant(8, 4)
+    monkeypatch.setenv("ORTOPS_LANES_UNITS", "x")
+    with pytest.raises(ValueError, match="ORTOPS_LANES_UNITS must be a positive integer, got 'x'"):
+        variants.step_variant(8, 4)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("rows", [2, 4, 8])
 def test_register_tile_reads_h_at_any_alignment(monkeypatch, rows, dtype):

@@ -1,7 +1,7 @@
 """The ``ortops`` command.
 
     ortops run MODEL [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--compare] [--repeat N]
-               [--warmup SECONDS] [--threads N,N,...] [--device D]
+               [--warmup SECONDS] [--threads N,N,...] [--intra-op-threads N] [--device D]
                [--mode deterministic|exact|fast]
     ortops info MODEL [--device D]
     ortops devices
@@ -25,6 +25,9 @@ nodes, so for such models it runs the equivalent layout-0 float32 model
 (each thread ``--repeat`` runs on inputs of its own), prints runs/s for each
 count, and checks every result against the serial result of the same inputs,
 bit for bit (exit status 1 on a difference or a failed run).
+``--intra-op-threads N`` gives the session N intra-op threads for the model's
+other nodes (ONNX Runtime's ``intra_op_num_threads``; 0, the default, its own
+pool).
 
 Exit status: 0 success, 1 comparison above tolerance or a concurrent result
 that differs from the serial one, 2 bad usage or an error.
@@ -183,6 +186,20 @@ def _fmt_times(times) -> str:
     return f"median {np.median(ms):.3f} ms, min {ms.min():.3f} ms, mean {ms.mean():.3f} ms over {len(ms)} runs"
 
 
+def _session_options(intra_op_threads: int):
+    """--intra-op-threads as session options: None (ortops.InferenceSession's defaults) for 0."""
+    import onnxruntime as ort
+
+    if intra_op_threads < 0:
+        raise CliError(f"--intra-op-threads must be 0 (ONNX Runtime's pool) or a positive count, got "
+                       f"{intra_op_threads}")
+    if not intra_op_threads:
+        return None
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = intra_op_threads
+    return so
+
+
 def cmd_run(args) -> int:
     import onnxruntime as ort
 
@@ -197,7 +214,8 @@ def cmd_run(args) -> int:
     dims = {k: _positive_int(v, f"--dim {k}") for k, v in _parse_pairs(args.dim, "--dim").items()}
     # A quantized model's recurrent outputs are compared too (_compare_quantized): run them out.
     probe = _quantized_probe(model) if args.compare else model
-    sess = InferenceSession(probe, providers=["CPUExecutionProvider"], device=args.device,
+    sess = InferenceSession(probe, sess_options=_session_options(args.intra_op_threads),
+                            providers=["CPUExecutionProvider"], device=args.device,
                             placement=args.placement, mode=args.mode)
     for p in sess.placement:
         print(p.describe())
@@ -486,6 +504,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=_thread_counts, default=None, metavar="N,N,...",
                    help="also run from N threads at once (each --repeat runs), per count: runs/s, "
                         "results checked against serial ones")
+    r.add_argument("--intra-op-threads", type=int, default=0, metavar="N",
+                   help="ONNX Runtime's intra-op threads for the model's other nodes (default 0: its own pool)")
     r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
     _placement_argument(r)
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")

@@ -59,10 +59,10 @@ projectionTpt(uint64_t outputs, uint64_t large)
 }
 
 namespace {
-// ORTOPS_PROJECTION_KT / ORTOPS_PROJECTION_STAGES (read at each plan's recording): a positive
-// integer, else 0 (unset: what ships).
+// ORTOPS_PROJECTION_KT / ORTOPS_PROJECTION_STAGES, ORTOPS_LANES_NB / ORTOPS_LANES_UNITS (read at
+// each plan's recording): a positive integer, else 0 (unset: what ships).
 uint32_t
-projectionFromEnv(const char* name)
+settingFromEnv(const char* name)
 {
     const char* env = std::getenv(name);
     if (!env) {
@@ -79,9 +79,9 @@ projectionFromEnv(const char* name)
 ProjectionSlices
 projectionSlices(uint32_t tpt, uint32_t input, uint32_t maxShared, const VariantSettings& s)
 {
-    uint32_t kt = s.projectionKt != BATCHED_TABLE ? s.projectionKt : projectionFromEnv("ORTOPS_PROJECTION_KT");
+    uint32_t kt = s.projectionKt != BATCHED_TABLE ? s.projectionKt : settingFromEnv("ORTOPS_PROJECTION_KT");
     uint32_t stages = s.projectionStages != BATCHED_TABLE ? s.projectionStages
-                                                           : projectionFromEnv("ORTOPS_PROJECTION_STAGES");
+                                                           : settingFromEnv("ORTOPS_PROJECTION_STAGES");
     ProjectionSlices v{ kt == 32 && input % 32 == 0 ? 32u : 16u, stages == 2 ? 2u : 1u };
     auto bytes = [&] { return 2ull * projectionTile(tpt) * v.kt * v.stages * 4; };
     if (bytes() > maxShared) {
@@ -185,6 +185,28 @@ stepVariant(uint32_t batch, uint32_t gatesInPass)
         // multiply-adds; 128 threads a workgroup.
         rpt = gatesInPass;
         units = 4;
+    }
+    // Measurement hooks (issue 32, item 3: the lanes kernel's split at batch 2-8; read at each
+    // plan's recording, unset: the rule above). The split never changes a sum's order. What the
+    // H200 measured (docs/perf.md, "Threads: one intra-op thread, and the lanes kernel's split";
+    // two calls, GPU ms): float32 NB 2 gains 11-22 % at batch 4 and 8 (80x4x256 0.360 against
+    // 0.462, 80x8x256 0.454 against 0.514, 80x4x128 0.285 against 0.344, 80x8x512 1.001 against
+    // 1.129); float16 NB 2 loses 20-29 % at batch 8 (80x8x256 0.610 against 0.508). Not yet the
+    // rule: it needs the suite on the H200 with it.
+    if (uint32_t v = settingFromEnv("ORTOPS_LANES_NB")) {
+        if (v > MAX_NB) {
+            throw std::invalid_argument("ortops: ORTOPS_LANES_NB must be 1 to " + std::to_string(MAX_NB) + ", got " +
+                                        std::to_string(v));
+        }
+        nb = std::min(batch, v);
+    }
+    if (uint32_t v = settingFromEnv("ORTOPS_LANES_UNITS")) {
+        if (gatesInPass * v > 2 * MAX_ROWS || (rpt == 1 && gatesInPass * v * nb > MAX_ROWS * MAX_NB)) {
+            throw std::invalid_argument("ortops: ORTOPS_LANES_UNITS must keep gates x units within " +
+                                        std::to_string(2 * MAX_ROWS) + " and x batch rows within " +
+                                        std::to_string(MAX_ROWS * MAX_NB) + ", got " + std::to_string(v));
+        }
+        units = v;
     }
     return { nb, units, rpt, gatesInPass * units };
 }
