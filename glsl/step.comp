@@ -36,7 +36,7 @@
 
 layout(local_size_x = 32, local_size_y_id = 41) in;   // 32 lanes x TY = ROWS / RPT
 
-layout(constant_id = 2) const uint NB = 1;         // batch rows per workgroup (1 or 8)
+layout(constant_id = 2) const uint NB = 1;         // batch rows per workgroup (1 to 8)
 layout(constant_id = 3) const uint UNITS = 2;      // hidden units per workgroup
 layout(constant_id = 40) const uint ROWS = 8;      // gates of this pass * UNITS
 layout(constant_id = 41) const uint TY = 8;        // threads per lane column = ROWS / RPT

@@ -559,8 +559,10 @@ def test_unsupported_weights_at_construction(monkeypatch, canary):
 
 
 def test_unsupported_when_the_step_grid_exceeds_the_workgroup_count(monkeypatch, canary):
-    # A step dispatch has ceil(batch / 8) workgroups in z; a device whose
-    # maxComputeWorkGroupCount allows one stands in for a batch above 8 * 65,535.
+    # A step dispatch has ceil(batch / NB) workgroups in z (NB: the lanes kernel's batch rows a
+    # workgroup, 2 for float32 at batch 2-8); a device whose maxComputeWorkGroupCount allows
+    # one stands in for a batch above NB * 65,535.
+    nb = ortops.variants.step_variant(8, 2).nb
     w = make_weights("GRU", seed=28)
     real_context = ortops.layer.context
 
@@ -570,13 +572,13 @@ def test_unsupported_when_the_step_grid_exceeds_the_workgroup_count(monkeypatch,
 
     monkeypatch.setattr(ortops.layer, "context", narrow_context)
     layer = new_layer("GRU", w, direction="bidirectional")
-    small = make_inputs("GRU", w, seq=3, batch=8)
+    small = make_inputs("GRU", w, seq=3, batch=nb)
     assert_bits(call(layer, small), ortops.gru(**small, **w, direction="bidirectional"),
-                "a batch of 8: one workgroup in z")
+                f"a batch of {nb}: one workgroup in z")
     with pytest.raises(UnsupportedLayerError,
                        match=r"^GRU: unsupported layer on .*: the step pass needs 2 x 2 x 2 "
                              r"workgroups, above the device's maxComputeWorkGroupCount of "
                              r"65535 x 65535 x 1"):
-        call(layer, make_inputs("GRU", w, seq=3, batch=9))
+        call(layer, make_inputs("GRU", w, seq=3, batch=nb + 1))
     monkeypatch.undo()
     canary()

@@ -9,15 +9,17 @@ import pytest
 from ortops import variants
 
 
-@pytest.mark.parametrize("batch, gates, expected", [
-    (1, 4, (1, 2, 1, 8)),     # latency-bound LSTM: one R row per thread, 2 units
-    (8, 3, (8, 2, 1, 6)),
-    (5, 1, (5, 8, 1, 8)),
-    (9, 4, (8, 4, 4, 16)),    # throughput-bound: a unit's gates per thread, 4 units
-    (64, 2, (8, 4, 2, 8)),
+@pytest.mark.parametrize("batch, gates, dtype, expected", [
+    (1, 4, "float32", (1, 2, 1, 8)),    # latency-bound LSTM: one R row per thread, 2 units
+    (8, 3, "float16", (8, 2, 1, 6)),    # float16: up to 8 batch rows a workgroup
+    (5, 1, "float16", (5, 8, 1, 8)),
+    (8, 4, "float32", (2, 2, 1, 8)),    # float32: 2 (variants.hpp, LANES_FLOAT32_NB)
+    (5, 1, "float32", (2, 8, 1, 8)),
+    (9, 4, "float32", (8, 4, 4, 16)),   # throughput-bound: a unit's gates per thread, 4 units
+    (64, 2, "float16", (8, 4, 2, 8)),
 ])
-def test_step_variants(batch, gates, expected):
-    v = variants.step_variant(batch, gates)
+def test_step_variants(batch, gates, dtype, expected):
+    v = variants.step_variant(batch, gates, dtype)
     assert (v.nb, v.units, v.rpt, v.rows) == expected and v.ty * v.rpt == v.rows
 
 

@@ -181,6 +181,16 @@ def test_every_tiling_gives_the_same_bits(monkeypatch, upt, by, prefetch, ksplit
     _assert_same_bits(lanes, tiled)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("op,batch", [("LSTM", 2), ("LSTM", 8), ("GRU", 5), ("RNN", 3)])
+def test_lanes_kernel_at_small_batches_gives_the_batched_kernels_bits(monkeypatch, op, batch, dtype):
+    # Batch 2-8: the lanes kernel's own split by element type (float32 2 rows a workgroup,
+    # float16 up to 8; variants.hpp, LANES_FLOAT32_NB), against the batched kernel's bits.
+    arrays, lens = _case(op, "bidirectional", 33, batch, dtype)
+    lanes = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES)
+    _assert_same_bits(lanes, _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1))
+
+
 @pytest.mark.parametrize("op,nb,units", [("LSTM", 1, 1), ("LSTM", 2, 4), ("LSTM", 8, 1),
                                           ("GRU", 3, 2), ("RNN", 2, 16)])
 def test_lanes_split_gives_the_same_bits(monkeypatch, op, nb, units):

@@ -169,9 +169,10 @@ batchedVariant(uint32_t hidden, uint32_t batch, bool float16, const VariantSetti
 }
 
 StepVariant
-stepVariant(uint32_t batch, uint32_t gatesInPass)
+stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16)
 {
-    // Batch rows per workgroup: one for a batch of one, else up to 8.
+    // Batch rows per workgroup: one for a batch of one, else up to 8 (float32 up to
+    // LANES_FLOAT32_NB below 9, variants.hpp).
     uint32_t nb = std::min(batch, MAX_NB);
     uint32_t units, rpt;
     if (batch <= MAX_NB) {
@@ -180,19 +181,17 @@ stepVariant(uint32_t batch, uint32_t gatesInPass)
         // gates per thread).
         units = std::max<uint32_t>(1, MAX_ROWS / gatesInPass);
         rpt = 1;
+        if (!float16) {
+            nb = std::min(batch, LANES_FLOAT32_NB);
+        }
     } else {
         // Throughput-bound: all gates of a unit per thread, so each load feeds NB x gates
         // multiply-adds; 128 threads a workgroup.
         rpt = gatesInPass;
         units = 4;
     }
-    // Measurement hooks (issue 32, item 3: the lanes kernel's split at batch 2-8; read at each
-    // plan's recording, unset: the rule above). The split never changes a sum's order. What the
-    // H200 measured (docs/perf.md, "Threads: one intra-op thread, and the lanes kernel's split";
-    // two calls, GPU ms): float32 NB 2 gains 11-22 % at batch 4 and 8 (80x4x256 0.360 against
-    // 0.462, 80x8x256 0.454 against 0.514, 80x4x128 0.285 against 0.344, 80x8x512 1.001 against
-    // 1.129); float16 NB 2 loses 20-29 % at batch 8 (80x8x256 0.610 against 0.508). Not yet the
-    // rule: it needs the suite on the H200 with it.
+    // Measurement hooks (read at each plan's recording; unset: the rule above). The split
+    // never changes a sum's order.
     if (uint32_t v = settingFromEnv("ORTOPS_LANES_NB")) {
         if (v > MAX_NB) {
             throw std::invalid_argument("ortops: ORTOPS_LANES_NB must be 1 to " + std::to_string(MAX_NB) + ", got " +

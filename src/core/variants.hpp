@@ -19,6 +19,16 @@ inline constexpr uint32_t GROUP = 64;           // local size of the state and o
 inline constexpr uint32_t MAX_GROUPS = 65535;   // workgroups per dispatch dimension every device accepts
 inline constexpr uint32_t MAX_ROWS = 8;         // R rows per step workgroup (x 32 lanes)
 inline constexpr uint32_t MAX_NB = 8;           // batch rows per step workgroup
+// Batch rows a lanes-kernel workgroup (glsl/step.comp) of a float32 layer at batch 2-8, where
+// float16 keeps up to MAX_NB. What the H200 measured (docs/perf.md, "Threads: one intra-op
+// thread, and the lanes kernel's split"; bidirectional LSTMs, GPU ms, two calls, every output
+// bit-equal): float32 with 2 rows gains 11-22 % at batch 4 and 8 (80x4x256 0.360 against 0.462
+// for 4 rows, 80x8x256 0.454 against 0.514 for 8, 80x4x128 0.285 against 0.344, 80x8x512 1.001
+// against 1.129); one row lost at batch 8 (80x8x256 0.625); float16 with 2 rows loses 20-29 % at
+// batch 8 (80x8x256 0.610 against 0.508, 80x8x512 1.449 against 1.122) and ties at 4 (0.452
+// against 0.459). Twice the workgroups, each lane's walk a quarter as long at batch 8: float32's
+// loads of h set the chain, float16's fewer bytes do not. GRU and RNN follow, unmeasured.
+inline constexpr uint32_t LANES_FLOAT32_NB = 2;
 inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which the 128 x 128 tile is used
 
 // ---------------------------------------------------------------- the batched step kernels
@@ -459,8 +469,10 @@ transposedPlanes(bool gruTwoPass)
     return gruTwoPass ? 3 : 2;
 }
 
+// The lanes kernel's split (glsl/step.comp) for a pass computing gatesInPass gates at this
+// batch, of float16 or float32 layers (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS override it).
 StepVariant
-stepVariant(uint32_t batch, uint32_t gatesInPass);
+stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16);
 
 // The batch from which a float16 layer in mode "fast" runs glsl/step_coopmat.comp where the
 // device can (0: never), and that kernel's 16-row batch blocks a workgroup for a grid of

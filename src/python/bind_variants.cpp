@@ -57,11 +57,11 @@ bindVariants(py::module_& m)
 {
     m.def(
       "step_variant",
-      [](uint32_t batch, uint32_t gates) {
-          StepVariant v = stepVariant(batch, gates);
+      [](uint32_t batch, uint32_t gates, bool float16) {
+          StepVariant v = stepVariant(batch, gates, float16);
           return py::make_tuple(v.nb, v.units, v.rpt, v.rows);
       },
-      py::arg("batch"), py::arg("gates_in_pass"));
+      py::arg("batch"), py::arg("gates_in_pass"), py::arg("float16"));
     m.def(
       "batched_variant",
       [](uint32_t hidden, uint32_t batch, bool float16, const VariantSettings& s) {

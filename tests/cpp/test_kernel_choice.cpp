@@ -146,16 +146,20 @@ TEST_SUITE("kernel choice")
 
     TEST_CASE("the lanes kernel's split, the projection tile, the passes and the grid")
     {
-        auto split = [](uint32_t batch, uint32_t gates) {
-            StepVariant v = stepVariant(batch, gates);
+        auto split = [](uint32_t batch, uint32_t gates, bool float16) {
+            StepVariant v = stepVariant(batch, gates, float16);
             CHECK(v.ty() * v.rpt == v.rows);
             return std::array<uint32_t, 4>{ v.nb, v.units, v.rpt, v.rows };
         };
-        CHECK(split(1, 4) == std::array<uint32_t, 4>{ 1, 2, 1, 8 });
-        CHECK(split(8, 3) == std::array<uint32_t, 4>{ 8, 2, 1, 6 });
-        CHECK(split(5, 1) == std::array<uint32_t, 4>{ 5, 8, 1, 8 });
-        CHECK(split(9, 4) == std::array<uint32_t, 4>{ 8, 4, 4, 16 });
-        CHECK(split(64, 2) == std::array<uint32_t, 4>{ 8, 4, 2, 8 });
+        CHECK(split(1, 4, false) == std::array<uint32_t, 4>{ 1, 2, 1, 8 });
+        CHECK(split(8, 3, true) == std::array<uint32_t, 4>{ 8, 2, 1, 6 });
+        CHECK(split(5, 1, true) == std::array<uint32_t, 4>{ 5, 8, 1, 8 });
+        // float32 at batch 2-8: LANES_FLOAT32_NB rows a workgroup
+        CHECK(split(8, 4, false) == std::array<uint32_t, 4>{ LANES_FLOAT32_NB, 2, 1, 8 });
+        CHECK(split(5, 1, false) == std::array<uint32_t, 4>{ LANES_FLOAT32_NB, 8, 1, 8 });
+        CHECK(split(9, 4, false) == std::array<uint32_t, 4>{ 8, 4, 4, 16 });
+        CHECK(split(9, 4, true) == std::array<uint32_t, 4>{ 8, 4, 4, 16 });
+        CHECK(split(64, 2, false) == std::array<uint32_t, 4>{ 8, 4, 2, 8 });
         CHECK(projectionTpt(LARGE_PROJECTION - 1, LARGE_PROJECTION) == 4);
         CHECK(projectionTpt(LARGE_PROJECTION, LARGE_PROJECTION) == 8);
         CHECK(projectionTile(8) == 128);
