@@ -489,13 +489,9 @@ INTRA_OP_THREADS = 1
 def session_options(intra_op_threads: int | None):
     """The replica session's options: ONNX Runtime's defaults, or ``intra_op_threads`` threads
     for its CPU nodes (None or 0: ONNX Runtime's default, a thread per core)."""
-    if not intra_op_threads:
-        return None
-    import onnxruntime as ort
+    from ortops.ort.session import intra_op_options
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = int(intra_op_threads)
-    return so
+    return intra_op_options(intra_op_threads)
 
 
 def app(model, *, num_replicas: int = 1, num_gpus: float | None = None, device=None, max_batch_size: int = 8,

@@ -156,6 +156,18 @@ def _ep_providers(providers: Sequence[Any] | None, provider_options: Sequence[di
     return out
 
 
+def intra_op_options(intra_op_threads: int | None) -> ort.SessionOptions | None:
+    """Session options with ``intra_op_threads`` intra-op threads for a model's other nodes
+    (ONNX Runtime's ``intra_op_num_threads``), or None (the session's defaults) for None or 0.
+    One suits a session shared by threads whose other nodes are light (docs/onnxruntime.md,
+    "Threads"; ortops.serve's replicas, ``ortops run --intra-op-threads``)."""
+    if not intra_op_threads:
+        return None
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(intra_op_threads)
+    return so
+
+
 def _cpu_device_options() -> ort.SessionOptions:
     """Session options for a session whose Vulkan device is a CPU implementation (lavapipe):
     ONNX Runtime's intra-op threads do not spin while they wait. They spin by default, and on

@@ -186,35 +186,24 @@ def _fmt_times(times) -> str:
     return f"median {np.median(ms):.3f} ms, min {ms.min():.3f} ms, mean {ms.mean():.3f} ms over {len(ms)} runs"
 
 
-def _session_options(intra_op_threads: int):
-    """--intra-op-threads as session options: None (ortops.InferenceSession's defaults) for 0."""
-    import onnxruntime as ort
-
-    if intra_op_threads < 0:
-        raise CliError(f"--intra-op-threads must be 0 (ONNX Runtime's pool) or a positive count, got "
-                       f"{intra_op_threads}")
-    if not intra_op_threads:
-        return None
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = intra_op_threads
-    return so
-
-
 def cmd_run(args) -> int:
     import onnxruntime as ort
 
     from ortops.ort import rewrite
-    from ortops.ort.session import InferenceSession
+    from ortops.ort.session import InferenceSession, intra_op_options
 
     if args.repeat < 1:
         raise CliError("--repeat must be at least 1")
+    if args.intra_op_threads < 0:
+        raise CliError(f"--intra-op-threads must be 0 (ONNX Runtime's pool) or a positive count, got "
+                       f"{args.intra_op_threads}")
     if not args.warmup >= 0:  # also refuses NaN
         raise CliError(f"--warmup must be a number of seconds >= 0, got {args.warmup}")
     model = rewrite.load_model(args.model)
     dims = {k: _positive_int(v, f"--dim {k}") for k, v in _parse_pairs(args.dim, "--dim").items()}
     # A quantized model's recurrent outputs are compared too (_compare_quantized): run them out.
     probe = _quantized_probe(model) if args.compare else model
-    sess = InferenceSession(probe, sess_options=_session_options(args.intra_op_threads),
+    sess = InferenceSession(probe, sess_options=intra_op_options(args.intra_op_threads),
                             providers=["CPUExecutionProvider"], device=args.device,
                             placement=args.placement, mode=args.mode)
     for p in sess.placement:

@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import serve_bench   # noqa: E402 - the same models as the serving bench
 
-from ortops.serve import Replica, groups, split, stack   # noqa: E402
+from ortops.serve import Replica, groups, session_options, split, stack   # noqa: E402
 
 PHASES = ("total", "wake", "stack", "run", "split", "back")
 
@@ -97,12 +97,7 @@ def _medians_ms(replica: Replica, feeds: list, runs: int, busy: bool, copies: st
 
 
 def _replica(model, intra_op: int) -> Replica:
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    if intra_op:
-        so.intra_op_num_threads = intra_op
-    return Replica(model, sess_options=so)
+    return Replica(model, sess_options=session_options(intra_op))
 
 
 def main(argv=None) -> int:
