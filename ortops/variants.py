@@ -315,10 +315,11 @@ def default_batched_from() -> list:
     return [tuple(int(v) for v in r) for r in _native().batched_tiles()["batched_from"]]
 
 
-def step_variant(batch: int, gates_in_pass: int, dtype: str = "float32") -> StepVariant:
+def step_variant(batch: int, gates_in_pass: int, dtype: str = "float32",
+                 mode: str = "deterministic") -> StepVariant:
     """The lanes step kernel's variant for a batch and a pass computing ``gates_in_pass`` gates
-    of a ``dtype`` ("float32" or "float16") layer."""
-    return StepVariant(*_native().step_variant(batch, gates_in_pass, dtype == "float16"))
+    of a ``dtype`` ("float32" or "float16") layer in ``mode`` (docs/modes.md)."""
+    return StepVariant(*_native().step_variant(batch, gates_in_pass, dtype == "float16", mode))
 
 
 def step_passes(op: str, gates: int, linear_before_reset: int):

@@ -9,18 +9,25 @@ import pytest
 from ortops import variants
 
 
-@pytest.mark.parametrize("batch, gates, dtype, expected", [
-    (1, 4, "float32", (1, 2, 1, 8)),    # latency-bound LSTM: one R row per thread, 2 units
-    (8, 3, "float16", (8, 2, 1, 6)),    # float16: up to 8 batch rows a workgroup
-    (5, 1, "float16", (5, 8, 1, 8)),
-    (8, 4, "float32", (2, 2, 1, 8)),    # float32: 2 (variants.hpp, LANES_FLOAT32_NB)
-    (5, 1, "float32", (2, 8, 1, 8)),
-    (9, 4, "float32", (8, 4, 4, 16)),   # throughput-bound: a unit's gates per thread, 4 units
-    (64, 2, "float16", (8, 4, 2, 8)),
+@pytest.mark.parametrize("batch, gates, dtype, mode, expected", [
+    (1, 4, "float32", "deterministic", (1, 2, 1, 8)),    # latency-bound LSTM: one R row per thread, 2 units
+    (8, 3, "float16", "deterministic", (8, 2, 1, 6)),    # float16: up to 8 batch rows a workgroup
+    (5, 1, "float16", "exact", (5, 8, 1, 8)),
+    (8, 4, "float32", "deterministic", (2, 2, 1, 8)),    # float32: 2 (variants.hpp, LANES_FLOAT32_NB)
+    (5, 1, "float32", "fast", (2, 8, 1, 8)),
+    (8, 4, "float32", "exact", (8, 2, 1, 8)),            # but mode exact keeps up to 8
+    (5, 1, "float32", "exact", (5, 8, 1, 8)),
+    (9, 4, "float32", "deterministic", (8, 4, 4, 16)),   # throughput-bound: a unit's gates per thread, 4 units
+    (64, 2, "float16", "fast", (8, 4, 2, 8)),
 ])
-def test_step_variants(batch, gates, dtype, expected):
-    v = variants.step_variant(batch, gates, dtype)
+def test_step_variants(batch, gates, dtype, mode, expected):
+    v = variants.step_variant(batch, gates, dtype, mode)
     assert (v.nb, v.units, v.rpt, v.rows) == expected and v.ty * v.rpt == v.rows
+
+
+def test_step_variant_refuses_an_unknown_mode():
+    with pytest.raises(ValueError, match="mode must be deterministic, exact or fast, got 'strict'"):
+        variants.step_variant(4, 4, "float32", "strict")
 
 
 def test_projection_tile_and_passes():

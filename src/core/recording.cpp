@@ -315,7 +315,7 @@ struct Recording
 
     Pass lanesPass(uint32_t pass, uint32_t gatesInPass, const Constants& common)
     {
-        StepVariant v = stepVariant(key.batch, gatesInPass, s.float16);
+        StepVariant v = stepVariant(key.batch, gatesInPass, s.float16, s.mode);
         std::array<uint64_t, 3> groups{ ceilDiv(s.hidden, v.units), s.dirs, ceilDiv(key.batch, v.nb) };
         limits.checkGroups("the step pass", groups);
         auto p = program("step", { xw, weight("R"), weight("B"), weight("P"), lensB, st }, 1,

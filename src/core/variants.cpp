@@ -169,10 +169,10 @@ batchedVariant(uint32_t hidden, uint32_t batch, bool float16, const VariantSetti
 }
 
 StepVariant
-stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16)
+stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16, Mode mode)
 {
-    // Batch rows per workgroup: one for a batch of one, else up to 8 (float32 up to
-    // LANES_FLOAT32_NB below 9, variants.hpp).
+    // Batch rows per workgroup: one for a batch of one, else up to 8 (float32 outside mode
+    // exact up to LANES_FLOAT32_NB below 9, variants.hpp).
     uint32_t nb = std::min(batch, MAX_NB);
     uint32_t units, rpt;
     if (batch <= MAX_NB) {
@@ -181,7 +181,7 @@ stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16)
         // gates per thread).
         units = std::max<uint32_t>(1, MAX_ROWS / gatesInPass);
         rpt = 1;
-        if (!float16) {
+        if (!float16 && mode != Mode::Exact) {
             nb = std::min(batch, LANES_FLOAT32_NB);
         }
     } else {

@@ -28,6 +28,10 @@ inline constexpr uint32_t MAX_NB = 8;           // batch rows per step workgroup
 // batch 8 (80x8x256 0.610 against 0.508, 80x8x512 1.449 against 1.122) and ties at 4 (0.452
 // against 0.459). Twice the workgroups, each lane's walk a quarter as long at batch 8: float32's
 // loads of h set the chain, float16's fewer bytes do not. GRU and RNN follow, unmeasured.
+// Not in mode exact, whose flushes after each multiply and add make the chain arithmetic: there
+// 2 rows lost 10 % at 80x8x256 (0.854 ms against 0.777 for 8, H200 A/B of 2026-12-03, docs/perf.md),
+// so exact keeps up to MAX_NB. In the recognizer shared by 8 threads with one intra-op thread
+// the rule took 8 threads' runs from 2,783-2,815 to 2,940-3,193 a second (4 alternated rounds).
 inline constexpr uint32_t LANES_FLOAT32_NB = 2;
 inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which the 128 x 128 tile is used
 
@@ -470,9 +474,9 @@ transposedPlanes(bool gruTwoPass)
 }
 
 // The lanes kernel's split (glsl/step.comp) for a pass computing gatesInPass gates at this
-// batch, of float16 or float32 layers (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS override it).
+// batch, of float16 or float32 layers in a mode (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS override it).
 StepVariant
-stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16);
+stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16, Mode mode);
 
 // The batch from which a float16 layer in mode "fast" runs glsl/step_coopmat.comp where the
 // device can (0: never), and that kernel's 16-row batch blocks a workgroup for a grid of

@@ -1,6 +1,11 @@
 // The kernel-variant heuristics (variants.hpp) and the coalescing rule (coalesce.hpp) for
 // ortops.variants and the tools: each takes the VariantSettings in force (bind_settings.cpp),
 // so Python asks the one native rule instead of mirroring it.
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -57,11 +62,16 @@ bindVariants(py::module_& m)
 {
     m.def(
       "step_variant",
-      [](uint32_t batch, uint32_t gates, bool float16) {
-          StepVariant v = stepVariant(batch, gates, float16);
+      [](uint32_t batch, uint32_t gates, bool float16, std::string_view mode) {
+          std::optional<Mode> m = parseMode(mode);
+          if (!m) {
+              throw std::invalid_argument("ortops: step_variant: mode must be deterministic, exact or fast, got '" +
+                                          std::string(mode) + "'");
+          }
+          StepVariant v = stepVariant(batch, gates, float16, *m);
           return py::make_tuple(v.nb, v.units, v.rpt, v.rows);
       },
-      py::arg("batch"), py::arg("gates_in_pass"), py::arg("float16"));
+      py::arg("batch"), py::arg("gates_in_pass"), py::arg("float16"), py::arg("mode"));
     m.def(
       "batched_variant",
       [](uint32_t hidden, uint32_t batch, bool float16, const VariantSettings& s) {

@@ -146,8 +146,8 @@ TEST_SUITE("kernel choice")
 
     TEST_CASE("the lanes kernel's split, the projection tile, the passes and the grid")
     {
-        auto split = [](uint32_t batch, uint32_t gates, bool float16) {
-            StepVariant v = stepVariant(batch, gates, float16);
+        auto split = [](uint32_t batch, uint32_t gates, bool float16, Mode mode = Mode::Deterministic) {
+            StepVariant v = stepVariant(batch, gates, float16, mode);
             CHECK(v.ty() * v.rpt == v.rows);
             return std::array<uint32_t, 4>{ v.nb, v.units, v.rpt, v.rows };
         };
@@ -157,6 +157,10 @@ TEST_SUITE("kernel choice")
         // float32 at batch 2-8: LANES_FLOAT32_NB rows a workgroup
         CHECK(split(8, 4, false) == std::array<uint32_t, 4>{ LANES_FLOAT32_NB, 2, 1, 8 });
         CHECK(split(5, 1, false) == std::array<uint32_t, 4>{ LANES_FLOAT32_NB, 8, 1, 8 });
+        CHECK(split(8, 4, false, Mode::Fast) == std::array<uint32_t, 4>{ LANES_FLOAT32_NB, 2, 1, 8 });
+        // mode exact keeps up to 8 (its flushes make the chain arithmetic, variants.hpp)
+        CHECK(split(8, 4, false, Mode::Exact) == std::array<uint32_t, 4>{ 8, 2, 1, 8 });
+        CHECK(split(5, 1, false, Mode::Exact) == std::array<uint32_t, 4>{ 5, 8, 1, 8 });
         CHECK(split(9, 4, false) == std::array<uint32_t, 4>{ 8, 4, 4, 16 });
         CHECK(split(9, 4, true) == std::array<uint32_t, 4>{ 8, 4, 4, 16 });
         CHECK(split(64, 2, false) == std::array<uint32_t, 4>{ 8, 4, 2, 8 });
