@@ -16,6 +16,8 @@ import functools
 from dataclasses import dataclass
 from typing import Dict
 
+from ortops.modes import check_mode
+
 GROUP = 64          # local size of the state and output passes (variants.hpp)
 MAX_GROUPS = 65535  # workgroups per dispatch dimension every Vulkan device accepts
 LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 128 x 128 tile is used
@@ -319,6 +321,7 @@ def step_variant(batch: int, gates_in_pass: int, dtype: str = "float32",
                  mode: str = "deterministic") -> StepVariant:
     """The lanes step kernel's variant for a batch and a pass computing ``gates_in_pass`` gates
     of a ``dtype`` ("float32" or "float16") layer in ``mode`` (docs/modes.md)."""
+    mode = check_mode(mode, "ortops.variants.step_variant")
     return StepVariant(*_native().step_variant(batch, gates_in_pass, dtype == "float16", mode))
 
 

@@ -63,10 +63,10 @@ bindVariants(py::module_& m)
     m.def(
       "step_variant",
       [](uint32_t batch, uint32_t gates, bool float16, std::string_view mode) {
+          // ortops.variants.step_variant passes a name ortops.modes.check_mode accepted.
           std::optional<Mode> m = parseMode(mode);
           if (!m) {
-              throw std::invalid_argument("ortops: step_variant: mode must be deterministic, exact or fast, got '" +
-                                          std::string(mode) + "'");
+              throw std::invalid_argument("ortops: step_variant: unknown mode '" + std::string(mode) + "'");
           }
           StepVariant v = stepVariant(batch, gates, float16, *m);
           return py::make_tuple(v.nb, v.units, v.rpt, v.rows);
