@@ -1,6 +1,6 @@
 // What the two batched step kernels share (glsl/step_batched.comp, v4: a thread per batch row;
 // glsl/step_tiled.comp, v5: a register tile of several batch rows): how R is read in its
-// batched layout RB[dir][position][unit][gate] (src/core/layer.cpp's batchedR, made once a plan
+// batched layout RB[dir][position][unit][gate] (src/core/rnn/layer.cpp's batchedR, made once a plan
 // first needs it), where position p = t * NI + i holds k = l + 32 i of the class l at tree
 // position t (l = t with its five bits reversed).
 // Included after common.glsl and cell.glsl.

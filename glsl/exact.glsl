@@ -181,7 +181,7 @@ uint float_to_half_(float f)
 #define LOADF(buf, i) ftz_(uintBitsToFloat(buf[i]))
 // R in the step kernels (glsl/step.comp's R, glsl/batched.glsl's RB), read once per
 // multiply-add of every step: in exact mode the layer uploads it as float32 words in both
-// precisions, already what LOADT would have made of each element (src/core/layer.cpp's
+// precisions, already what LOADT would have made of each element (src/core/rnn/layer.cpp's
 // exactR, the same integer rules done once on the host): a float16 R widened by
 // half_to_float_'s rule, a float32 R with its denormals flushed by ftz_'s. So the load is a
 // plain bit cast, with no decode and no flush, and gives LOADT's bits:

@@ -27,7 +27,7 @@
 // in the same process on a loaded machine, the same bits.
 // W_REGS (W's row in a private array, loaded once, the k loop unrolled) is kept for
 // measurements only: lavapipe compiled it for 23-65 s (and for over 11 minutes with the
-// broadcast), src/core/cpu_projection.cpp.
+// broadcast), src/core/rnn/cpu_projection.cpp.
 // The workgroups split the columns (THREADS a workgroup, x) and the directions (z).
 #include "common.glsl"
 

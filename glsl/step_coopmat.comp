@@ -22,7 +22,7 @@
 // products' float32 sums are taken in the hardware's order within each 16-wide k block. The
 // hidden state, the cell state and the update stay float32. h stays inside float16's range,
 // so the rounding never overflows, because the host chooses this kernel only for the cells'
-// default activations (src/core/layer.cpp, useCoopmatSteps): then |h| <= 1 after the first
+// default activations (src/core/rnn/layer.cpp, useCoopmatSteps): then |h| <= 1 after the first
 // step (LSTM o * tanh(c), RNN tanh, GRU's (1 - z) h~ + z h with |h~| <= 1) and at most
 // initial_h's float16 values before. NaN, +-Inf and -0 round to themselves.
 //

@@ -35,7 +35,7 @@
 // uniform, which lavapipe turns into one scalar load for 8 lanes). The R it reads, of one
 // direction, is the same for every step: on lavapipe it stays in the CPU's caches; on a GPU,
 // where one workgroup runs on one compute unit, it is read from that unit's cache when it fits
-// there (hence the small-hidden rule for GPUs in src/core/variants.hpp, SEQUENCE_STEPS).
+// there (hence the small-hidden rule for GPUs in src/core/rnn/variants.hpp, SEQUENCE_STEPS).
 #define GENERAL_ACTIVATIONS
 #include "common.glsl"
 #include "cell.glsl"

@@ -6,7 +6,7 @@
 // Pass 3, batched, with a register tile (v5; docs/perf.md, "Batched steps"): one time step of
 // every direction and batch row. The default step kernel from batch 16 (BATCHED_FROM), with
 // the tile the H200 measured fastest by element type and batch (BATCHED_TILES in
-// src/core/variants.hpp); ortops.variants.BATCHED_ROWS = 1 runs step_batched.comp instead.
+// src/core/rnn/variants.hpp); ortops.variants.BATCHED_ROWS = 1 runs step_batched.comp instead.
 //
 // Same sums as step.comp and step_batched.comp, bit for bit: each R row's product with h is 32
 // class sums (class l: k = l, l + 32, ... in increasing order, from +0) combined by the fixed

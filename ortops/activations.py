@@ -56,7 +56,7 @@ __all__ = [
     "float32_range",
 ]
 
-#: The activations by shader code (the native core's table, src/core/activations.hpp, through
+#: The activations by shader code (the native core's table, src/core/config/activations.hpp, through
 #: the generated ortops/_tables.py).
 ACTIVATIONS: Tuple[str, ...] = tuple(row[0] for row in _tables.ACTIVATIONS)
 

@@ -1,6 +1,6 @@
 """The one table of recurrent cells: what LSTM, GRU and RNN are, for every module of ortops.
 
-The table itself is the native core's (``src/core/cells.hpp``), written into
+The table itself is the native core's (``src/core/config/cells.hpp``), written into
 ``ortops/_tables.py`` at build time (``src/tools/gen_tables.cpp``) and read here in pure
 Python: validation, activation resolution, the float64 reference, the custom ops, the model
 rewrite and the tools all read :data:`CELLS` (or names derived from it), and the native layers

@@ -303,7 +303,7 @@ def context(device=None):
     with _contexts_lock:
         ctx = _contexts.get(chosen.index)
         if ctx is None or ctx.lost:
-            # The native core's context of this device (src/core/devices.hpp), shared with the
+            # The native core's context of this device (src/core/vk/devices.hpp), shared with the
             # custom-op library: one instance, device and set of queue locks per process.
             ctx = _native().shared_context(chosen.index, validation_enabled(), max_queues())
             _contexts[chosen.index] = ctx

@@ -3,7 +3,7 @@
 A float16 layer's input projection Xw = X . W^T runs on matrix hardware
 (VK_KHR_cooperative_matrix: float16 x float16 products, float32 accumulation;
 glsl/input_projection_coopmat.comp) where the device lists the combination that kernel is
-written for and the context enabled the extension (src/core/cooperative_matrix.cpp). On the same
+written for and the context enabled the extension (src/core/vk/cooperative_matrix.cpp). On the same
 conditions, for the cells' default activations and from the batch of
 ortops.variants.COOPMAT_STEPS_FROM, the native core also records the steps' R . h on the
 matrix units (glsl/step_coopmat.comp, :data:`STEP_KERNEL`; a plan says which it recorded in its
@@ -45,7 +45,7 @@ TILE = 128
 SUBGROUPS = 8
 SUBGROUP_SIZE = 32
 #: Shared memory the kernel declares: X's and W's 128 x 32 slices (rows of 40 halves) and a
-#: 16 x 20 float staging block a subgroup (30,720 bytes; src/core/kernel_choice.hpp has the same).
+#: 16 x 20 float staging block a subgroup (30,720 bytes; src/core/rnn/kernel_choice.hpp has the same).
 SHARED_BYTES = 2 * TILE * 40 * 2 + SUBGROUPS * 16 * 20 * 4
 
 

@@ -1,6 +1,6 @@
 """RecurrentLayer: one ONNX RNN, GRU or LSTM layer on a Vulkan device, planned once per shape.
 
-The Python door to the native core's layer (``src/core/layer.hpp``, the same code the
+The Python door to the native core's layer (``src/core/rnn/layer.hpp``, the same code the
 custom-op library runs): the arguments are checked by the core (ortops.validation: the
 config the custom-op library's nodes carry, read by the same decoder, and the layer's spec),
 then the native layer uploads the weights once, records a plan per input shape (and set of

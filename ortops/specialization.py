@@ -3,7 +3,7 @@
 A program takes specialization constants as one list indexed by ``constant_id``. Writing
 those lists by position hides which value is which; instead each shader's
 ``layout(constant_id = N) const uint NAME = default;`` declarations are written out once, in
-the native core (``src/core/specialization.cpp``, which records every plan with them), and
+the native core (``src/core/rnn/specialization.cpp``, which records every plan with them), and
 read here from the generated ``ortops/_tables.py``; :func:`pack` turns a dict of named values
 into the list, filling every id the caller leaves out with the shader's default (and ids no
 constant uses with 0). ``tests/test_specialization.py`` parses glsl/*.comp (and what they
@@ -59,7 +59,7 @@ def bits(x) -> int:
     return int(np.float32(x).view(np.uint32))
 
 
-#: Every shader in glsl/ by name: the native core's layouts (src/core/specialization.cpp,
+#: Every shader in glsl/ by name: the native core's layouts (src/core/rnn/specialization.cpp,
 #: through the generated ortops/_tables.py).
 LAYOUTS: Dict[str, Layout] = {shader: Layout(shader, dict(constants), dict(local))
                               for shader, (constants, local) in _tables.LAYOUTS.items()}

@@ -1,8 +1,8 @@
 """The Python door's argument checks for the ONNX recurrent operators LSTM, GRU and RNN.
 
 A layer's configuration is checked once, by the native core, for every door: the config
-decoder (``src/core/nodeconfig.cpp``: attribute values, activation lists, directions) and the
-layer's spec (``src/core/spec.cpp``: dtypes, ranks, shapes, hidden_size from R), reached
+decoder (``src/core/config/nodeconfig.cpp``: attribute values, activation lists, directions) and the
+layer's spec (``src/core/rnn/spec.cpp``: dtypes, ranks, shapes, hidden_size from R), reached
 through ``_vk.check_layer`` with a config this module encodes as the custom-op library's
 nodes carry it (``ortops.ort.nodeconfig``, version 4). What stays here is Python's own: that
 the arrays are numpy arrays of one dtype the caller allows (the config's dtype is W's), that an

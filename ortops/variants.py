@@ -2,7 +2,7 @@
 
 The heuristics that choose a variant (rows per thread, units, batch tile, Gemm tile, which
 step kernel, and the batched step kernels' tile by element type and batch) live once, in the
-native core (``src/core/variants.hpp``, with the H200 measurements behind them, and its table
+native core (``src/core/rnn/variants.hpp``, with the H200 measurements behind them, and its table
 of batched tiles, ``BATCHED_TILES``); the functions here ask it. The module-level tunables
 are read by :class:`ortops.RecurrentLayer` at each call and passed to its native layer, so
 tests and benchmarks may set them (a batched tunable left at None takes the table's value). Every choice changes only how work is split over threads and
@@ -26,7 +26,7 @@ LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 12
 # tile). BATCHED_FROM: the batch from which the step runs one (below it the lanes kernel,
 # glsl/step.comp): TABLE, the native core's by hidden size (16 from hidden 384, 32 below;
 # :func:`batched_from` says a layer's), None never, a number from that batch at every size. Their tile comes from the native core's table of measured tiles
-# (BATCHED_TILES in src/core/variants.hpp, by element type, batch and hidden size;
+# (BATCHED_TILES in src/core/rnn/variants.hpp, by element type, batch and hidden size;
 # :func:`batched_tiles` lists it): float32 2x1x1x8x4, except 2x2x1x8x2 at hidden 384-767 from
 # batch 33; float16 2x1x1x8x4 everywhere (UPTxBYxPREFETCHxKSPLITxROWS; measured on the H200,
 # docs/perf.md "Batched steps").
@@ -303,7 +303,7 @@ class TileRule:
 
 
 def batched_tiles() -> list:
-    """The native core's table of default tiles (src/core/variants.hpp, BATCHED_TILES, with
+    """The native core's table of default tiles (src/core/rnn/variants.hpp, BATCHED_TILES, with
     the H200 measurements behind it), as :class:`TileRule` rows in the table's order (each
     element type's first row matches every layer; from BATCHED_FROM on: below, the lanes
     kernel runs)."""
@@ -312,7 +312,7 @@ def batched_tiles() -> list:
 
 
 def default_batched_from() -> list:
-    """The native core's default BATCHED_FROM table (src/core/variants.hpp): (from hidden,
+    """The native core's default BATCHED_FROM table (src/core/rnn/variants.hpp): (from hidden,
     batch) rows, the last whose hidden size is at most a layer's deciding."""
     return [tuple(int(v) for v in r) for r in _native().batched_tiles()["batched_from"]]
 

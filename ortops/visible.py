@@ -29,7 +29,7 @@ What is relied on, exactly:
 * An empty ``CUDA_VISIBLE_DEVICES`` assigns no GPU (an empty list); neither variable set
   means no assignment at all (None): choose as usual (``device=``, ``ORTOPS_DEVICE``).
 
-The rules live once, in the native core (``src/core/visible.hpp``), which the plugin
+The rules live once, in the native core (``src/core/vk/visible.hpp``), which the plugin
 execution provider uses for its default device too; this module hands them the devices and the
 variables (``_vk.assigned_devices``, ``_vk.cuda_order``) and maps the positions back.
 """

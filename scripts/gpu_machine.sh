@@ -92,7 +92,7 @@ if has threads; then
     | tr '\r' '\n' | grep -v '^ortops \[\|^ORT CPU \[' | tee "$OUT/threads.txt"
   py -m ortops run models/recognizer.onnx --dim batch=8 --threads 1,2,4,8 --repeat 100 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
-  # The same batch-1 threads with coalescing off (src/core/coalesce.hpp): every run alone, the
+  # The same batch-1 threads with coalescing off (src/core/rnn/coalesce.hpp): every run alone, the
   # figures before coalescing, in the same call.
   echo "== ORTOPS_COALESCE_IN_FLIGHT=2 (two runs of a layer in flight while requests wait)" | tee -a "$OUT/threads.txt"
   ORTOPS_COALESCE_IN_FLIGHT=2 py -m ortops run models/recognizer.onnx --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \

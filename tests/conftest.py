@@ -38,7 +38,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 
 # The suite runs the step kernels (one dispatch a time step) wherever the table would pick the
-# whole-sequence kernel (src/core/variants.hpp, SEQUENCE_STEPS: on a CPU implementation such
+# whole-sequence kernel (src/core/rnn/variants.hpp, SEQUENCE_STEPS: on a CPU implementation such
 # as lavapipe, every layer up to hidden 512 and batch 64). Why: lavapipe compiles that kernel's
 # fully unrolled walk for each new shape and option set, 2.5 s at hidden 32 and 13-24 s at
 # 256-512 (docs/perf.md, "Whole-sequence kernel"), and the suite makes hundreds of distinct
@@ -51,7 +51,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 # ORTOPS_SEQUENCE_STEPS=1 in the environment runs the suite with the kernel wherever it fits.
 os.environ.setdefault("ORTOPS_SEQUENCE_STEPS", "0")
 # Likewise the input projection for CPU devices (glsl/input_projection_cpu.comp, chosen on
-# lavapipe by src/core/cpu_projection.cpp): its unrolled 4-column chunk body costs lavapipe 1-2 s
+# lavapipe by src/core/rnn/cpu_projection.cpp): its unrolled 4-column chunk body costs lavapipe 1-2 s
 # of compiling for each new shape (docs/perf.md, "CPU Vulkan: the input projection"), which the
 # suite's hundreds of layers would pay on every CI run. It gives the tiled projection's bits,
 # which tests/test_cpu_projection.py checks with the kernel forced on (by the Python tunable,

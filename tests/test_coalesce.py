@@ -1,4 +1,4 @@
-"""Concurrent runs coalesced into one batched run (src/core/coalesce.hpp).
+"""Concurrent runs coalesced into one batched run (src/core/rnn/coalesce.hpp).
 
 A request carried in a coalesced run must get exactly the bits it gets alone: every batch row
 is computed by the same operations in the same order whatever the batch, across the step
@@ -253,7 +253,7 @@ def test_coalescing_switched_off_runs_each_request_alone():
 
 
 def test_requests_wait_behind_another_layers_run_with_a_device_limit():
-    # coalesce_device_in_flight=1 (src/core/coalesce.hpp, CoalesceGate): a long run of one layer
+    # coalesce_device_in_flight=1 (src/core/rnn/coalesce.hpp, CoalesceGate): a long run of one layer
     # in flight holds the device, so another layer's requests (one row each, which would
     # otherwise run at once, alone) wait and then go as one group; every result equals the
     # serial one.

@@ -5,7 +5,7 @@ Both sum each output in increasing k from +0 with one float32 accumulator, so a 
 the same bits with either: both precisions, both modes, inputs that are and are not multiples
 of 4, layout 1, row counts that are not multiples of the walk's rows, columns that are not
 multiples of the workgroup, W held in registers or read from memory; and the table chooses it
-on CPU devices only (CPU_PROJECTION in src/core/variants.hpp).
+on CPU devices only (CPU_PROJECTION in src/core/rnn/variants.hpp).
 """
 
 import numpy as np

@@ -1,5 +1,5 @@
 """The plugin execution provider's placement "auto" and default device, from plain onnxruntime
-(src/ep/, the core's src/core/placement_policy.hpp, costcache.hpp, calibration.hpp, visible.hpp).
+(src/ep/, the core's src/core/placement/placement_policy.hpp, costcache.hpp, calibration.hpp, visible.hpp).
 
 Each case runs in a child process that never imports ortops (plain onnxruntime and the
 library's path), as a C# or C++ application would use the EP:

@@ -1,4 +1,4 @@
-"""Exact mode's R on the device (src/core/layer.cpp's exactR, glsl/exact.glsl's LOADR).
+"""Exact mode's R on the device (src/core/rnn/layer.cpp's exactR, glsl/exact.glsl's LOADR).
 
 The exact step kernels read R (and the batched kernels' RB) as float32 words in both
 precisions, prepared once at upload by the integer rules the kernels used to apply at every

@@ -1,5 +1,5 @@
 """The Python tables that the float64 reference and the argument checks read (ortops.cells,
-ortops.activations, ortops.specialization) against the native core's (src/core/cells.hpp,
+ortops.activations, ortops.specialization) against the native core's (src/core/config/cells.hpp,
 activations.hpp, specialization.cpp), which plan and run every layer: one concept, the same
 table in both. Needs the native module, not a device."""
 

@@ -1,8 +1,8 @@
-"""The native node-config decoder (src/core/nodeconfig.cpp, json.cpp, activations.cpp) through
+"""The native node-config decoder (src/core/config/nodeconfig.cpp, json.cpp, activations.cpp) through
 ``ortops._vk.decode_node_config`` / ``encode_node_config`` / ``resolve_activations``.
 
 A model is untrusted input and the native custom-op library decodes each node's ``config``
-with this decoder: every config that is not exactly v4 (src/core/nodeconfig.hpp) must be a
+with this decoder: every config that is not exactly v4 (src/core/config/nodeconfig.hpp) must be a
 ValueError whose message starts "ortops node config: " and names the node once its name was
 read; a valid config must decode to its dict and encode back to exactly what Python's
 ``json.dumps(d, sort_keys=True, separators=(",", ":"), allow_nan=False)`` writes. No Vulkan

@@ -1,4 +1,4 @@
-"""ortops.variants' choices, the native core's heuristics (src/core/variants.hpp): no device.
+"""ortops.variants' choices, the native core's heuristics (src/core/rnn/variants.hpp): no device.
 The plan pool itself (a run owns its plan, the cache keeps busy keys) is tested through
 layers in tests/test_concurrency.py and tests/test_layer_api.py."""
 
@@ -42,7 +42,7 @@ def test_projection_tile_and_passes():
     assert variants.grid_groups(65, max_groups=2) == 2 and variants.grid_groups(1) == 1
 
 
-# The measured table (src/core/variants.hpp, BATCHED_TILES; docs/perf.md "Batched steps", the
+# The measured table (src/core/rnn/variants.hpp, BATCHED_TILES; docs/perf.md "Batched steps", the
 # H200 tables of 2026-12-01/02): UPT x BY x PREFETCH x KSPLIT x ROWS.
 F32 = (2, 1, 1, 8, 4)         # float32: 4 rows x 2 units (100x64x1024 11.47 ms, 2x2x1x8x2 11.80)
 F32_H512 = (2, 2, 1, 8, 2)    # float32 at hidden 384-767 from batch 33: 2 rows x 2 units x 2 groups

@@ -6,7 +6,7 @@ and updates the cells with cell.glsl's code, so a layer must give the step kerne
 it: every cell and pass (a GRU with linear_before_reset = 0 runs both passes in the one
 kernel), options, activation sets, hidden sizes around the class length, sequence lengths
 (zeros included), initial states, both precisions, both modes, special values; and it is the
-kernel the table (SEQUENCE_STEPS in src/core/variants.hpp) chooses where it says.
+kernel the table (SEQUENCE_STEPS in src/core/rnn/variants.hpp) chooses where it says.
 """
 
 import numpy as np

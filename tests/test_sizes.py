@@ -26,7 +26,7 @@ def test_allowlist_names_only_current_violations():
 
 def test_product_files_are_the_shipped_sources():
     files = sizes.product_files(ROOT)
-    assert "ortops/ort/session.py" in files and "src/core/layer.cpp" in files
+    assert "ortops/ort/session.py" in files and "src/core/rnn/layer.cpp" in files
     assert not [f for f in files if f.startswith("src/tools/")]
     assert not [f for f in files if not f.startswith(("src/", "ortops/"))]
 

@@ -378,7 +378,7 @@ def test_the_core_checks_the_config_the_door_writes():
 
 
 def test_the_storage_limit_is_the_cores_check():
-    # One message, the core's (src/core/limits.cpp), for the rewrite's check of a node as for
+    # One message, the core's (src/core/rnn/limits.cpp), for the rewrite's check of a node as for
     # a layer's upload; exact mode binds R as float32 words whatever the layer's dtype.
     from ortops.limits import UnsupportedLayerError
     from ortops.validation import check_bindings

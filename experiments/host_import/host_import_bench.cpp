@@ -3,9 +3,9 @@
 // by its own small CMake project (experiments/host_import/: CMakeLists.txt, host_import_bench.sh),
 // never by the package's build, never in the wheel.
 //
-// Today a run copies each input on the host (src/core/hostcopy.cpp's copy threads) into
+// Today a run copies each input on the host (src/core/vk/hostcopy.cpp's copy threads) into
 // Kompute's mapped staging memory and the GPU copies staging -> device-local; each output goes
-// device-local -> a host-cached readback buffer (src/core/memory.hpp, HostBuffer), then a host
+// device-local -> a host-cached readback buffer (src/core/vk/memory.hpp, HostBuffer), then a host
 // copy into ORT's output tensor. VK_EXT_external_memory_host could take the host copy away: the
 // caller's pointer is imported as device memory and the GPU copies straight from / to it.
 // For each size and direction this measures, over --repeats runs after --warmup:
@@ -51,7 +51,7 @@
 
 #include <vulkan/vulkan.hpp>
 
-#include "hostcopy.hpp"
+#include "vk/hostcopy.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -353,7 +353,7 @@ struct Gpu
 
     // Kompute's staging memory (kp::Tensor: the first host-visible, host-coherent type).
     Buffer staging(uint64_t n) { return make(n, { M::eHostVisible | M::eHostCoherent }, "staging buffer"); }
-    // src/core/memory.cpp's HostBuffer (readback, needCoherent = false).
+    // src/core/vk/memory.cpp's HostBuffer (readback, needCoherent = false).
     Buffer readback(uint64_t n)
     {
         return make(n,
@@ -461,7 +461,7 @@ open(Gpu& g, const Options& o)
     vk::ValidationFeatureEnableEXT sync = vk::ValidationFeatureEnableEXT::eSynchronizationValidation;
     vk::ValidationFeaturesEXT features(sync, {});
     if (g.validation) {
-        // As src/core/context.cpp does: the layer, sync validation asked for here too.
+        // As src/core/vk/context.cpp does: the layer, sync validation asked for here too.
         bool present = false;
         for (const auto& l : vk::enumerateInstanceLayerProperties()) {
             present = present || std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0;
@@ -1068,7 +1068,7 @@ main(int argc, char** argv)
               << ((g.importableTypes >> i) & 1 ? "  [importable host pointer]" : "") << "\n";
         }
         h << "caller's buffer at a " << o.offset << "-byte offset into a page; host copies on " << settings.threads
-          << " thread(s) in " << (settings.chunk >> 20) << " MiB chunks (src/core/hostcopy.cpp); " << o.warmup
+          << " thread(s) in " << (settings.chunk >> 20) << " MiB chunks (src/core/vk/hostcopy.cpp); " << o.warmup
           << " warm-up run(s), " << o.repeats << " timed\n";
         header = h.str();
         std::fputs(header.c_str(), stdout);

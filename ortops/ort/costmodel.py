@@ -19,7 +19,7 @@ per such combination; :func:`calibration` reads it or measures it. Writers take 
 replace the file atomically, so processes calibrating at once leave a whole file.
 
 The model (prediction, fit, key, the calibration shapes) and the cache are the native core's
-(``src/core/costmodel.hpp``, ``costcache.hpp``, through ``_vk``), the ones the plugin
+(``src/core/placement/costmodel.hpp``, ``costcache.hpp``, through ``_vk``), the ones the plugin
 execution provider decides and caches with, so both doors read one calibration and leave the
 same nodes to the CPU; what stays here is the Python door's measurement.
 """

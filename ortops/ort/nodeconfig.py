@@ -1,10 +1,10 @@
 """The ``config`` attribute of an ortops custom node: typed and encoded here, decoded by the
-native core's strict decoder (``src/core/nodeconfig.cpp``, the one decoder both doors use).
+native core's strict decoder (``src/core/config/nodeconfig.cpp``, the one decoder both doors use).
 
 ``ortops.ort.rewrite`` makes a :class:`NodeConfig` per custom node and writes it with
 :meth:`NodeConfig.to_json`; the custom-op library (``src/ort/``) decodes it when ONNX Runtime
 creates the node's kernel, and :meth:`NodeConfig.from_json` reads it back through the same
-decoder. The format (version 4, ``src/core/nodeconfig.hpp`` has the contract): one JSON object
+decoder. The format (version 4, ``src/core/config/nodeconfig.hpp`` has the contract): one JSON object
 with exactly the keys ``v``, ``node``, ``op``, ``dtype``, ``attrs`` (exactly the nine attribute
 keys, ``null`` where absent), ``absent``, ``outputs``, ``device`` (a Vulkan device UUID or
 ``null``) and ``mode``; written with sorted keys, no spaces, floats by ``repr`` (the float64

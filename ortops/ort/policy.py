@@ -6,7 +6,7 @@
   report says both predictions either way. Where a dimension is dynamic the prediction assumes
   :data:`DEFAULT_SEQ` steps and a batch of :data:`DEFAULT_BATCH` (and says so).
 
-The work of a node and the decision are the native core's (``src/core/placement_policy.hpp``,
+The work of a node and the decision are the native core's (``src/core/placement/placement_policy.hpp``,
 through ``_vk``), the ones the plugin execution provider's placement "auto" makes, so both
 doors leave the same nodes to the CPU for one calibration.
 """

@@ -232,7 +232,7 @@ class InferenceSession:
         # from it, and under "auto" it calibrates the cost model first, the calibration the EP
         # then reads from the shared cache, so that the two decide alike (the report and the
         # EP price with one cost model and one calibration, the native core's:
-        # src/core/costmodel.hpp, placement_policy.hpp).
+        # src/core/placement/costmodel.hpp, placement_policy.hpp).
         self._report_lock = threading.Lock()
         self._survey: tuple | None = (proto, dev, mode, placement)
         self._placement: list[NodePlacement] | None = None

@@ -312,7 +312,7 @@ def _thread_counts(text: str) -> list[int]:
 def _layer_run_split(before: dict, after: dict, elapsed: float) -> str:
     """Where the layer runs' host time went between two core_counters() readings: writing
     inputs, submitting and waiting for the device, reading outputs (each a mean per layer run),
-    and the time the layers' in-flight slots were held (src/core/coalesce.hpp) as a share of
+    and the time the layers' in-flight slots were held (src/core/rnn/coalesce.hpp) as a share of
     the wall time, summed over the layers."""
     d = {k: after[k] - before[k] for k in ("runs", "write_ns", "wait_ns", "read_ns", "slot_runs", "slot_ns")}
     runs = max(d["runs"], 1)
@@ -348,7 +348,7 @@ def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
                     failures.append(f"thread {t}: result differs from the serial result")
 
         # Warm up from n threads, as the timed runs go: coalesced runs of each batch record
-        # their plans now (src/core/coalesce.hpp), not inside the timed runs.
+        # their plans now (src/core/rnn/coalesce.hpp), not inside the timed runs.
         until = time.perf_counter() + warmup
         warmers = [threading.Thread(target=lambda t=t: warm(lambda: sess.run(None, feeds[t]),
                                                              max(0.0, until - time.perf_counter())))

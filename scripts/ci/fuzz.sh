@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz two native targets with libFuzzer, ASan and UBSan (docs/security.md):
-#   nodeconfig  the node-config decoder (src/core/nodeconfig.cpp and the strict JSON reader
-#               src/core/json*.cpp and utf8.cpp under it), tests/fuzz/fuzz_nodeconfig.cpp;
+#   nodeconfig  the node-config decoder (src/core/config/nodeconfig.cpp and the strict JSON reader
+#               src/core/config/json*.cpp and utf8.cpp under it), tests/fuzz/fuzz_nodeconfig.cpp;
 #   ep_node     the EP's node reader past ONNX Runtime's graph API (src/ep/node_check.cpp: op,
 #               version, input/output counts, element types, attributes, the config checked
 #               by the decoder and the layer's spec), tests/fuzz/fuzz_ep_node.cpp.
@@ -31,14 +31,14 @@ root=$PWD
 build=${FUZZ_BUILD:-$root/build/fuzz}
 jobs=${FUZZ_JOBS:-2}
 mkdir -p "$build"
-sources=(src/core/json.cpp src/core/json_number.cpp src/core/json_write.cpp src/core/utf8.cpp
-         src/core/nodeconfig.cpp src/core/activations.cpp src/core/spec.cpp src/core/specialization.cpp
+sources=(src/core/config/json.cpp src/core/config/json_number.cpp src/core/config/json_write.cpp src/core/config/utf8.cpp
+         src/core/config/nodeconfig.cpp src/core/config/activations.cpp src/core/rnn/spec.cpp src/core/rnn/specialization.cpp
          src/ep/node_check.cpp)
 targets=(nodeconfig ep_node)
 # target -> "seed corpus:regressions"
 declare -A inputs=([nodeconfig]="tests/fuzz/corpus/nodeconfig:tests/fuzz/regressions"
                    [ep_node]="tests/fuzz/corpus/ep_node:tests/fuzz/regressions_ep_node")
-flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -Isrc)
+flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all -Isrc -Isrc/core)
 
 # compile OUT_DIR COMPILER SANITIZE FILE...: one object per file, FUZZ_JOBS at a time.
 compile() {

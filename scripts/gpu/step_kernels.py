@@ -4,13 +4,13 @@ tile, for tilings of more than one row a thread) in several tilings, every outpu
 for bit against the lanes kernel's, with cuDNN (strict float32, TF32, float16) measured in the
 same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh. The tiling
 `default` runs what ships, nothing set: the batched kernel from ortops.variants' BATCHED_FROM
-with the native table's tile for the shape's element type and batch (src/core/variants.hpp,
+with the native table's tile for the shape's element type and batch (src/core/rnn/variants.hpp,
 BATCHED_TILES), the lanes kernel below.
 
     python scripts/gpu/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
 
 A tiling `lanesNBxUNITS` (e.g. lanes1x2) runs the lanes kernel with NB batch rows and UNITS
-units a workgroup (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS, src/core/variants.cpp's stepVariant;
+units a workgroup (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS, src/core/rnn/variants.cpp's stepVariant;
 0 leaves the rule's value).
 """
 
@@ -40,7 +40,7 @@ SMALL = [(6, 16, 33), (5, 12, 64)]
 # (glsl/step_tiled.comp): 4 rows x 2 units (32 sums a thread, the tile docs/perf.md proposed;
 # the default of float16 and of float32 below batch 64), with 2 positions' loads in flight,
 # 4 x 1 and 2 x 2 (16 sums, twice the warps; 2x2x1x8x2 the float32 default from batch 64),
-# 8 x 1. Every tiling is set in full here, so the table's defaults (src/core/variants.hpp,
+# 8 x 1. Every tiling is set in full here, so the table's defaults (src/core/rnn/variants.hpp,
 # BATCHED_TILES) never fill a field; a 4-field tiling is v4 (rows 1).
 TILINGS = [(1, 2, 1, 8), (2, 2, 1, 8), (2, 1, 1, 8, 4), (2, 1, 2, 8, 4), (1, 2, 1, 8, 4), (1, 2, 2, 8, 4),
            (2, 2, 1, 8, 2), (1, 1, 1, 8, 8)]

@@ -12,11 +12,11 @@
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)    // as in node_check.hpp
 #endif
-#include "core/activations.hpp"
-#include "core/errors.hpp"
-#include "core/json.hpp"
-#include "core/spec.hpp"
-#include "core/tensors.hpp"
+#include "core/config/activations.hpp"
+#include "core/base/errors.hpp"
+#include "core/config/json.hpp"
+#include "core/rnn/spec.hpp"
+#include "core/rnn/tensors.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -17,10 +17,10 @@
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)    // the core's types, as ort/core.hpp includes them (it says why)
 #endif
-#include "core/cells.hpp"
-#include "core/nodeconfig.hpp"
-#include "core/placement_policy.hpp"
-#include "core/types.hpp"
+#include "core/config/cells.hpp"
+#include "core/config/nodeconfig.hpp"
+#include "core/placement/placement_policy.hpp"
+#include "core/config/types.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

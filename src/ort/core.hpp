@@ -8,17 +8,17 @@
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
-#include "core/calibration.hpp"
-#include "core/costcache.hpp"
-#include "core/costmodel.hpp"
-#include "core/devices.hpp"
-#include "core/errors.hpp"
-#include "core/layer.hpp"
-#include "core/nodeconfig.hpp"
-#include "core/placement_policy.hpp"
-#include "core/spec.hpp"
-#include "core/tensors.hpp"
-#include "core/visible.hpp"
+#include "core/placement/calibration.hpp"
+#include "core/placement/costcache.hpp"
+#include "core/placement/costmodel.hpp"
+#include "core/vk/devices.hpp"
+#include "core/base/errors.hpp"
+#include "core/rnn/layer.hpp"
+#include "core/config/nodeconfig.hpp"
+#include "core/placement/placement_policy.hpp"
+#include "core/rnn/spec.hpp"
+#include "core/rnn/tensors.hpp"
+#include "core/vk/visible.hpp"
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

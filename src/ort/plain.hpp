@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/types.hpp"
+#include "core/config/types.hpp"
 
 namespace ortops::ort {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "layer.hpp"
+#include "rnn/layer.hpp"
 
 namespace ortops::door {
 

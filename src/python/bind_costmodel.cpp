@@ -9,11 +9,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "calibration.hpp"
-#include "costcache.hpp"
-#include "devices.hpp"
-#include "costmodel.hpp"
-#include "placement_policy.hpp"
+#include "placement/calibration.hpp"
+#include "placement/costcache.hpp"
+#include "vk/devices.hpp"
+#include "placement/costmodel.hpp"
+#include "placement/placement_policy.hpp"
 
 namespace py = pybind11;
 

@@ -4,10 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "context.hpp"
-#include "memory.hpp"
-#include "program.hpp"
-#include "sequence.hpp"
+#include "vk/context.hpp"
+#include "vk/memory.hpp"
+#include "vk/program.hpp"
+#include "vk/sequence.hpp"
 
 namespace py = pybind11;
 

@@ -1,4 +1,4 @@
-// The Python door to ortops::Layer (src/core/layer.hpp): the layer built from a node config
+// The Python door to ortops::Layer (src/core/rnn/layer.hpp): the layer built from a node config
 // the native decoder reads (the config ortops.layer writes, as the custom-op library reads a
 // node's), numpy arrays in and out, the GIL released around the run; and the door's one check
 // of a layer before it is built (check_layer: the decoder and the core's spec checks).
@@ -9,13 +9,13 @@
 #include <string>
 #include <string_view>
 
-#include "activations.hpp"
+#include "config/activations.hpp"
 #include "arrays.hpp"
-#include "devices.hpp"
-#include "json.hpp"
-#include "layer.hpp"
-#include "memory.hpp"
-#include "nodeconfig.hpp"
+#include "vk/devices.hpp"
+#include "config/json.hpp"
+#include "rnn/layer.hpp"
+#include "vk/memory.hpp"
+#include "config/nodeconfig.hpp"
 
 namespace py = pybind11;
 

@@ -3,8 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "hostcopy.hpp"
-#include "memory.hpp"
+#include "vk/hostcopy.hpp"
+#include "vk/memory.hpp"
 
 namespace py = pybind11;
 

@@ -1,4 +1,4 @@
-// The node-config decoder (src/core/nodeconfig.hpp) for Python: the one decoder the custom-op
+// The node-config decoder (src/core/config/nodeconfig.hpp) for Python: the one decoder the custom-op
 // library uses, for ortops.ort.nodeconfig (NodeConfig.from_json):
 //   decode_node_config(data: bytes | bytearray | str) -> dict
 // and, in the testing build only (ORTOPS_TESTING; tests/test_node_config_decoder.py drives the
@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "activations.hpp"
-#include "json.hpp"
-#include "nodeconfig.hpp"
+#include "config/activations.hpp"
+#include "config/json.hpp"
+#include "config/nodeconfig.hpp"
 
 namespace py = pybind11;
 

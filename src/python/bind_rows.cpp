@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "coalesce.hpp"
-#include "memory.hpp"
+#include "rnn/coalesce.hpp"
+#include "vk/memory.hpp"
 
 namespace py = pybind11;
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "layer.hpp"
-#include "variants.hpp"
+#include "rnn/layer.hpp"
+#include "rnn/variants.hpp"
 
 namespace py = pybind11;
 

@@ -12,15 +12,15 @@
 
 #include <cstring>
 
-#include "activations.hpp"
+#include "config/activations.hpp"
 #include "arrays.hpp"
-#include "cells.hpp"
-#include "context.hpp"
-#include "layer.hpp"
-#include "specialization.hpp"
-#include "testing.hpp"
-#include "variants.hpp"
-#include "weights.hpp"
+#include "config/cells.hpp"
+#include "vk/context.hpp"
+#include "rnn/layer.hpp"
+#include "rnn/specialization.hpp"
+#include "rnn/testing.hpp"
+#include "rnn/variants.hpp"
+#include "rnn/weights.hpp"
 
 namespace py = pybind11;
 

@@ -9,8 +9,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "coalesce.hpp"
-#include "variants.hpp"
+#include "rnn/coalesce.hpp"
+#include "rnn/variants.hpp"
 
 namespace py = pybind11;
 
@@ -97,7 +97,7 @@ bindVariants(py::module_& m)
     m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
     m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
     m.def("coalesced_rows", &coalescedRows, py::arg("rows"), py::arg("max_rows"),
-          "The batch a coalesced run of `rows` request rows runs at (src/core/coalesce.hpp).");
+          "The batch a coalesced run of `rows` request rows runs at (src/core/rnn/coalesce.hpp).");
 }
 
 } // namespace ortops

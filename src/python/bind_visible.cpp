@@ -6,7 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "visible.hpp"
+#include "vk/visible.hpp"
 
 namespace py = pybind11;
 

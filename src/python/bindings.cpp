@@ -15,8 +15,8 @@
 //                        defined (scripts/setup.sh's build), never in the wheel's module.
 #include <pybind11/pybind11.h>
 
-#include "errors.hpp"
-#include "layer.hpp"
+#include "base/errors.hpp"
+#include "rnn/layer.hpp"
 
 namespace ortops {
 void bindDevice(pybind11::module_& m);       // bind_device.cpp

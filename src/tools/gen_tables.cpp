@@ -1,4 +1,4 @@
-// Writes ortops/_tables.py at build time from the native core's tables (src/core/cells.hpp,
+// Writes ortops/_tables.py at build time from the native core's tables (src/core/config/cells.hpp,
 // activations.hpp, specialization.cpp): the one source of what a cell is, which activations
 // exist and each shader's named constants. The Python package reads this module (ortops.cells,
 // ortops.activations, ortops.specialization) in pure Python, so the float64 reference and the
@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "activations.hpp"
-#include "cells.hpp"
-#include "specialization.hpp"
+#include "config/activations.hpp"
+#include "config/cells.hpp"
+#include "rnn/specialization.hpp"
 
 namespace {
 
@@ -45,7 +45,7 @@ main()
 {
     using namespace ortops;
     std::printf("# Generated at build time by src/tools/gen_tables.cpp from the native core's tables:\n"
-                "# do not edit (edit src/core/cells.hpp, activations.hpp, specialization.cpp).\n\n");
+                "# do not edit (edit src/core/config/cells.hpp, activations.hpp, specialization.cpp).\n\n");
     std::printf("#: (name, code, gate_order, inputs, outputs, slots, default_activations, input_forget,\n"
                 "#:  linear_before_reset, extra state planes with linear_before_reset 0 and 1) per cell,\n"
                 "#:  in the order LSTM, GRU, RNN.\n");

@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "coalesce.hpp"
+#include "rnn/coalesce.hpp"
 
 namespace ortops::test {
 

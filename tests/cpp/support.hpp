@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "layer.hpp"
-#include "nodeconfig.hpp"
+#include "rnn/layer.hpp"
+#include "config/nodeconfig.hpp"
 
 namespace ortops::test {
 

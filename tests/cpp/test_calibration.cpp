@@ -1,4 +1,4 @@
-// Measuring a calibration (src/core/calibration.hpp) on the first Vulkan device (lavapipe in
+// Measuring a calibration (src/core/placement/calibration.hpp) on the first Vulkan device (lavapipe in
 // CI), the ORT CPU side a fake runner that counts what it is asked (the EP's real one, through
 // ONNX Runtime's C API, runs in tests/test_ep_placement.py); and calibrationFor: a cached
 // calibration is used as it is, a missing one measured once and cached.
@@ -11,9 +11,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "calibration.hpp"
-#include "costcache.hpp"
-#include "devices.hpp"
+#include "placement/calibration.hpp"
+#include "placement/costcache.hpp"
+#include "vk/devices.hpp"
 #include "support.hpp"
 
 using namespace ortops;

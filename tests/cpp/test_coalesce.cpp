@@ -1,4 +1,4 @@
-// The coalescer (src/core/coalesce.hpp): several requests of one key run as one batched run
+// The coalescer (src/core/rnn/coalesce.hpp): several requests of one key run as one batched run
 // give each request the bits it gets alone (Layer::runCoalesced, for every cell, both layouts,
 // with and without optional inputs, padded or not); the padding rule, the batch axes and the
 // key rule; refusals. Threads driving the coalescer: test_concurrency.cpp.
@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-#include "coalesce.hpp"
+#include "rnn/coalesce.hpp"
 #include "support.hpp"
 
 using namespace ortops;

@@ -1,4 +1,4 @@
-// Concurrency (src/core/layer.hpp: run() may be called from many threads at once): threads
+// Concurrency (src/core/rnn/layer.hpp: run() may be called from many threads at once): threads
 // sharing one layer get the serial results bit for bit; fresh layers recorded at several
 // shapes at once (among them the batched shape, whose plan uploads R's batched layout "RB"
 // into the layer's weights while the other shape's recording reads them: issue 31's race);
@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "coalesce.hpp"
+#include "rnn/coalesce.hpp"
 #include "support.hpp"
 
 using namespace ortops;

@@ -1,4 +1,4 @@
-// Placement "auto"'s cost model (src/core/costmodel.hpp, placement_policy.hpp, costcache.hpp):
+// Placement "auto"'s cost model (src/core/placement/costmodel.hpp, placement_policy.hpp, costcache.hpp):
 // predictions from a stub calibration (each side wins where it should), the node's work with
 // dynamic dims, the fit, and the cache file (relocated, corrupt, several writers at once).
 // tests/test_policy.py checks the same through the Python door's binding.
@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "costcache.hpp"
-#include "costmodel.hpp"
-#include "placement_policy.hpp"
+#include "placement/costcache.hpp"
+#include "placement/costmodel.hpp"
+#include "placement/placement_policy.hpp"
 
 using namespace ortops;
 

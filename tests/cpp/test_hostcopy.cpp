@@ -1,4 +1,4 @@
-// The host copies' ranges (src/core/hostcopy.hpp, copyRanges): a coalesced run's pieces split
+// The host copies' ranges (src/core/vk/hostcopy.hpp, copyRanges): a coalesced run's pieces split
 // over the copy threads in claims of a few ranges give the bytes one thread gives, every range
 // copied exactly once, from several callers at once (ThreadSanitizer: scripts/cpp_tests.sh tsan).
 // The single-range copies are tests/test_host_copy.py's.
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "hostcopy.hpp"
+#include "vk/hostcopy.hpp"
 
 using namespace ortops;
 

@@ -1,4 +1,4 @@
-// The kernel choice (src/core/variants.hpp): which step kernel a batch and hidden size get
+// The kernel choice (src/core/rnn/variants.hpp): which step kernel a batch and hidden size get
 // (BATCHED_FROM), the batched kernels' tiles (BATCHED_TILES and their clamps), the matrix-unit
 // steps' from-batch and blocks, the lanes kernel's split, and that a layer records what they
 // choose (its plan pool names the step shader, its scratch holds the batched planes).
@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "context.hpp"
+#include "vk/context.hpp"
 #include "support.hpp"
-#include "variants.hpp"
+#include "rnn/variants.hpp"
 
 using namespace ortops;
 

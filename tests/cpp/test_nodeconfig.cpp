@@ -1,4 +1,4 @@
-// The node-config decoder (src/core/nodeconfig.hpp): configs ortops.convert writes decode to
+// The node-config decoder (src/core/config/nodeconfig.hpp): configs ortops.convert writes decode to
 // their fields and encode back to the same text; every other config is refused with a
 // ConfigError whose whole message is checked here (prefix, the node's name, what is wrong).
 // tests/test_node_config_decoder.py covers the same decoder from Python, with the fuzz corpus.
@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "nodeconfig.hpp"
+#include "config/nodeconfig.hpp"
 #include "support.hpp"
 
 using namespace ortops;

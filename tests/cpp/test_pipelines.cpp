@@ -1,4 +1,4 @@
-// The pipeline table (src/core/pipelines.hpp): programs of one shader and specialization share
+// The pipeline table (src/core/vk/pipelines.hpp): programs of one shader and specialization share
 // one pipeline, made once even when threads ask for it at once; the table keeps a bounded
 // number of pipelines no program uses; a layer made again compiles nothing and gets the same
 // bits.
@@ -8,8 +8,8 @@
 #include <set>
 #include <thread>
 
-#include "devices.hpp"
-#include "shaders.hpp"
+#include "vk/devices.hpp"
+#include "rnn/shaders.hpp"
 #include "support.hpp"
 
 using namespace ortops;

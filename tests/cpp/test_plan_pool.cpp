@@ -1,4 +1,4 @@
-// The plan pool (src/core/layer.cpp): a layer records one plan per shape (key) on first need
+// The plan pool (src/core/rnn/layer.cpp): a layer records one plan per shape (key) on first need
 // and reuses it; its pool info (Layer::planPools) names each key's fields, how many plans it
 // holds and what each free one recorded; the cache keeps at most `planCache` idle keys, least
 // recently used first out; and every batch row's bits are the same whatever the batch it runs

@@ -1,4 +1,4 @@
-// The scheduler's GPUs (src/core/visible.hpp): CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES
+// The scheduler's GPUs (src/core/vk/visible.hpp): CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES
 // mapped onto made-up device lists (no GPU needed), the same table tests/test_visible.py runs
 // through the Python door's ortops.visible.
 #include <doctest/doctest.h>
@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "context.hpp"
-#include "visible.hpp"
+#include "vk/context.hpp"
+#include "vk/visible.hpp"
 
 using namespace ortops;
 

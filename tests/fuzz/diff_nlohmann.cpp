@@ -4,9 +4,9 @@
 // accepts and the other refuses, or that they read to different values (numbers bit for bit),
 // aborts with both messages. Not built by CI (it needs nlohmann-json3-dev); to re-run it:
 //
-//   clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc \
-//     tests/fuzz/diff_nlohmann.cpp src/core/json.cpp src/core/json_number.cpp \
-//     src/core/json_write.cpp src/core/utf8.cpp -o build/fuzz/diff_nlohmann
+//   clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc -Isrc/core \
+//     tests/fuzz/diff_nlohmann.cpp src/core/config/json.cpp src/core/config/json_number.cpp \
+//     src/core/config/json_write.cpp src/core/config/utf8.cpp -o build/fuzz/diff_nlohmann
 //   mkdir -p build/fuzz/diff && cp tests/fuzz/corpus/nodeconfig/* tests/fuzz/regressions/* build/fuzz/diff/
 //   build/fuzz/diff_nlohmann -dict=tests/fuzz/nodeconfig.dict -max_len=8192 -max_total_time=60 build/fuzz/diff
 //
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json.hpp"
+#include "core/config/json.hpp"
 
 namespace cand {
 

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
-#include "core/nodeconfig.hpp"
+#include "core/base/errors.hpp"
+#include "core/config/nodeconfig.hpp"
 #include "ep/node_check.hpp"
 
 namespace {

@@ -1,5 +1,5 @@
-// libFuzzer target for the node-config decoder (src/core/nodeconfig.hpp) and the strict JSON
-// reader under it (src/core/json.hpp). Built by scripts/ci/fuzz.sh with
+// libFuzzer target for the node-config decoder (src/core/config/nodeconfig.hpp) and the strict JSON
+// reader under it (src/core/config/json.hpp). Built by scripts/ci/fuzz.sh with
 // -fsanitize=fuzzer,address,undefined; tests/fuzz/replay.cpp runs the same checks over the
 // corpus and tests/fuzz/regressions/ without libFuzzer. For any bytes:
 //   - decodeNodeConfig either returns or throws ConfigError (anything else escaping, a crash,
@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/json.hpp"
-#include "core/nodeconfig.hpp"
+#include "core/config/json.hpp"
+#include "core/config/nodeconfig.hpp"
 
 namespace {
 

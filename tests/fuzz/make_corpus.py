@@ -3,7 +3,7 @@
     python tests/fuzz/make_corpus.py            # rewrites the directory
 
 Standard library only. Valid configs are written as the v4 writer writes them
-(``json.dumps(d, sort_keys=True, separators=(",", ":"), allow_nan=False)``, src/core/nodeconfig.hpp)
+(``json.dumps(d, sort_keys=True, separators=(",", ":"), allow_nan=False)``, src/core/config/nodeconfig.hpp)
 and named ``ok-*``: tests/fuzz/replay.cpp requires the C++ decoder to accept each and the C++
 encoder to give back exactly its bytes, so they also pin the encoder to Python's json. Damaged or
 wrong configs are named ``bad-*`` (replay requires a refusal); ``flip-*`` files (one byte flipped

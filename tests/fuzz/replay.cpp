@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "core/json.hpp"
-#include "core/nodeconfig.hpp"
+#include "core/config/json.hpp"
+#include "core/config/nodeconfig.hpp"
 
 extern "C" int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

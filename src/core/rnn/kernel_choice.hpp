@@ -1,0 +1,38 @@
+// Which kernels a plan records: the input projection (the portable one, or on matrix hardware
+// in mode "fast") and the step kernel (StepKernel, types.hpp). The choice is made once per plan
+// key (plan_pool.hpp keeps it); adding a step kernel means a StepKernel value, its rule in
+// chooseStepKernel and its recording (recording.cpp's stepProgram).
+#pragma once
+
+#include <cstdint>
+
+#include "vk/context.hpp"
+#include "rnn/controls.hpp"
+#include "rnn/spec.hpp"
+#include "config/types.hpp"
+
+namespace ortops {
+
+// glsl/input_projection_coopmat.comp: a 128 x 128 tile of Xw a workgroup of eight subgroups;
+// shared memory: X's and W's 128 x 32 slices (rows of 40 halves) and eight 16 x 20 float
+// staging blocks (ortops/fast.py holds the same figures for the Python side).
+inline constexpr uint32_t COOPMAT_TILE = 128;
+inline constexpr uint32_t COOPMAT_SHARED_BYTES = 2 * COOPMAT_TILE * 40 * 2 + 8 * 16 * 20 * 4;
+
+// Mode "fast" (docs/modes.md): whether a float16 layer projects its inputs on matrix hardware
+// (glsl/input_projection_coopmat.comp): where the device can run it and `requested`
+// (LayerSettings::coopmat; ORTOPS_COOPMAT=0 switches it off).
+bool
+useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool requested);
+
+// glsl/step_coopmat.comp's shared memory in bytes for a pass of `gatesInPass` gates and
+// `blocks` 16-row batch blocks a workgroup.
+uint32_t
+coopmatStepsShared(uint32_t gatesInPass, uint32_t blocks);
+
+// The step kernel a plan of this batch records.
+StepKernel
+chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, const LayerSettings& settings,
+                 uint32_t batch);
+
+} // namespace ortops

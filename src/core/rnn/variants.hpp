@@ -1,0 +1,507 @@
+// Kernel variants and the heuristics that choose them, with the measurements behind them
+// (the H200 figures are in docs/perf.md). Every choice here changes only how work is split
+// over threads and workgroups, never the order in which a sum is taken, so every variant
+// gives the same bits (tests/test_determinism.py, tests/test_step_kernels.py).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/types.hpp"
+
+namespace ortops {
+
+inline constexpr uint32_t GROUP = 64;           // local size of the state and output passes
+inline constexpr uint32_t MAX_GROUPS = 65535;   // workgroups per dispatch dimension every device accepts
+inline constexpr uint32_t MAX_ROWS = 8;         // R rows per step workgroup (x 32 lanes)
+inline constexpr uint32_t MAX_NB = 8;           // batch rows per step workgroup
+// Batch rows a lanes-kernel workgroup (glsl/step.comp) of a float32 layer at batch 2-8, where
+// float16 keeps up to MAX_NB. What the H200 measured (docs/perf.md, "Threads: one intra-op
+// thread, and the lanes kernel's split"; bidirectional LSTMs, GPU ms, two calls, every output
+// bit-equal): float32 with 2 rows gains 11-22 % at batch 4 and 8 (80x4x256 0.360 against 0.462
+// for 4 rows, 80x8x256 0.454 against 0.514 for 8, 80x4x128 0.285 against 0.344, 80x8x512 1.001
+// against 1.129); one row lost at batch 8 (80x8x256 0.625); float16 with 2 rows loses 20-29 % at
+// batch 8 (80x8x256 0.610 against 0.508, 80x8x512 1.449 against 1.122) and ties at 4 (0.452
+// against 0.459). Twice the workgroups, each lane's walk a quarter as long at batch 8: float32's
+// loads of h set the chain, float16's fewer bytes do not. GRU and RNN follow, unmeasured.
+// Not in mode exact, whose flushes after each multiply and add make the chain arithmetic: there
+// 2 rows lost 10 % at 80x8x256 (0.854 ms against 0.777 for 8, H200 A/B of 2026-12-03, docs/perf.md),
+// so exact keeps up to MAX_NB. In the recognizer shared by 8 threads with one intra-op thread
+// the rule took 8 threads' runs from 2,783-2,815 to 2,940-3,193 a second (4 alternated rounds).
+inline constexpr uint32_t LANES_FLOAT32_NB = 2;
+inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which the 128 x 128 tile is used
+
+// ---------------------------------------------------------------- the batched step kernels
+//
+// A tile of the batched kernels (glsl/step_batched.comp, v4; glsl/step_tiled.comp, v5): `upt`
+// units a thread, `by` groups of rows x upt units a workgroup, `prefetch` positions loaded at
+// once, `ksplit` threads sharing a sum's class walk (1, 2, 4, 8), `rows` batch rows a thread
+// (1: v4, a lane per batch row; 2, 4 or 8: v5's register tile of rows x units x gates sums).
+// Written UPTxBYxPREFETCHxKSPLITxROWS in docs/perf.md and scripts/step_kernels.py.
+struct BatchedTile
+{
+    uint32_t upt, by, prefetch, ksplit, rows;
+};
+
+// One row of the table of default tiles: for `float16` (or float32) layers from batch
+// `fromBatch` up, at hidden sizes in [fromHidden, belowHidden). The last row of the element
+// type that matches a layer gives its tile; each type's first row matches every layer.
+inline constexpr uint32_t ANY_HIDDEN = 0xFFFFFFFFu;
+struct BatchedTileRule
+{
+    bool float16;
+    uint32_t fromBatch;
+    uint32_t fromHidden;
+    uint32_t belowHidden;
+    BatchedTile tile;
+};
+
+// The step kernel from batch BATCHED_FROM up is a batched one (below it, glsl/step.comp, the
+// lanes kernel), and its tile is the table's (issue 22: chosen by measured heuristics per
+// device; measured on the H200 only so far). Every tile gives step.comp's bits (the same
+// class sums and halving tree, tests/test_step_kernels.py), so this table chooses speed only.
+//
+// What the H200 measured (docs/perf.md "Batched steps"; GPU ms of a bidirectional LSTM,
+// input = hidden, steps in parentheses; every output bit-equal to step.comp's; two calls,
+// 2026-12-01 21:43-21:48 UTC at 8bf1ca4 and 2026-12-01 about 23:22 UTC at 38134f4, the second
+// placing batches 48-128 to settle where float32 switches tiles):
+// - float32, hidden 512, from batch 33: 2x2x1x8x2 (2 rows x 2 units x 4 gates = 16 sums a
+//   thread, 512 threads a workgroup) wins by 10-12 % at batch 48 (5.12 against 5.79 for
+//   2x1x1x8x4), 64 (5.67 against 6.32; 5.65 against 6.31 in the first call), 128 (10.55
+//   against 11.82) and 256 (100x256x512 10.17 against 11.52). One exception: batch 96, 9.02
+//   for 2x1x1x8x4 against 10.06 (10 %), not made a rule (one shape, between wins on both
+//   sides). Batch 33-47 unmeasured: as many workgroups as 48 (two 32-row groups), so they
+//   follow 48. The hidden range is set halfway to the measured neighbours, 256 and 1024.
+// - float32 everywhere else: 2x1x1x8x4 (4 rows x 2 units, 32 sums a thread, 256 threads).
+//   Hidden 512 below batch 33: 200x32x512 3.48 against 4.11 (2x2x1x8x2); 200x16x512 2.93
+//   against 3.55, and against 3.69 for step.comp (21 % faster: hence BATCHED_FROM 16, where
+//   v4's 32-row tile, half empty, had only tied with step.comp: 3.73 against 3.72). Hidden
+//   1024: 3 % ahead at batch 48 (10.45 against 10.74), 64 (11.47 against 11.80) and 128
+//   (22.05 against 22.69). Hidden 256: 8-10 % ahead at batch 64 (1.26 against 1.37) and 96
+//   (1.95 against 2.15).
+// - float16, every batch and hidden: 2x1x1x8x4, ahead at every shape measured: 200x64x512
+//   6.25 (3.59) against 7.32 for 2x2x1x8x2 and 8.79 for v4's 2x2x1x8; 200x48x512 5.52
+//   against 6.56; 200x128x512 11.72 against 13.41; 100x256x512 11.36 against 12.91;
+//   100x64x1024 10.58 against 12.30; 200x16x512 3.32 against 3.94 for step.comp (16 %).
+// Why, as far as the figures say (a reading, not a model fitted to them): a tile of TB rows x
+// UPT units feeds TB x UPT x 4 multiply-adds with one read of h and UPT of R, so more sums a
+// thread cut the loads that set v4's time; 32 sums need about 100 registers, and their
+// workgroup has half the threads of the 16-sum tile's (both cover 32 batch rows x 8 units, so
+// both make the same number of workgroups). The 16-sum tile's twice as many threads in flight
+// hide R's float32 loads better, which paid at hidden 512 only; the workgroup count (256 at
+// 200x48x512 and 200x64x512, 512 at 200x128x512, but also 512 at 100x64x1024, where 32 sums
+// won) does not separate the shapes, so the rule is by hidden size and batch, as measured.
+// Float16 R is half the bytes a load, and the 32-sum tile won at every shape.
+//
+// Portability. Every tile here is checked below (static_assert) against what batchedVariant
+// keeps on every device: step_tiled.comp's shared memory, max(ksplit / 2, 1) slots of by x 32
+// threads' rows x upt x 4 float sums, within TILED_SHARED_BYTES, Vulkan's guaranteed 16 KiB
+// (both tiles use exactly 16 KiB: rows x upt x by x ksplit / 2 = 32), and at most 1024
+// invocations a workgroup (256 and 512 here; v4's 1x2x1x8 default used 512 already). Vulkan
+// guarantees only 128 invocations: every desktop driver and lavapipe give 1024, and
+// batchedVariant does not yet clamp to a device's own maxComputeWorkGroupInvocations. The
+// kernels use no subgroup operations: a "warp" is the workgroup's x dimension of 32 lanes,
+// so on a device whose subgroups are 64 wide (AMD wave64) or narrower than 32 (Intel's 8-32,
+// lavapipe's 8, where the tests run) the bits are the same and only the speed differs (two
+// 32-lane rows a wave64 subgroup, or a row over several narrow ones; the h and R reads of one
+// row stay contiguous either way). Those tiles' speed there is
+// unmeasured: a device other than the H200 runs the H200's choice until it is measured
+// (scripts/step_kernels.py, `STAGE=steps`), and any tile can be set by hand (the overrides in
+// VariantSettings, ortops.variants.BATCHED_* from Python).
+// The batch from which the step runs a batched kernel, by hidden size: the last row whose
+// fromHidden is at most the layer's. What the H200 measured (docs/perf.md, "Sweep", the rerun
+// of 2026-12-02 at 100 steps; the 4-row tile against step.comp): at hidden 512 and 1024 the
+// batched kernel wins at batch 16 (float32 1.50 against 1.90 ms; 5.03 against 7.08), and at
+// 200x16x512 by 21 % (above); at hidden 128 and 256 it loses there (float32 0.628 against
+// 0.458 and 0.935 against 0.697, float16 at 256 0.964 against 0.705), so below hidden 384
+// (halfway to 512) it starts at batch 32 as before 2026-12-01, where v4, and v5 since, had won.
+// One row of a table of from-batches by hidden size (BATCHED_FROM, COOPMAT_STEPS_FROM): from
+// hidden `fromHidden` up, the kernel runs from `batch`; the last row whose fromHidden is at most
+// the layer's applies, and each table's first row covers every hidden size (fromBatchFor).
+struct FromBatchRule
+{
+    uint32_t fromHidden;
+    uint32_t batch;
+};
+inline constexpr FromBatchRule BATCHED_FROM[] = { { 0, 32 }, { 384, 16 } };
+// VariantSettings::batchedFrom's default: the table above (0: never; any other value: from
+// that batch at every hidden size).
+inline constexpr uint32_t BATCHED_FROM_TABLE = 0xFFFFFFFFu;
+static_assert(BATCHED_FROM[0].fromHidden == 0, "BATCHED_FROM: the first row covers every hidden size");
+inline constexpr BatchedTileRule BATCHED_TILES[] = {
+    { false, 0, 0, ANY_HIDDEN, { 2, 1, 1, 8, 4 } },   // float32: 4 rows x 2 units
+    { false, 33, 384, 768, { 2, 2, 1, 8, 2 } },       // float32, hidden about 512, from batch 33:
+                                                      // 2 rows x 2 units, 2 groups
+    { true, 0, 0, ANY_HIDDEN, { 2, 1, 1, 8, 4 } },    // float16: 4 rows x 2 units
+};
+
+// The shared memory glsl/step_tiled.comp may use: Vulkan's guaranteed minimum of
+// maxComputeSharedMemorySize (its tiles are clamped to fit on every device).
+inline constexpr uint32_t TILED_SHARED_BYTES = 16384;
+// Invocations a batched-kernel workgroup (32 x by x ksplit) may have.
+inline constexpr uint32_t BATCHED_MAX_INVOCATIONS = 1024;
+
+// Whether `k` is a valid batchedKsplit (1, 2, 4, 8) / batchedRows (1, 2, 4, 8) value.
+constexpr bool
+validSplit(uint32_t k)
+{
+    return k == 1 || k == 2 || k == 4 || k == 8;
+}
+
+// Whether a tile is valid and runs as it is written: batchedVariant clamps nothing of it at a
+// hidden size of at least rows x upt x by.
+constexpr bool
+tileFits(const BatchedTile& t)
+{
+    uint32_t slots = t.ksplit > 1 ? t.ksplit / 2 : 1;
+    bool shared = t.rows == 1 || t.rows * t.upt * 4 * t.by * 32 * slots * 4 <= TILED_SHARED_BYTES;
+    return validSplit(t.ksplit) && validSplit(t.rows) && t.upt >= 1 && t.by >= 1 && t.prefetch >= 1 && shared &&
+           32 * t.by * t.ksplit <= BATCHED_MAX_INVOCATIONS;
+}
+
+constexpr bool
+tableIsWellFormed()
+{
+    // Each element type's first row matches every layer, every row's hidden range is not
+    // empty, and every tile fits.
+    bool seen[2] = { false, false };
+    for (const auto& r : BATCHED_TILES) {
+        int i = r.float16 ? 1 : 0;
+        bool everything = r.fromBatch == 0 && r.fromHidden == 0 && r.belowHidden == ANY_HIDDEN;
+        if (!tileFits(r.tile) || r.fromHidden >= r.belowHidden || (!seen[i] && !everything)) {
+            return false;
+        }
+        seen[i] = true;
+    }
+    return seen[0] && seen[1];
+}
+static_assert(tableIsWellFormed(), "BATCHED_TILES: each element type's first row matches every layer, hidden "
+                                   "ranges not empty, every tile valid and within 16 KiB and 1024 invocations");
+
+// The table's tile for a layer of this hidden size and element type at this batch.
+BatchedTile
+defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
+
+// ---------------------------------------------------------------- matrix-unit steps
+//
+// Mode "fast", float16 layers, a device with VK_KHR_cooperative_matrix (the projection's
+// conditions, src/core/rnn/layer.cpp useCoopmat) and the cells' default activations: from the
+// batch of COOPMAT_STEPS_FROM the step runs glsl/step_coopmat.comp, R . h on the matrix units
+// (16 units x the pass's gates x 16 NBT batch rows a workgroup) instead of the portable step
+// kernels above. What the H200 measured (docs/modes.md, "The steps on the matrix units"; 2026-12-02,
+// scripts/coopmat_steps.py, bidirectional float16 LSTMs, 100 steps, GPU ms of the layer in
+// mode "fast", portable steps against the matrix-unit ones at the best block count):
+// - from batch 4 at every hidden size measured: hidden 256 0.548 against 0.455 (batch 4),
+//   1.056 against 0.703 (64), 2.478 against 1.275 (256); hidden 512 0.842 against 0.626 (4),
+//   2.072 against 1.160 (64), 7.226 against 3.183 (256); hidden 1024 2.307 against 1.072 (4),
+//   6.306 against 2.696 (64), 24.11 against 9.72 (256); 200x64x512 4.106 against 2.279;
+// - at batch 1 they lose at hidden 256 (0.388 against 0.451), 512 (0.528 against 0.620) and
+//   768 (0.745 against 0.784) and win at 1024 (1.075 against 0.970): a step of one row is
+//   latency-bound, and the matrix kernel's k loop of 64-wide slices (two barriers each) is
+//   longer than step.comp's lane walk until hidden 1024; from 896 (halfway from 768);
+// - at batch 2 they win at hidden 512 (0.750 against 0.620), 768 (0.882 against 0.794) and
+//   1024 (1.850 against 1.005), and at batch 3 at hidden 256 (0.537 against 0.453); batch 2
+//   below hidden 512 is unmeasured, so batch 2 from hidden 384 (halfway from 256), batch 4
+//   below it.
+// Coalescing (Layer::run) does not carry a request below the table's batch into a run at or
+// above it: from batch 2, lone batch-1 requests of such a layer are not coalesced at all.
+inline constexpr FromBatchRule COOPMAT_STEPS_FROM[] = { { 0, 4 }, { 384, 2 }, { 896, 1 } };
+static_assert(COOPMAT_STEPS_FROM[0].fromHidden == 0, "COOPMAT_STEPS_FROM: the first row covers every hidden size");
+// VariantSettings::coopmatStepsFrom's default: the table above (0: never; any other value:
+// from that batch at every hidden size).
+inline constexpr uint32_t COOPMAT_STEPS_TABLE = 0xFFFFFFFFu;
+// The batch blocks a workgroup (NBT): two where that still leaves COOPMAT_PAIR_GROUPS
+// workgroups in the step's grid, else one. Measured (same runs): one block wins up to 256
+// workgroups of one block (200x64x512: 2.279 against 2.551 for two; 100x128x256: 0.861
+// against 1.000), two from 512 (100x64x1024: 2.696 against 3.549; 100x128x512 1.778 against
+// 2.206; 100x256x256 1.275 against 1.505; 100x256x1024 9.72 against 10.65), where one block's
+// workgroups each re-read R from L2 for only 16 rows. Four blocks won nowhere (100x256x1024:
+// 11.73); COOPMAT_BLOCKS = 4 still runs them.
+inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
+
+// ---------------------------------------------------------------- the whole-sequence kernel
+//
+// glsl/step_sequence.comp: one dispatch walks every time step (a workgroup per direction and
+// NB batch rows, a barrier per step, R read from the batched layout RB), with the step
+// kernels' bits (the same class sums and tree, cell.glsl's update). It replaces key.steps
+// dispatches (and host barriers) by one, but puts each direction's R through one workgroup, so
+// it wins where the per-dispatch cost dominates: everywhere measured on a CPU implementation
+// of Vulkan, and on a GPU only where R of a direction fits one compute unit's cache and the
+// batch is small. The rules by device class: the last row of the device's class (`cpu`:
+// DeviceDescription::type "cpu", else a GPU) whose limits the layer is within chooses it.
+// What lavapipe measured (docs/perf.md, "Whole-sequence kernel"; Mesa 22.3.6, 2 cores):
+// SEQUENCE_CPU_MEASURED below. SEQUENCE_GPU_MEASURED (H200, 2026-12-02 10:50 UTC, bidirectional
+// float32 LSTMs, whole-sequence / step kernels / cuDNN strict GPU-time ms, medians of three
+// alternated rounds in one call, same bits in every round; docs/perf.md, "Whole-sequence
+// kernel"; scripts/gpu/sequence_rule.py): 48x8x192 (hidden 96) 0.140 / 0.212 / 0.260,
+// 48x32x96 0.147 / 0.322 / 0.264, 80x1x64 0.137 / 0.257 / 0.248; and from hidden 128 it loses:
+// 80x1x128 0.881 / 0.275, 80x8x128 0.894 / 0.364, 80x16x128 0.922 / 0.365, 80x1x256 1.985 /
+// 0.313, 80x8x256 2.032 / 0.514. R of a direction is 147 KB at hidden 96 (held in the compute
+// unit's L1, 256 KB on Hopper) and 256 KB at 128 (streamed from L2 every step, through one unit).
+// Hence hidden up to 96 and batch up to 32, the largest measured (a workgroup a batch row and
+// direction: 64 workgroups on 132 units).
+// SEQUENCE_CPU_MEASURED (lavapipe, 2 cores shared with other work, 2026-12-02 06:00-06:10 UTC,
+// bidirectional float32 LSTMs, input = hidden, GPU-time ms of the step passes, step kernels
+// against this kernel; same bits in every case; load made single figures vary by up to 2x):
+// 80x1x64 139 / 7.8 (3.6 with R in registers), 80x1x128 657 / 7.2, 80x1x256 2498 / 35-80,
+// 20x1x512 852 / 84, 40x8x64 245 / 12.8, 40x16x64 114 / 100, 40x32x64 108 / 148 and 197 / 128
+// (two runs), 20x32x256 1119 / 729, 20x64x128 816 / 465. So: every hidden size measured, up to
+// 512 (R_REGS; 1024 unmeasured), and every batch measured, up to 64; beyond, the step kernels.
+// The first run of a shape compiles it: 2.5 s at hidden 32 to 13 s at 512 on lavapipe (Mesa's
+// disk cache makes later processes fast).
+inline constexpr uint32_t SEQUENCE_CPU_MAX_HIDDEN = 512;
+inline constexpr uint32_t SEQUENCE_CPU_MAX_BATCH = 64;
+inline constexpr uint32_t SEQUENCE_GPU_MAX_HIDDEN = 96;
+inline constexpr uint32_t SEQUENCE_GPU_MAX_BATCH = 32;
+struct SequenceRule
+{
+    bool cpu;
+    uint32_t maxHidden;
+    uint32_t maxBatch;
+};
+inline constexpr SequenceRule SEQUENCE_STEPS[] = {
+    { true, SEQUENCE_CPU_MAX_HIDDEN, SEQUENCE_CPU_MAX_BATCH },   // lavapipe, measured
+    { false, SEQUENCE_GPU_MAX_HIDDEN, SEQUENCE_GPU_MAX_BATCH },   // GPUs, measured on the H200
+};
+// The largest hidden size whose rows of R a thread holds (R_REGS: gates x hidden floats a
+// thread; lavapipe's JIT unrolls the product fully, 32 K multiply-adds a step at 4 x 1024).
+inline constexpr uint32_t SEQUENCE_R_REGS_MAX = 1024;
+// With R in registers on a CPU device, the units a thread owns (glsl/step_sequence.comp's UPT).
+// Lavapipe, idle, 80x1x256 bidirectional LSTM, steps' GPU ms (2026-12-02 22:24 UTC, same
+// process, same bits): h read by every lane 60-63; broadcast, 1 unit a thread 27.6, 2 units
+// 17.0-17.1, 4 units 15.0. The first call (the compile) 3.0 s, 4.8 s and 11.8 s.
+inline constexpr uint32_t SEQUENCE_CPU_UNITS = 2;
+// VariantSettings::sequenceSteps: SEQUENCE_STEPS_TABLE (the rules above, or the environment's
+// ORTOPS_SEQUENCE_STEPS=0/1 where set), 0 never, 1 wherever it fits (shared memory, threads).
+inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
+
+// ---------------------------------------------------------------- the CPU projection
+//
+// glsl/input_projection_cpu.comp: the input projection for CPU implementations of Vulkan, an
+// invocation 4 columns of Xw walking every row 8 at a time, X shared across the subgroup by
+// broadcast; the tiled kernel's sums, so the same bits (tests/test_cpu_projection.py).
+// Chosen by device class (DeviceDescription::type "cpu"; GPUs keep the tiled kernel: their
+// rows unmeasured). What lavapipe measured: docs/perf.md, "CPU Vulkan"; the figures behind
+// each constant are beside it in src/core/rnn/cpu_projection.cpp.
+inline constexpr uint32_t CPU_PROJECTION_TABLE = 0xFFFFFFFFu;
+// VariantSettings::cpuProjection: CPU_PROJECTION_TABLE (CPU devices, or ORTOPS_CPU_PROJECTION
+// = 0 / 1 where set), 0 never, 1 on every device.
+struct CpuProjection
+{
+    uint32_t rows;      // MR: Xw rows a walk over the input
+    uint32_t threads;   // columns a workgroup
+    bool wRegs;         // W's row in a private array (the k loop unrolled)
+    uint32_t columns;   // NC: columns an invocation (1 with wRegs)
+};
+struct VariantSettings;
+// Whether a layer's projection runs the CPU kernel on a device of this class, and its split
+// for an input of this size (the settings' cpuProjectionRows overriding the rows).
+// (It shares X across a subgroup: a device whose subgroups are 4 to 64 lanes.)
+bool
+cpuProjection(bool cpu, uint32_t subgroupSize, const VariantSettings& s);
+CpuProjection
+cpuProjectionVariant(uint32_t input, const VariantSettings& s);
+
+struct VariantSettings;
+// The whole-sequence kernel's split: `nb` batch rows a workgroup, `threads` invocations (each
+// owns cells u + hidden * j, j < nb, strided by threads), `sharedBytes` of h planes, and
+// `rRegs`: each thread holds its unit's rows of R in a private array (glsl/step_sequence.comp's
+// R_REGS; CPU devices, one batch row and one unit a thread, hidden up to SEQUENCE_R_REGS_MAX).
+// `lanes`: with rRegs, the subgroup size whose lanes share h by broadcast (the shader's LANES;
+// threads then ceil(hidden / units) rounded up to it), or 0.
+struct SequenceVariant
+{
+    uint32_t nb, threads, sharedBytes;
+    bool rRegs;
+    uint32_t lanes = 0;
+    uint32_t units = 1;   // with lanes: units a thread (the shader's UPT)
+};
+// The split for a layer of this hidden size at this batch (nb: the settings' sequenceRows or 1)
+// on a device of this class within its limits (maxInvocations threads a workgroup), whose
+// subgroups have subgroupSize lanes (0: unknown, no broadcast).
+SequenceVariant
+sequenceVariant(uint32_t hidden, uint32_t batch, bool gruTwoPass, bool cpu, uint32_t maxInvocations,
+                const VariantSettings& s, uint32_t subgroupSize = 0);
+// Whether a layer runs the whole-sequence kernel on a device of this class (`cpu`) whose
+// workgroups have maxShared bytes of shared memory and maxInvocations threads: the settings,
+// else ORTOPS_SEQUENCE_STEPS, else the table; never where its h planes do not fit.
+bool
+sequenceSteps(uint32_t hidden, uint32_t batch, bool gruTwoPass, bool cpu, uint32_t maxShared, uint32_t maxInvocations,
+              const VariantSettings& s);
+
+// The tunables a plan reads when it is recorded (tests and benchmarks may change them; the
+// Python door sends ortops.variants' values with every call). `batchedFrom`: the batch from
+// which the step runs a batched kernel (BATCHED_FROM_TABLE: by hidden size; 0: never). The tile fields override the table above
+// field by field, 0 (BATCHED_TABLE) leaving the table's value for the run's element type and
+// batch: `batchedUpt` and `batchedBy` and `batchedRows` by element type, `batchedPrefetch` and
+// `batchedKsplit` for both; `batchedRows` 1 is v4 (glsl/step_batched.comp), 2, 4 or 8 v5.
+inline constexpr uint32_t BATCHED_TABLE = 0;
+struct VariantSettings
+{
+    uint32_t batchedFrom = BATCHED_FROM_TABLE;
+    uint32_t batchedUptFloat32 = BATCHED_TABLE;
+    uint32_t batchedUptFloat16 = BATCHED_TABLE;
+    uint32_t batchedByFloat32 = BATCHED_TABLE;
+    uint32_t batchedByFloat16 = BATCHED_TABLE;
+    uint32_t batchedPrefetch = BATCHED_TABLE;
+    uint32_t batchedKsplit = BATCHED_TABLE;
+    uint32_t batchedRowsFloat32 = BATCHED_TABLE;
+    uint32_t batchedRowsFloat16 = BATCHED_TABLE;
+    uint64_t largeProjection = LARGE_PROJECTION;
+    uint32_t maxGroups = MAX_GROUPS;
+    // Matrix-unit steps (above): from this batch (COOPMAT_STEPS_TABLE: by COOPMAT_STEPS_FROM;
+    // 0: never), with this many 16-row batch blocks a workgroup (0: by COOPMAT_PAIR_GROUPS; 1,
+    // 2, 4).
+    uint32_t coopmatStepsFrom = COOPMAT_STEPS_TABLE;
+    uint32_t coopmatBlocks = BATCHED_TABLE;
+    // The whole-sequence kernel (above): whether (SEQUENCE_STEPS_TABLE: by SEQUENCE_STEPS; 0
+    // never; 1 wherever it fits), with this many batch rows a workgroup (0: one).
+    uint32_t sequenceSteps = SEQUENCE_STEPS_TABLE;
+    uint32_t sequenceRows = BATCHED_TABLE;
+    // With R in registers, h shared by subgroup broadcast (0: where the subgroup size allows;
+    // 1 never; 2 the same as 0, named for symmetry with cpuProjectionWRegs).
+    uint32_t sequenceBroadcast = BATCHED_TABLE;
+    uint32_t sequenceUnits = BATCHED_TABLE;   // with the broadcast, units a thread (0: the rule's)
+    // The CPU projection (above): whether (CPU_PROJECTION_TABLE: CPU devices; 0 never; 1
+    // always), with this many Xw rows a walk (0: the rule's) and W in registers (0: the
+    // rule's, 1 never, 2 always).
+    uint32_t cpuProjection = CPU_PROJECTION_TABLE;
+    uint32_t cpuProjectionRows = BATCHED_TABLE;
+    uint32_t cpuProjectionWRegs = BATCHED_TABLE;
+    uint32_t cpuProjectionColumns = BATCHED_TABLE;   // NC (0: the rule's)
+    // The portable projection's staged slices (projectionSlices below; issue 32, item 5, measured
+    // attempts, off by default): k a slice (0: ORTOPS_PROJECTION_KT where set, else 16; 16; 32)
+    // and slices in shared memory (0: ORTOPS_PROJECTION_STAGES where set, else 1; 1; 2).
+    uint32_t projectionKt = BATCHED_TABLE;
+    uint32_t projectionStages = BATCHED_TABLE;
+};
+
+VariantSettings
+variantSettings();
+void
+setVariantSettings(const VariantSettings& s);
+
+inline uint64_t
+ceilDiv(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+// Workgroups of a grid-stride pass over n items (copy, state and output passes).
+uint32_t
+gridGroups(uint64_t n, uint32_t maxGroups);
+
+// Outputs per thread in each dimension of the input projection (TPT): the 128 x 128 tile for
+// large products, the 64 x 64 tile (four times as many workgroups) for small ones.
+uint32_t
+projectionTpt(uint64_t outputs, uint64_t large);
+inline uint32_t
+projectionTile(uint32_t tpt)
+{
+    return 16 * tpt;
+}
+
+// The portable projection's staged slices (glsl/input_projection.comp's KT and STAGES): `kt` k a
+// slice, `stages` slices in shared memory (2: the next staged while this one is read, one
+// barrier a slice). What ships: 16 x 1. The settings (or ORTOPS_PROJECTION_KT=32,
+// ORTOPS_PROJECTION_STAGES=2) ask for more; kt 32 is kept only where the input size K is a
+// multiple of 32 (so that no slice pads past K where a 16-wide one would not: the same terms,
+// the same bits), and each is dropped (stages first) where the two operands' slices,
+// 2 x 16 tpt x kt x stages floats, exceed the device's shared memory (maxShared bytes). Every
+// choice sums each output in increasing k from +0: the same bits (tests/test_projection_slices.py).
+struct ProjectionSlices
+{
+    uint32_t kt, stages;
+};
+ProjectionSlices
+projectionSlices(uint32_t tpt, uint32_t input, uint32_t maxShared, const VariantSettings& s);
+
+struct StepVariant
+{
+    uint32_t nb, units, rpt, rows;
+    uint32_t ty() const { return rows / rpt; }
+};
+
+// The batched kernels' split as a plan records it (the table's tile or the overrides, clamped
+// to the layer): 32 batch rows per workgroup, `by` groups of `rows` x `upt` units (rows: batch
+// rows per thread, and so lanes along the units), `ksplit` threads a walk.
+struct BatchedVariant
+{
+    uint32_t upt, by, prefetch, ksplit, rows;
+    uint32_t units() const { return upt * by * rows; }
+    // The shader: the register tile (v5) for more than one row a thread.
+    std::string_view shader() const { return rows > 1 ? "step_tiled" : "step_batched"; }
+};
+
+// StepKernel::Lanes ("step": lanes split each product; latency-bound small batches) or
+// StepKernel::Batched ("step_batched": the batched layouts, R as RB, h in transposed planes;
+// the shader is BatchedVariant::shader()). (The matrix-unit steps are the layer's choice.)
+StepKernel
+stepKernel(uint32_t batch, uint32_t hidden, const VariantSettings& s);
+// The batch from which a layer of this hidden size runs a batched kernel (0: never).
+uint32_t
+batchedFromFor(uint32_t hidden, const VariantSettings& s);
+
+// The tile of a layer of this hidden size and element type at this batch: the table's
+// (defaultBatchedTile), each field the settings override replaced, clamped to what the layer
+// and every device allow (no more units than the layer has, at most 1024 invocations, the
+// register tile's shared memory within TILED_SHARED_BYTES).
+BatchedVariant
+batchedVariant(uint32_t hidden, uint32_t batch, bool float16, const VariantSettings& s);
+
+// Positions per class in the batched kernel's layouts: ceil(hidden / 32).
+inline uint32_t
+classesLength(uint32_t hidden)
+{
+    return static_cast<uint32_t>(ceilDiv(hidden, 32));
+}
+// Batch rows of a transposed state plane: the batch rounded up to the 32 lanes.
+inline uint32_t
+paddedBatch(uint32_t batch)
+{
+    return 32 * static_cast<uint32_t>(ceilDiv(batch, 32));
+}
+// Transposed state planes the batched kernel keeps (h of this step and the next; a GRU
+// with linear_before_reset = 0 also its r * h).
+inline uint32_t
+transposedPlanes(bool gruTwoPass)
+{
+    return gruTwoPass ? 3 : 2;
+}
+
+// The lanes kernel's split (glsl/step.comp) for a pass computing gatesInPass gates at this
+// batch, of float16 or float32 layers in a mode (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS override it).
+StepVariant
+stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16, Mode mode);
+
+// The batch from which a float16 layer in mode "fast" runs glsl/step_coopmat.comp where the
+// device can (0: never), and that kernel's 16-row batch blocks a workgroup for a grid of
+// ceil(hidden / 16) x dirs x ceil(batch / (16 blocks)) workgroups.
+uint32_t
+coopmatStepsFrom(uint32_t hidden, const VariantSettings& s);
+// A from-batch table's batch for this hidden size (its last row whose fromHidden is at most
+// `hidden`).
+template<size_t N>
+constexpr uint32_t
+fromBatchFor(const FromBatchRule (&rules)[N], uint32_t hidden)
+{
+    uint32_t from = rules[0].batch;
+    for (const auto& r : rules) {
+        if (r.fromHidden <= hidden) {
+            from = r.batch;
+        }
+    }
+    return from;
+}
+uint32_t
+coopmatBlocks(uint32_t hidden, uint32_t batch, uint32_t dirs, const VariantSettings& s);
+
+// (PASS constant, gates computed) of each step pass of one time step.
+std::vector<std::pair<uint32_t, uint32_t>>
+stepPasses(bool gruTwoPass, uint32_t gates);
+
+} // namespace ortops

@@ -1,0 +1,142 @@
+// The Vulkan instance, device and queues a process runs on, and what can go wrong with them.
+//
+// ortops creates the instance and device itself rather than through kp::Manager, so that the
+// Khronos validation layer with synchronization validation can be switched on per process and
+// its messages collected here (take_messages) for the tests to fail on. A Context also owns the
+// device's compute queues with the locks Vulkan requires around their use, the device-loss
+// state every submission checks, and the limits read once at creation (dispatch checks read
+// them from here rather than asking the driver again). enumerate_devices describes the devices
+// with a short-lived instance of its own.
+#pragma once
+
+#include <kompute/Kompute.hpp>
+
+#include "vk/cooperative_matrix.hpp"
+#include "base/errors.hpp"
+#include "vk/pipelines.hpp"
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ortops {
+
+// One VkQueue and the lock that makes its use externally synchronised, as Vulkan requires
+// (vkQueueSubmit from two threads on one queue is undefined; on the H200 it lost the device).
+struct Queue
+{
+    vk::Queue queue;
+    std::mutex lock;
+};
+
+// Sequences are spread round robin over the context's queues (as many as the Python side asks
+// for, ortops.device.max_queues, and the family offers: NVIDIA 16, lavapipe 1). On one queue
+// every pipeline barrier of a run also waits for the work submitted before it, so concurrent
+// runs execute one after another on the GPU; several queues let them overlap where the
+// hardware runs queues at once. On the H200 they did not pay (ortops.device.DEFAULT_QUEUES).
+//
+// Owns the instance and device. Every object made on it (Buffer, HostBuffer, Program,
+// Sequence) holds a shared_ptr to it, so the VkDevice outlives the buffers, pipelines and
+// command pools made on it.
+struct Context
+{
+    vk::Instance instance;
+    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+    std::shared_ptr<vk::PhysicalDevice> physical;
+    std::shared_ptr<vk::Device> device;
+    std::vector<std::unique_ptr<Queue>> queues;
+    std::atomic<uint32_t> nextQueue{ 0 };
+    std::atomic<bool> lost{ false };
+    std::string lostReason;
+    std::mutex lostLock;
+    uint32_t family = 0;
+    float timestampPeriod = 1.0f;
+    vk::PhysicalDeviceLimits limits;
+    // Whether a run's end is found by polling a host-visible word before the fence wait
+    // (Sequence::wait). Not on a CPU implementation: there the spinning thread takes a core
+    // from the threads that execute the shaders (lavapipe on 2 cores).
+    bool pollCompletion = true;
+    // Whether the device was created with VK_KHR_cooperative_matrix and the features its
+    // kernels need (cooperative_matrix.hpp): mode "fast" may use them only then.
+    bool cooperativeMatrix = false;
+    std::string cooperativeMatrixOff;   // why not, where the device offers it
+    // The compute pipelines of the device's programs, one per shader and specialization
+    // (pipelines.hpp); emptied before the device is destroyed.
+    PipelineTable pipelines;
+
+    Context(uint32_t index, bool validation, uint32_t maxQueues);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    // The queue a new sequence submits to.
+    Queue& pickQueue();
+
+    // Record that the device is unusable and raise DeviceLostError for the caller's run.
+    [[noreturn]] void fail(const std::string& what);
+    // Raise DeviceLostError if the device was lost earlier.
+    void checkAlive();
+    // Test hook: mark the context lost, as a VK_ERROR_DEVICE_LOST would, without raising.
+    void simulateLoss();
+
+  private:
+    void markLost(const std::string& what);
+    void destroyInstance();
+};
+
+// What ortops.device.Device carries about one Vulkan device (the Python door turns it into
+// the dict Device takes; the custom-op library chooses its device by uuid and type).
+struct DeviceDescription
+{
+    uint32_t index = 0;
+    std::string name;
+    std::string type;            // discrete, integrated, virtual, cpu, other
+    uint32_t vendorId = 0;
+    uint32_t deviceId = 0;
+    std::string apiVersion;
+    std::string driver;
+    std::string driverInfo;
+    uint32_t maxStorageBufferRange = 0;
+    std::array<uint32_t, 3> maxWorkgroupSize{};
+    uint32_t maxWorkgroupInvocations = 0;
+    std::array<uint32_t, 3> maxWorkgroupCount{};
+    uint32_t maxSharedMemory = 0;
+    uint32_t maxPushConstantsSize = 0;
+    uint32_t subgroupSize = 0;
+    bool float16 = false;
+    bool float64 = false;
+    bool nanPreserveFloat16 = false;
+    bool nanPreserveFloat32 = false;
+    bool denormPreserveFloat32 = false;
+    bool denormFlushFloat32 = false;
+    float timestampPeriodNs = 1.0f;
+    bool timestamps = false;
+    bool portability = false;
+    std::string uuid;                     // 8-4-4-4-12 lower-case hex
+    std::optional<std::string> luid;
+    std::optional<std::string> pciBusId;
+    std::vector<CooperativeMatrixShape> cooperativeMatrix;
+    std::optional<std::pair<uint32_t, uint32_t>> subgroupSizeRange;
+};
+
+// Every Vulkan device with a compute queue.
+std::vector<DeviceDescription>
+enumerateDevices();
+
+// The instance extensions the last instance was created with (VK_KHR_portability_enumeration
+// where the loader offers it; VK_EXT_debug_utils under validation), and those the loader offers.
+std::vector<std::string>
+enabledInstanceExtensions();
+std::vector<std::string>
+availableInstanceExtensions();
+
+// Validation messages (warnings and errors) since the last call, and clear them.
+std::vector<std::string>
+takeMessages();
+
+} // namespace ortops
