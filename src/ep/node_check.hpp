@@ -32,9 +32,6 @@ struct OrtValueInfo;
 
 namespace ortops::ep {
 
-// The versions of RNN, GRU and LSTM ORT runs (opsets 7 to 22): Node_GetSinceVersion's.
-inline constexpr int SUPPORTED_VERSIONS[] = { 7, 14, 22 };
-
 // com.microsoft DynamicQuantizeLSTM (onnxruntime.quantization.quantize_dynamic's LSTM): taken
 // as an LSTM whose constant int8/uint8 W and R are dequantized once at Compile
 // (quantized.cpp; ortops/ort/quantized.py holds the same rules for the custom-op door).

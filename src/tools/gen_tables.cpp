@@ -9,6 +9,7 @@
 
 #include "config/activations.hpp"
 #include "config/cells.hpp"
+#include "config/types.hpp"
 #include "rnn/specialization.hpp"
 
 namespace {
@@ -80,6 +81,32 @@ main()
         local += "}";
         std::printf("    %s: (%s, %s),\n", str(l.shader).c_str(), constants.c_str(), local.c_str());
     }
+    std::printf("}\n\n");
+    std::printf("#: The vocabularies (src/core/config/types.hpp): what each may be named, in the core's order.\n");
+    auto names = [](const auto& values, auto name) {
+        std::string out = "(";
+        for (const auto& v : values) {
+            out += str(name(v)) + ", ";
+        }
+        return out + ")";
+    };
+    std::string versions = "(";
+    for (int v : SUPPORTED_VERSIONS) {
+        versions += std::to_string(v) + ", ";
+    }
+    versions += ")";
+    std::string ops = "(";
+    for (const Cell& c : CELLS) {
+        ops += str(c.name) + ", ";
+    }
+    ops += ")";
+    std::printf("VOCABULARIES = {\n");
+    std::printf("    \"mode\": %s,\n", names(MODES, modeName).c_str());
+    std::printf("    \"placement\": %s,\n", names(PLACEMENTS, placementName).c_str());
+    std::printf("    \"dtype\": %s,\n", names(LAYER_TYPES, elementTypeName).c_str());
+    std::printf("    \"direction\": %s,\n", names(DIRECTIONS, directionName).c_str());
+    std::printf("    \"op\": %s,\n", ops.c_str());
+    std::printf("    \"supported_versions\": %s,\n", versions.c_str());
     std::printf("}\n");
     return 0;
 }

@@ -1,7 +1,9 @@
-// The typed decisions of a layer, each parsed once from its name (by the node-config decoder
-// and by each door) and named again only for messages and the Python views: the element type
-// of tensors, the numerics mode (docs/modes.md) and the direction of a layer. (The op is the
-// cell table's entry, cells.hpp) and the step kernel a plan records.
+// The vocabularies, each parsed once from its name (by the node-config decoder and by each
+// door) and named again only for messages and the Python views (src/tools/gen_tables.cpp
+// writes them into ortops/_tables.py, which is the Python package's only copy): the element
+// type of tensors, the numerics mode (docs/modes.md), the direction of a layer, the placement
+// policy, the operator versions the device path implements and the step kernel a plan
+// records. (The op is the cell table's entry, cells.hpp.)
 #pragma once
 
 #include <cstddef>
@@ -124,6 +126,29 @@ directionCount(Direction d)
 {
     return d == Direction::Bidirectional ? 2 : 1;
 }
+
+// The element types a layer computes in (X, W, R, B, the states and outputs).
+inline constexpr ElementType LAYER_TYPES[] = { ElementType::Float32, ElementType::Float16 };
+inline constexpr Mode MODES[] = { Mode::Deterministic, Mode::Exact, Mode::Fast };
+inline constexpr Direction DIRECTIONS[] = { Direction::Forward, Direction::Reverse, Direction::Bidirectional };
+
+// Placement policies (placement/placement_policy.hpp says what each does).
+enum class Placement
+{
+    Gpu,
+    Auto,
+};
+inline constexpr Placement PLACEMENTS[] = { Placement::Gpu, Placement::Auto };
+
+inline const char*
+placementName(Placement p)
+{
+    return p == Placement::Auto ? "auto" : "gpu";
+}
+
+// The ai.onnx versions of RNN, GRU and LSTM the device path implements (one semantics: layout
+// came in 14, types in 22); a model of a later opset still uses version 22.
+inline constexpr int SUPPORTED_VERSIONS[] = { 7, 14, 22 };
 
 // The step kernel a plan records (variants.hpp's stepKernel and the layer's chooseStepKernel
 // choose it; the recording records each): its name is its shader's, glsl/<name>.comp.

@@ -30,11 +30,10 @@ ms(double seconds)
 Placement
 parsePlacement(const std::string& text, const std::string& what)
 {
-    if (text == "gpu") {
-        return Placement::Gpu;
-    }
-    if (text == "auto") {
-        return Placement::Auto;
+    for (Placement p : PLACEMENTS) {
+        if (text == placementName(p)) {
+            return p;
+        }
     }
     throw std::invalid_argument(what + " must be 'gpu' or 'auto', got '" + text + "'");
 }

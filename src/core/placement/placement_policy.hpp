@@ -13,15 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "config/types.hpp"
 #include "placement/costmodel.hpp"
 
 namespace ortops {
-
-enum class Placement
-{
-    Gpu,
-    Auto,
-};
 
 // "gpu" | "auto"; std::invalid_argument "<what> must be 'gpu' or 'auto', got '<text>'".
 Placement
