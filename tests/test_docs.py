@@ -34,7 +34,7 @@ GENERATED = {
     "ortops/_tables.py",          # src/tools/gen_tables.cpp writes it at build time
     "ortops/spirv",               # the installed SPIR-V (CMake installs glsl/ compiled)
     "ortops/libortops_ort.so",    # the library's place in the installed package
-    "ortops/_vk",                 # the native module (ortops/_vk.cpython-*.so), built from src/python
+    "ortops/_vk",                 # the native module, built from src/python
 }
 
 # A path: a top folder, then segments of word characters, dots, dashes, globs, <placeholders>
