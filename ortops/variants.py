@@ -29,7 +29,7 @@ LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 12
 # (BATCHED_TILES in src/core/rnn/variants.hpp, by element type, batch and hidden size;
 # :func:`batched_tiles` lists it): float32 2x1x1x8x4, except 2x2x1x8x2 at hidden 384-767 from
 # batch 33; float16 2x1x1x8x4 everywhere (UPTxBYxPREFETCHxKSPLITxROWS; measured on the H200,
-# docs/perf.md "Batched steps").
+# docs/perf.md "Kernel choices").
 # Each BATCHED_* below overrides one field of that tile; None leaves the table's value (for
 # BATCHED_FROM alone None means never). By element type ({"float32": .., "float16": ..}, a
 # None value leaving that type's to the table) or one value for both:
