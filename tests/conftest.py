@@ -107,6 +107,7 @@ NO_DEVICE = {
                          "test_equivalent_model_is_a_faithful_oracle"},
     "test_devices": {"test_no_device_names_the_package"},
     "test_docs": None,
+    "test_doc_examples": {"test_every_block_runs_or_names_its_needs", "test_block_count_did_not_fall"},
     "test_kernels": {"test_activation_runs_cover_every_slot"},
     "test_layer_api": {"test_unknown_op"},
     "test_session": {"test_malformed_model_is_a_clear_error"},
@@ -167,6 +168,7 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_bench": {"test_sweep_runs_every_mode_at_tiny_shapes"},   # exact-mode pipelines
+    "test_doc_examples": {"test_block_runs"},   # a fresh interpreter a block: 3-7 s each
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
     "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
                     "test_placement_script_quick"},

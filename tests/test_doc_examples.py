@@ -22,7 +22,9 @@ suite's --fail-on-skip would fail a skip); `test_every_block_runs_or_names_its_n
 it, checks that it names only the needs above, and prints the blocks that did not run and why
 (`pytest -rP` shows it). So on the development machine and in CI (lavapipe, no Ray, no Triton)
 the blocks marked `ray` and `triton` are counted and listed there, not run; the GPU machine runs
-the `gpu` ones. `test_block_count_did_not_fall` keeps the docs from losing examples quietly.
+the `gpu` ones. A block that needs Ray runs in scripts/test_full.sh's run (marker `full`),
+where Ray is installed. `test_block_count_did_not_fall` keeps the docs from losing examples
+quietly.
 """
 
 from __future__ import annotations
@@ -122,7 +124,14 @@ def workdir(tmp_path_factory):
     return work
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=[f"{b[0]}:{b[1]}" for b in RUNNABLE])
+def _case(block):
+    # A block that starts Ray Serve (a local Ray instance: 30 s on the 2-core machine) runs in
+    # the full run only, as tests/test_serve.py does (tests/conftest.py, FULL_ONLY).
+    marks = [pytest.mark.full] if "ray" in block[2] else []
+    return pytest.param(block, id=f"{block[0]}:{block[1]}", marks=marks)
+
+
+@pytest.mark.parametrize("block", [_case(b) for b in RUNNABLE])
 def test_block_runs(block, workdir):
     doc, line, _needs, source = block
     spec = workdir / f"block_{doc.replace('/', '_')}_{line}.json"
