@@ -8,6 +8,8 @@
   generated table module, the installed SPIR-V and library) are listed in GENERATED.
 - Every relative markdown link of README.md and docs/*.md points at a file that exists, and a
   link's `#anchor` at a heading of that file.
+- A section cited by name (`docs/perf.md, "Kernel choices"`) is a heading of that page (or the
+  start of one).
 - docs/architecture.md names every tracked source file under src/, ortops/ and glsl/ by its
   full path, and no file that is not there.
 - A fenced block tagged python is Python, not a shell command.
@@ -181,6 +183,37 @@ def test_every_relative_link_resolves():
                 elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
                     broken.append(f"{where} (no heading with that anchor in {dest.name})")
     assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
+
+
+# A page and a section of it by name: docs/perf.md, "Kernel choices"; perf.md ("Misses");
+# [perf.md](perf.md), "Threads". Section names start with a capital or a backquote.
+SECTION = re.compile(r"(\w+\.md)\]?(?:\([^)\s]*\))?,?\s*\(?\"([A-Z`][^\"]{2,80})\"")
+
+
+def headings(doc: pathlib.Path) -> set[str]:
+    found, fenced = set(), False
+    for line in doc.read_text().splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            found.add(line.lstrip("#").strip())
+    return found
+
+
+def test_every_section_cited_by_name_exists():
+    pages = {d.name: d for d in _doc_files()}
+    cited = [(f"{doc.relative_to(ROOT)}:{n}", line) for doc in _doc_files()
+             for n, line in enumerate(doc.read_text().splitlines(), 1)]
+    for rel in tracked(*CODE_DIRS):
+        path = ROOT / rel
+        if path.suffix in (".py", ".cpp", ".hpp", ".h", ".comp", ".glsl", ".sh"):
+            cited += [(f"{rel}:{n}", text) for n, text in _comment_lines(path)]
+    stale = []
+    for where, text in cited:
+        for page, section in SECTION.findall(text):
+            if page in pages and not any(h.startswith(section) for h in headings(pages[page])):
+                stale.append(f'{where}: {page} has no section "{section}"')
+    assert not stale, "sections cited that their page lacks:\n" + "\n".join(stale)
 
 
 def test_architecture_names_every_source_file():
