@@ -67,8 +67,7 @@ float newton_(float y, float m)
 
 // Adds, subtracts and multiplies whose correctly rounded result can never be a denormal: the
 // flush would be the identity, so it is left out (three integer operations on the step's
-// chain each: 11 per sigmoid, 14 per tanh; the H200 gain is to be measured, docs/exact.md
-// "Cost"). Each use says why its result cannot be a denormal for operands that are zero,
+// chain each: 11 per sigmoid, 14 per tanh; what it gained: docs/exact.md, "Cost"). Each use says why its result cannot be a denormal for operands that are zero,
 // normal, infinite or NaN (as loads and flushed results are), and, where a denormal operand
 // can reach it (a denormal clip value, which clip returns as it is), why the bits are those
 // the flushes gave. The arguments below recur:

@@ -13,9 +13,8 @@
 // products (more workgroups to spread over the device), 8 for large ones (twice the
 // multiply-adds per shared-memory load).
 //
-// The second version (2026-12-02; the first ran LSTM 200x64x512's 53.7 GFLOP at 31 TFLOP/s on
-// the H200, half its float32 rate). Same tile, same sums, three changes where the first
-// version's time went:
+// Three choices where a plainer version of the same tile and sums lost its time (it ran at half
+// the H200's float32 rate):
 // - staging writes without bank conflicts: a thread stages four consecutive k of one row
 //   (one 16-byte load where K is a multiple of 4) and neighbouring threads take neighbouring
 //   rows, so each of its four shared-memory writes lands 32 lanes on 32 banks (the first

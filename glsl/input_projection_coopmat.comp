@@ -13,10 +13,9 @@
 // exact in float32, so the difference from the portable kernel is only the order (and, on the
 // hardware, the rounding) of the float32 sums inside each 16-wide k block.
 //
-// The second version (2026-12-01). The first, a 64 x 64 tile of four subgroups with 2 x 2
-// accumulators each and X and W staged one float16 a thread a time, ran the anchor LSTM
-// 200x64x512->512 bidirectional's projection in 11.6 ms against the portable kernel's 2.6 ms
-// on the H200 (docs/modes.md). What changed, each for a measured or counted reason:
+// Why this shape: a first version, a 64 x 64 tile of four subgroups with 2 x 2 accumulators
+// each and X and W staged one float16 a thread at a time, ran several times slower than the
+// portable kernel (docs/modes.md). What changed, each for a measured or counted reason:
 // - a 128 x 128 tile of eight subgroups, each 64 x 32 of it as 4 x 2 accumulators: every A
 //   operand loaded from shared memory feeds two multiply-adds and every B operand four (the
 //   first version: two each), and a workgroup reads each k-slice of X and W once for 128

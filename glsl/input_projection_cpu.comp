@@ -22,12 +22,9 @@
 //   each row (one per-lane load where each lane would load them all) and subgroupBroadcast
 //   hands each value to every lane (an extract and a splat), so X costs LANES times fewer
 //   per-lane loads than a lane loading its own copy.
-// Measured on lavapipe (docs/perf.md, "CPU Vulkan"): the projection of 80x1, input 256, hidden
-// 256 (bidirectional LSTM) in 315-328 ms of GPU time against 937-979 ms for the tiled kernel
-// in the same process on a loaded machine, the same bits.
-// W_REGS (W's row in a private array, loaded once, the k loop unrolled) is kept for
-// measurements only: lavapipe compiled it for 23-65 s (and for over 11 minutes with the
-// broadcast), src/core/rnn/cpu_projection.cpp.
+// On lavapipe several times faster than the tiled kernel, the same bits (docs/perf.md, "Kernel
+// choices"). W_REGS (W's row in a private array, loaded once, the k loop unrolled) is kept for
+// measurements only: lavapipe compiles it for minutes (src/core/rnn/cpu_projection.cpp).
 // The workgroups split the columns (THREADS a workgroup, x) and the directions (z).
 #include "common.glsl"
 

@@ -8,7 +8,7 @@
 // Same sums as step.comp, bit for bit: each R row's product with h is 32 class sums (class
 // l: k = l, l + 32, ... in increasing order, from +0) combined by the fixed halving tree
 // (16, 8, 4, 2, 1). step.comp gives a class to each of 32 lanes and meets the 32 partial sums
-// in shared memory: at a batch of 64, 33.5 MB of partial sums a step, 5 TFLOP/s on the H200.
+// in shared memory: at a batch of 64, tens of MB of partial sums a step.
 // Here one thread computes whole sums: it walks the classes in the tree's own left-to-right
 // order (class numbers with their five bits reversed: 0, 16, 8, 24, 4, ...), and each
 // finished class sum joins the tree at once: a pending left subtree of the same size is added
@@ -27,8 +27,7 @@
 //     step's plane (two alternate, so no workgroup reads what another writes in the pass); a
 //     GRU's first pass writes r * h to a third plane, which its second pass reads.
 // A first version that read h from the state rows and split units over lanes ran slower than
-// step.comp on the H200 (13.5 against 10.7 ms of steps at 200x64x512): every lane loaded its
-// own R values, so R crossed the cache once per batch row.
+// step.comp: every lane loaded its own R values, so R crossed the cache once per batch row.
 #define GENERAL_ACTIVATIONS
 #include "common.glsl"
 #include "cell.glsl"

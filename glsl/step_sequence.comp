@@ -11,7 +11,7 @@
 // another writes: the directions and batch rows are independent. The step kernels instead
 // record a dispatch per step (per pass) with a host barrier after each; on lavapipe each such
 // dispatch cost about a millisecond, and on a discrete GPU each step is a chain of dependent
-// dispatches (docs/perf.md, "Whole-sequence kernel").
+// dispatches (docs/perf.md, "Kernel choices").
 //
 // Same sums as the step kernels, bit for bit: each R row's product with h is 32 class sums
 // (class l: k = l, l + 32, ... in increasing order, from +0) joined by the fixed halving tree

@@ -3,8 +3,8 @@
 // The position loops over a thread's tile and the tree must unroll so that the sums stay in
 // registers.
 #extension GL_EXT_control_flow_attributes : enable
-// Pass 3, batched, with a register tile (v5; docs/perf.md, "Batched steps"): one time step of
-// every direction and batch row. The default step kernel from batch 16 (BATCHED_FROM), with
+// Pass 3, batched, with a register tile (v5): one time step of every direction and batch
+// row. The default step kernel from batch 16 (BATCHED_FROM), with
 // the tile the H200 measured fastest by element type and batch (BATCHED_TILES in
 // src/core/rnn/variants.hpp); ortops.variants.BATCHED_ROWS = 1 runs step_batched.comp instead.
 //
@@ -18,11 +18,10 @@
 //
 // Why a tile: step_batched.comp gives a thread one batch row, so every position costs it one
 // read of h (4 bytes) and one of R (16 bytes, an LSTM's four gates of a unit) for four
-// multiply-adds, and on the H200 its rate is set by those loads (8-11 TFLOP/s at every size
-// from batch 64). Here a thread holds TB batch rows x UPT units x the pass's gates: at each
-// position one read of TB rows of h (16 bytes for TB = 4: the rows lie side by side in the
-// transposed plane) and UPT reads of R feed TB x UPT x 4 multiply-adds (32 for 4 x 2 x 4,
-// against 4). Each multiply-add is still its own sum's next term, so the order is unchanged.
+// multiply-adds, and on the H200 its rate is set by those loads at every size from batch 64.
+// Here a thread holds TB batch rows x UPT units x the pass's gates: at each position one read
+// of TB rows of h (16 bytes for TB = 4: the rows lie side by side in the transposed plane)
+// and UPT reads of R feed TB x UPT x 4 multiply-adds (32 for 4 x 2 x 4, against 4). Each multiply-add is still its own sum's next term, so the order is unchanged.
 //
 // A workgroup: 32 batch rows (the padded transposed plane's tile) x BY groups of TB x UPT
 // units x KSPLIT parts of the walk. In a warp, lane = bg + (32 / TB) * ug: bg picks TB

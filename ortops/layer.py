@@ -175,7 +175,7 @@ class RecurrentLayer:
         arena) of at least :meth:`scratch_sizes` bytes; by default the plan owns its scratch.
         ``out`` maps output names to arrays to read those outputs into (C-contiguous, writeable,
         the output's shape and dtype), returned in their places: a caller that reuses them
-        skips the page faults of a fresh array on every run (docs/perf.md, "Host path").
+        skips the page faults of a fresh array on every run (docs/perf.md, "Kernel choices").
         """
         s = self.spec
         names = validation.OUTPUTS[s.op]

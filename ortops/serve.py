@@ -458,11 +458,10 @@ def _deployment_class():
     return OrtopsDeployment
 
 
-#: Requests a replica accepts at once by default. It was 2 x max_batch_size (16): under more
-#: concurrent clients than that the rest waited in Ray Serve's proxy, which retries a full
-#: replica with backoff, and one replica fell from 41 requests/s (1 client) to 3.8 (32
-#: clients) and 0.2 (128) with the small recognizer on lavapipe; at 256 it gave 54.8 and 53.5
-#: (docs/serving.md). Keep it above the concurrent requests a replica is expected to hold.
+#: Requests a replica accepts at once by default. Below the concurrent clients, the rest wait
+#: in Ray Serve's proxy, which retries a full replica with backoff, and a replica's requests a
+#: second collapse (docs/serving.md). Keep it above the concurrent requests a replica is
+#: expected to hold.
 MAX_ONGOING_REQUESTS = 256
 
 #: The replica process's GIL switch interval (``sys.setswitchinterval``; Python's default is
@@ -470,19 +469,16 @@ MAX_ONGOING_REQUESTS = 256
 #: runs, but the worker thread must take the GIL back twice a batch: when it wakes for the
 #: batch and when the session returns. While the replica's event loop is busy (decoding,
 #: encoding, Ray's request handling: under many clients it always is), each of those waits
-#: until the loop is made to let go, after the switch interval. A batch of 8 rows of the tiny
-#: recognizer ran in 1.9 ms beside an idle thread and 17.5 ms beside a busy one at 5 ms; 3.8 ms
-#: at 0.5 ms (lavapipe; docs/serving.md, "The GIL hand-off"). None keeps Python's setting.
+#: until the loop is made to let go, after the switch interval, which at Python's 5 ms made a
+#: batch's run several times slower beside a busy loop (docs/serving.md, "The GIL hand-off").
+#: None keeps Python's setting.
 SWITCH_INTERVAL_S = 0.0005
 
 #: The replica session's ``intra_op_num_threads`` (ONNX Runtime's threads for the model's CPU
 #: nodes; None or 0: ONNX Runtime's default, a thread per core). One: beside a busy event loop
-#: the default pool stalled ``session.run`` of a batch of 8 recognizer rows at 7.7 ms against
-#: 2.0-3.3 ms beside an idle one, one thread 3.2-3.3 ms (the H200, at the 0.5 ms interval with
-#: the native row copies); under 32 clients a replica then answered 934-955 requests/s against
-#: 453-467 with the default pool, and one client 300-310 against 248-282 (docs/serving.md,
-#: "The GIL hand-off"). The model's CPU nodes here are small; a model with heavy ones may want
-#: more.
+#: the default pool stalls a batch's ``session.run``, and under many clients a replica with one
+#: intra-op thread answered about twice the requests a second (docs/serving.md, "The GIL
+#: hand-off"). The model's CPU nodes here are small; a model with heavy ones may want more.
 INTRA_OP_THREADS = 1
 
 

@@ -123,7 +123,7 @@ def _require_shape(op: str, name: str, a, expected, meaning: str) -> None:
 #: 32-bit limit). An array the layer binds whole (a weight, X, a state) beyond it is refused here,
 #: before anything copies it: a zero-stride view (np.broadcast_to) of a huge shape costs nothing
 #: to pass but would be materialised by the contiguous copy before the device's own, lower,
-#: limit is checked (scripts/fuzz_python.py).
+#: limit is checked (scripts/ci/fuzz_python.py).
 MAX_BINDING_BYTES = 2**32 - 1
 
 

@@ -29,7 +29,7 @@ LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 12
 # (BATCHED_TILES in src/core/rnn/variants.hpp, by element type, batch and hidden size;
 # :func:`batched_tiles` lists it): float32 2x1x1x8x4, except 2x2x1x8x2 at hidden 384-767 from
 # batch 33; float16 2x1x1x8x4 everywhere (UPTxBYxPREFETCHxKSPLITxROWS; measured on the H200,
-# docs/perf.md "Batched steps").
+# docs/perf.md "Kernel choices").
 # Each BATCHED_* below overrides one field of that tile; None leaves the table's value (for
 # BATCHED_FROM alone None means never). By element type ({"float32": .., "float16": ..}, a
 # None value leaving that type's to the table) or one value for both:
@@ -41,7 +41,7 @@ LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 12
 # One value for both:
 #   BATCHED_PREFETCH  positions whose terms are loaded at once
 #   BATCHED_KSPLIT    threads sharing one sum's class walk (1, 2, 4 or 8)
-# Tests and scripts/step_kernels.py set explicit tilings here; every tiling gives the same bits.
+# Tests and scripts/gpu/step_kernels.py set explicit tilings here; every tiling gives the same bits.
 TABLE = "table"
 BATCHED_FROM: int | str | None = TABLE
 BATCHED_UPT: int | None | Dict[str, int | None] = None

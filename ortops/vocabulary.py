@@ -4,7 +4,7 @@ the operator versions the device path implements.
 They are defined once, in the native core (``src/core/config/types.hpp`` and the cell table
 ``src/core/config/cells.hpp``), and written into ``ortops/_tables.py`` at build time by
 ``src/tools/gen_tables.cpp``; this module only reads them, so that no Python module spells
-them again (``tests/test_vocabulary.py`` fails where one does).
+them again (no test checks that yet).
 """
 
 from __future__ import annotations

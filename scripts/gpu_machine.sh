@@ -140,7 +140,7 @@ if has exact; then
   py scripts/gpu/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
 fi
 if has steps; then
-  # The step kernels side by side (docs/perf.md, "Batched steps"): lanes against batched in
+  # The step kernels side by side (docs/perf.md, "Kernel choices"): lanes against batched in
   # several tilings, bits checked against the lanes kernel (exit 1 on a difference), cuDNN
   # strict / TF32 / float16 in the same run.
   py scripts/gpu/step_kernels.py --out "$OUT" ${STEPS_ARGS:-} 2>&1 | tee "$OUT/step_kernels_log.txt"
@@ -214,7 +214,7 @@ if has bench; then
 fi
 if has sweep; then
   # Batch (1..256) x hidden (128..1024) BiLSTM, 100 steps, float32 and float16: every ortops mode
-  # against cuDNN strict / TF32 / f16 (docs/perf.md, "Sweep"); prints its expected time first.
+  # against cuDNN strict / TF32 / f16 (docs/perf.md, "Batch × hidden"); prints its expected time first.
   # SWEEP_ARGS picks a part (e.g. "--sweep-hiddens 128,256,512"); sweep.partial.json keeps what
   # ran if the call ends first. Join parts: ortops bench --from-json A --from-json B ...
   py scripts/gpu/bench.py --sweep --estimate ${SWEEP_ARGS:-}
@@ -222,14 +222,14 @@ if has sweep; then
   grep -E '^sweep: |failed' "$OUT/sweep_log.txt"; tail -1 "$OUT/sweep_log.txt"
 fi
 if has host; then
-  # The host side of a run against memcpy (docs/perf.md, "Host path"): per anchor shape and
+  # The host side of a run against memcpy (docs/perf.md, "Kernel choices"): per anchor shape and
   # precision, one thread's memcpy, the layer call, its GPU time, call - GPU with the copies on
   # 1 thread / the pool / a thread per call, and the session's extra over the layer call.
   py scripts/gpu/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
 fi
 if has import; then
-  # One copy each way against none (issue 21, item 4; docs/perf.md, "The custom-op library:
-  # targets"): experiments/host_import/host_import_bench.cpp, built by its own CMake project (not the wheel's).
+  # One copy each way against none (issue 21, item 4; docs/perf.md, "Kernel choices"):
+  # experiments/host_import/host_import_bench.cpp, built by its own CMake project (not the wheel's).
   # First its check mode under synchronization validation (12340 B, 80 KiB, 1 MiB: every variant
   # bit-exact, no validation message; exit status 0), then 80 KiB, 1, 8, 26 and 52 MiB each way:
   # today's host copy + staging copy, VK_EXT_external_memory_host imported per run, and imported
@@ -295,7 +295,7 @@ if has gil; then
 fi
 if has stream; then
   # A streaming model (silero-vad, LSTM hidden 128 inside If nodes): per-frame latency with the
-  # state fed back, ortops against ORT CPU (docs/perf.md, "Streaming"). Exit 1 if the speech
+  # state fed back, ortops against ORT CPU (docs/perf.md, "Streaming one frame at a time"). Exit 1 if the speech
   # probabilities differ from ORT CPU's beyond the float32 tolerance.
   # Back to back (steady clocks), then paced as a live stream (32 ms a frame: 1,000 frames take
   # 32 s an engine; the GPU idles between frames), then 8 kHz back to back.
@@ -319,7 +319,7 @@ if has cudaep; then
   # so its pieces (`split -b 52000000 -d -a 1 WHEEL part`; .ortgpu1/SHA256 holds the wheel's
   # digest) come one a call on the same warm machine, each copied to /tmp/parts (a carried
   # folder is gone at the next call; /tmp stays), and this call starts with
-  # `ln -sfn /tmp/parts .ortgpu1` (what ran on 2026-11-29: docs/gpu_runs/2026-11-29-cuda-ep.txt).
+  # `ln -sfn /tmp/parts .ortgpu1` (what ran: docs/gpu_runs/2026-11-29-cuda-ep.txt).
   mkdir -p /tmp/ortgpu && wheel=/tmp/ortgpu/$(awk '{print $2}' .ortgpu1/SHA256)
   cat .ortgpu*/part* > "$wheel" && (cd /tmp/ortgpu && sha256sum -c "$OLDPWD/.ortgpu1/SHA256") || exit 1
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-ortgpu "$wheel" || exit 1
@@ -330,7 +330,7 @@ if has cudaep; then
   LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py scripts/gpu/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
     2>&1 | tee "$OUT/cuda_ep.txt"
 fi
-# The device tool brings back only the first few files of $OUT (by name): on 2026-11-29 a call
-# of three stages lost its step-kernel table that way. Everything goes into one archive too,
+# The device tool brings back only the first few files of $OUT (by name): a call of three
+# stages once lost its step-kernel table that way. Everything goes into one archive too,
 # named to come first.
 tar czf /tmp/00-all.tar.gz -C "$OUT" . && mv /tmp/00-all.tar.gz "$OUT/00-all.tar.gz"

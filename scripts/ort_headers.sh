@@ -2,7 +2,7 @@
 # ONNX Runtime's C/C++ API headers for building libortops_ort.so (src/ort/, src/ep/) and
 # examples/cpp: Debian's libonnxruntime-dev (the Expat licence) of a suite whose headers hold
 # the plugin execution-provider API (onnxruntime_ep_c_api.h) at ORT_API_VERSION MIN_API or
-# later: sid (1.23.2, API 23, on 2026-12-02), else experimental (1.27.1, API 27, then).
+# later: sid (1.23.2, API 23), else experimental (1.27.1, API 27).
 # Downloaded as a .deb into build/deps/ and its headers alone unpacked into
 # build/deps/onnxruntime/include/ (MIN_API 23, the library's build) or
 # build/deps/onnxruntime-api<MIN_API>/include/ (examples/cpp asks for 24: the session's EP
@@ -12,7 +12,7 @@
 # fixed version (the custom ops ask for 16, the EP for 23: src/ort/kernel.hpp, src/ep/ep.hpp).
 #
 # Idempotent: nothing is fetched when fitting headers are already there. Headers or a cached
-# .deb that do not fit (trixie's 1.21, which this script fetched until 2026-12-02) are not used:
+# .deb that do not fit (trixie's 1.21, which an earlier version of this script fetched) are not used:
 # the test is the headers themselves, not a version string. Packages in sid and experimental
 # are replaced in place, so the suite's current version is resolved each time a download is
 # needed. The system's apt sources are left alone: a private apt configuration (sources,

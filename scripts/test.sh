@@ -2,7 +2,7 @@
 # The quick command (the README's): set up if needed, then every test that decides whether a
 # change is correct, with every GPU-path test under Vulkan synchronization validation (a
 # validation message fails the test that caused it), in at most 6 minutes on a 2-core machine
-# that is already set up (README, "Tests"). The long parametrized matrices run a representative
+# that is already set up (docs/ci.md). The long parametrized matrices run a representative
 # subset here: every value of every parameter at least once (tests/conftest.py, marker "full"
 # on the other cases). scripts/test_full.sh runs the rest: those cases (lane matrix), the
 # conformance job and the oldest onnxruntime (lane tests), the packaging and sanitizer jobs

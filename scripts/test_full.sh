@@ -13,10 +13,9 @@
 # CI (.ci/run) runs the lanes tests and builds after the quick command. The matrix lane runs on
 # the GPU machine with the rest of the suite (scripts/gpu_machine.sh, the gate every change to
 # kernels, the native module, the custom op, threading or numerics passes before it is
-# resolved) and here on demand: on the 2-core lavapipe machine its 653 cases took 17 minutes
-# in two processes before the pipeline table, 281 s after it (2026-12-02, docs/ci.md); with
-# CI at 32 minutes that would leave it about 3 minutes under the 40 it keeps to, too little
-# for a machine whose times move by more.
+# resolved) and here on demand: on the 2-core lavapipe machine its cases take minutes
+# (docs/ci.md), which would leave CI too little margin under the 40 minutes it keeps to on a
+# machine whose times move by more.
 # The lanes share nothing they write (the builds lane builds in build/dist, build/cpp-*,
 # build/fuzz*; the others read .venv and write build/ort-oldest), so they can run at once on a
 # machine with cores to spare. One after the other here: on the 2-core machine side by side

@@ -133,8 +133,8 @@ EOF
   # layout, precision and opset, and the backend suite whole), as against the oldest
   # onnxruntime (scripts/test_full.sh): what this flavour can change is how a session reaches
   # the library, which every case exercises; the numerics are ours, and the full grid ran in
-  # the tests lane. Was the full grid through tests/test_conformance.py: this job's venv and tests
-  # took 122 s on CI's machine then, 67 s with the quick grid (2026-12-02, docs/ci.md).
+  # the tests lane. The full grid through tests/test_conformance.py took this job about twice as
+  # long (docs/ci.md).
   ORTOPS_VALIDATION=1 "$venv/bin/python" -P scripts/ci/conformance.py --quick --no-report \
     --jobs "$((n > 0 ? n : 1))" || return 1
   stamp "onnxruntime-gpu: session tests and the conformance quick grid"

@@ -41,9 +41,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 # whole-sequence kernel (src/core/rnn/variants.hpp, SEQUENCE_STEPS: on a CPU implementation such
 # as lavapipe, every layer up to hidden 512 and batch 64). Why: lavapipe compiles that kernel's
 # fully unrolled walk for each new shape and option set, 2.5 s at hidden 32 and 13-24 s at
-# 256-512 (docs/perf.md, "Whole-sequence kernel"), and the suite makes hundreds of distinct
+# 256-512 (docs/perf.md, "Kernel choices"), and the suite makes hundreds of distinct
 # layers: with it on, the quick command's first 170 tests took 7 minutes on the 2-core machine
-# (2026-12-02; the whole quick run took 3.5 minutes before). What the suite asserts still holds for it: it gives the step kernels' bits, which
+# (the whole quick run took 3.5 minutes before). What the suite asserts still holds for it: it gives the step kernels' bits, which
 # tests/test_sequence_kernel.py checks over every cell, pass, option set, activation set,
 # layout, precision, mode, lengths and special values (with the kernel forced on by the
 # Python tunable, which wins over this variable), tests/cpp/test_kernel_choice.cpp checks the
@@ -52,7 +52,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 os.environ.setdefault("ORTOPS_SEQUENCE_STEPS", "0")
 # Likewise the input projection for CPU devices (glsl/input_projection_cpu.comp, chosen on
 # lavapipe by src/core/rnn/cpu_projection.cpp): its unrolled 4-column chunk body costs lavapipe 1-2 s
-# of compiling for each new shape (docs/perf.md, "CPU Vulkan: the input projection"), which the
+# of compiling for each new shape (docs/perf.md, "Kernel choices"), which the
 # suite's hundreds of layers would pay on every CI run. It gives the tiled projection's bits,
 # which tests/test_cpu_projection.py checks with the kernel forced on (by the Python tunable,
 # which wins over this variable), as does the table's choice; ORTOPS_CPU_PROJECTION=1 runs the
@@ -106,6 +106,8 @@ NO_DEVICE = {
     "test_conformance": {"test_scaled_error_detects_what_it_must",
                          "test_equivalent_model_is_a_faithful_oracle"},
     "test_devices": {"test_no_device_names_the_package"},
+    "test_docs": None,
+    "test_doc_examples": {"test_every_block_runs_or_names_its_needs", "test_block_count_did_not_fall"},
     "test_kernels": {"test_activation_runs_cover_every_slot"},
     "test_layer_api": {"test_unknown_op"},
     "test_session": {"test_malformed_model_is_a_clear_error"},
@@ -166,6 +168,7 @@ SLOW = {
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
     "test_bench": {"test_sweep_runs_every_mode_at_tiny_shapes"},   # exact-mode pipelines
+    "test_doc_examples": {"test_block_runs"},   # a fresh interpreter a block: 3-7 s each
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
     "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
                     "test_placement_script_quick"},
@@ -191,7 +194,7 @@ FULL_ONLY = {
                         "test_mutated_feeds_give_clean_errors_and_leave_the_layers_right"},
     # test_memory_growth: below. Its sessions' loop stays in the quick run; the loop from 4
     # threads (22-39 s), the layers' and the converted models' loops go to the full run.
-    # The measurement scripts' own checks (2026-12-02: the quick run had grown to 5 min 29 s of
+    # The measurement scripts' own checks (the quick run had grown to 5 min 29 s of
     # tests, 7 min 8 s with set-up, over its 6): each runs a benchmark script end to end in a
     # process of its own, 37 s together; what they measure runs in the quick run's own tests.
     # test_serve's serve_bench --direct check (17.7 s): below, with the whole module.
@@ -207,7 +210,7 @@ FULL_ONLY = {
     # test_special_values_exact's activations run special values in exact mode) and the
     # converted-models growth loop (6.8 s; the sessions' loop runs the same release path).
     "test_special_values_exact": {"test_placements"},
-    # Mode "fast"'s placements (2026-12-02, with the matrix-unit steps): on a device without
+    # Mode "fast"'s placements (with the matrix-unit steps): on a device without
     # matrix units (lavapipe, CI) they run the deterministic kernels test_placements runs,
     # so only a device with them learns something; 4-7 s a layer.
     "test_special_values": {"test_placements_fast"},

@@ -1,5 +1,5 @@
-"""The host copies of buffer writes and reads (src/hostcopy.hpp): several threads per copy above
-a threshold, the same bytes as one memcpy, safe from several Python threads at once."""
+"""The host copies of buffer writes and reads (src/core/vk/hostcopy.hpp): several threads per
+copy above a threshold, the same bytes as one memcpy, safe from several Python threads at once."""
 
 import threading
 

@@ -195,7 +195,7 @@ def test_no_onnxruntime_extensions_dependency():
 
 def test_the_wheel_check_finds_the_test_hooks():
     """Every hook the testing build binds (ortops._vk.TEST_HOOKS) carries a docstring starting
-    "Test hook:", which scripts/check_wheel.py looks for in a wheel's module; run against a
+    "Test hook:", which scripts/ci/check_wheel.py looks for in a wheel's module; run against a
     wheel (--shipping-build), the module installed must show none of them."""
     from _scripts import load_script
 

@@ -42,8 +42,8 @@ def test_projection_tile_and_passes():
     assert variants.grid_groups(65, max_groups=2) == 2 and variants.grid_groups(1) == 1
 
 
-# The measured table (src/core/rnn/variants.hpp, BATCHED_TILES; docs/perf.md "Batched steps", the
-# H200 tables of 2026-12-01/02): UPT x BY x PREFETCH x KSPLIT x ROWS.
+# The measured table (src/core/rnn/variants.hpp, BATCHED_TILES; docs/perf.md "Kernel choices"):
+# UPT x BY x PREFETCH x KSPLIT x ROWS.
 F32 = (2, 1, 1, 8, 4)         # float32: 4 rows x 2 units (100x64x1024 11.47 ms, 2x2x1x8x2 11.80)
 F32_H512 = (2, 2, 1, 8, 2)    # float32 at hidden 384-767 from batch 33: 2 rows x 2 units x 2 groups
                               # (200x48x512 5.12, 2x1x1x8x4 5.79)

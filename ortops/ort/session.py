@@ -173,8 +173,7 @@ def _cpu_device_options() -> ort.SessionOptions:
     ONNX Runtime's intra-op threads do not spin while they wait. They spin by default, and on
     a CPU device the layers' workgroups run on the same cores: on the 2-core machine the
     recognizer took 105-107 ms a run with spinning and 76-77 ms without (the same with one
-    intra-op thread; 2026-12-03 00:15 UTC, alternated, medians of 10; docs/perf.md, "CPU Vulkan:
-    the loads"). A caller's own sess_options are used as given."""
+    intra-op thread; docs/perf.md, "Kernel choices"). A caller's own sess_options are used as given."""
     so = ort.SessionOptions()
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return so

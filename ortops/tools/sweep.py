@@ -77,7 +77,7 @@ def points_of(config: Dict[str, object]):
 
 
 # -- the time estimate ---------------------------------------------------------------------
-# Rates of the H200 (docs/perf.md, 2026-11-29): the 128x128-tile projection 31 TFLOP/s; a
+# Rates measured on the H200 (docs/perf.md): the 128x128-tile projection 31 TFLOP/s; a
 # batched step 5 TFLOP/s (200x64x512: 53 us a step) with a floor of 3.6 us a step (80x1x256:
 # 0.315 ms for 80 steps); exact mode 1.6-2.3 x the GPU time (docs/exact.md); the layer call's
 # host work 3.3 GB/s (200x64x512: 23.6 ms for 78 MB), the session's 1.7 GB/s (47 ms).
@@ -464,7 +464,7 @@ def _kernels_line(kern) -> str:
     step = ("glsl/step.comp at every batch" if kern["batched_from"] is None else
             f"glsl/step_batched.comp from batch {kern['batched_from']} ({fields}: {tiling}), "
             f"glsl/step.comp below")
-    fast_steps = kern.get("fast_steps")   # reports before 2026-12-02 03:00 UTC lack it
+    fast_steps = kern.get("fast_steps")   # older reports lack it
     fast = f"; fast mode's float16 steps glsl/{fast_steps} where the device can" if fast_steps else ""
     return f"Kernels: fast mode's float16 projection {kern['fast_projection']}{fast}; step {step}."
 

@@ -55,7 +55,7 @@ ADDRESS_SPACE = 16 << 30
 #: Findings reported to the maintainers and not yet fixed (their fix is outside
 #: ortops/validation.py): a key the classifier gives -> what and where to fix.
 KNOWN: dict[str, str] = {}
-# Fixed on 2026-12-01 (each was a finding here): max_length of inf/NaN (RecurrentLayer._steps),
+# Fixed (each was a finding here): max_length of inf/NaN (RecurrentLayer._steps),
 # outputs=5 (RecurrentLayer.__call__), a node name that is not UTF-8 (rewrite: decoded with
 # backslashreplace), an attribute the node's opset does not define with a wrong type
 # (rewrite.place leaves the node to ONNX Runtime), and configs the decoder refuses written by

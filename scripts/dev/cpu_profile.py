@@ -8,7 +8,7 @@ an ``ortops.RecurrentLayer`` with timestamps: the first call's wall time (it com
 kernels, unless Mesa's shader cache already holds them), then the medians over N calls of the
 wall time and of the GPU time of each stage (projection with the state set-up, steps,
 outputs), with the min-max spread, and whether the outputs are the same bits as the first
-configuration's (docs/perf.md, "CPU Vulkan").
+configuration's (docs/perf.md, "Kernel choices").
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ session creation through the EP against the rewrite it replaced.
     python -P scripts/gpu/ep_bench.py [--small] [--rounds 5] [--runs 50] [--dtypes float32,float16]
         [--models models/recognizer.onnx ...] [--out DIR]
 
-Writes DIR/ep_bench.json and prints a markdown table (docs/perf.md, "Plugin EP").
+Writes DIR/ep_bench.json and prints a markdown table (docs/perf.md, "Through ONNX Runtime").
 """
 
 from __future__ import annotations

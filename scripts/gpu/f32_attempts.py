@@ -3,7 +3,7 @@
 each attempt and cuDNN strict float32, alternated in rounds in one process, GPU ms of the layer
 and of its passes (projection, steps, outputs; ortops' timestamps), medians and spread, and
 whether each attempt's output bits equal what ships (they must: every attempt keeps each sum's
-order, docs/perf.md "Float32 at large sizes: attempts").
+order, docs/perf.md "Misses").
 
     python3 -P scripts/gpu/f32_attempts.py --out DIR [--rounds 3] [--runs 30] [--small]
         [--shape S,B,I,H ...] [--attempt NAME ...]

@@ -8,7 +8,7 @@ For each shape and precision, in one process (so every figure meets the same mac
   call          RecurrentLayer.__call__ (numpy in, numpy out), and the GPU time of that same run
                 from the layer's Vulkan timestamps;
   host          call - GPU, per run, with the host copies on one thread, on the pool (the default)
-                and on a thread per call (src/hostcopy.hpp), and on the pool reading into the
+                and on a thread per call (src/core/vk/hostcopy.hpp), and on the pool reading into the
                 same output arrays every run (``out=``: no page faults of fresh outputs);
   host bound    0.05 ms + 1.2 x (bytes in + bytes out) / warm memcpy bandwidth (issue 12);
   session       ortops.InferenceSession of a one-node model (numpy in, numpy out; ONNX Runtime

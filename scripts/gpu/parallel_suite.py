@@ -5,9 +5,9 @@
         [--validation-from FILE | --validation-only FILE,...] [--plain-only FILE,...] [--timeout S]
         [--resume DIR]
 
-Why: on the GPU machine one device call may run 10 minutes, and on 2026-12-02 the whole suite
-took longer than that under validation alone (81 % in 9 minutes), so the gate's two runs (plainly,
-under validation) no longer fit two calls. The machine has 16 cores and the suite keeps its GPU
+Why: on the GPU machine one device call may run 10 minutes, and the whole suite takes longer
+than that under validation alone, so the gate's two runs (plainly, under validation) do not fit
+two calls. The machine has 16 cores and the suite keeps its GPU
 mostly idle, so shards run side by side. Files are dealt to shards by their test count
 (greedy, largest first); a file never splits, so module fixtures stay whole. Each shard writes
 DIR/<plain|validation>-<i>.txt; the script prints every shard's summary and the totals, and exits

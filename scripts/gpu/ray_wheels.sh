@@ -3,11 +3,11 @@
 # machine, for scripts/gpu_machine.sh's stages servewheels and serve (its header comment there
 # gives the two device calls). Run here, where PyPI is reached; that machine reaches nothing.
 #
-# What: ray[serve] at the newest version pyproject.toml's `serve` extra admits (2.60.0 on
-# 2026-12-01), with its whole dependency tree, binary wheels resolved for the machine's image:
+# What: ray[serve] at the newest version pyproject.toml's `serve` extra admits (2.60.0 when
+# last resolved), with its whole dependency tree, binary wheels resolved for the machine's image:
 # CPython 3.12 (3.12.3 seen there), x86_64, glibc 2.28 or newer (its PyTorch 2.11 wheels are
 # manylinux_2_28). The packages the image already has are left out: device/KINDS.md's list
-# ("Python packages already there", read 2026-11-17), pinned where its pip list row gave a
+# ("Python packages already there"), pinned where its pip list row gave a
 # version (numpy 2.5.2, ...); or, given RAY_WHEELS_IMAGE=FILE, a `python3 -m pip list
 # --format=freeze` taken there, every version in it pinned while resolving. What the carried
 # wheels require of the left-out packages is printed: most of the image's versions were never
@@ -22,7 +22,7 @@
 #     _raylet.so go from 120 to 84 MB unpacked; a C++ crash backtrace loses function names);
 #   - members of 256 KiB or more stored LZMA-compressed (zipfile, which pip unpacks wheels with,
 #     reads them), the rest deflated at level 9; RECORD rewritten for what changed.
-# Checked on CPython 3.12.1 (2026-12-01): both folders installed as the stages do, plus the
+# Checked on CPython 3.12.1: both folders installed as the stages do, plus the
 # left-out packages, ray.init(), serve.run() of a @serve.batch deployment and an HTTP request ran.
 #
 # Why two folders: a device call carries at most 64 MiB, working tree included; ray's wheel is
@@ -65,8 +65,8 @@ EOF
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The image's packages (device/KINDS.md, "Python packages already there", 2026-11-17; versions
-# from its pip list row, 2026-11).
+# The image's packages (device/KINDS.md, "Python packages already there"; versions from its pip
+# list row).
 if [ -n "${RAY_WHEELS_IMAGE:-}" ]; then
   cp "$RAY_WHEELS_IMAGE" "$work/image.txt"
 else
@@ -98,7 +98,7 @@ torchvision==0.26.0 tqdm transformers==5.17.0 treescope triton==3.6.0 typer typi
 typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
 EOF
 fi
-# grpcio==1.84.0: seen on the image on 2026-12-02, when the grpcio-reflection that ray[serve]
+# grpcio==1.84.0: seen on the image, where the grpcio-reflection that ray[serve]
 # pulled in unpinned (1.85.1) refused to import against it ("depends on grpcio>=1.85.1");
 # pinning grpcio pins grpcio-reflection to the same release.
 # Pins for the resolver: NAME==VERSION entries, where pip can read the version.

@@ -6,7 +6,7 @@ A bidirectional float32 LSTM (input = hidden unless given) as an ortops.Recurren
 timestamps: for the step kernels (ortops.variants.SEQUENCE_STEPS = False) and then the
 whole-sequence kernel (True), the first call's wall time (it compiles the kernels), the
 median wall time of N more calls and the last call's GPU time of each pass group, and whether
-both give the same bits (they must: docs/perf.md, "Whole-sequence kernel").
+both give the same bits (they must: docs/perf.md, "Kernel choices").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 """The whole-sequence kernel's GPU rows (SEQUENCE_STEPS in src/core/rnn/variants.hpp), measured:
 per shape, the whole-sequence kernel, the step kernels and cuDNN strict float32, alternated in
 rounds in one process (GPU time and end to end, numpy in and out), with the bits of both ortops
-kernels compared (they must agree: docs/perf.md, "Whole-sequence kernel").
+kernels compared (they must agree: docs/perf.md, "Kernel choices").
 
     python3 -P scripts/gpu/sequence_rule.py --out DIR [--rounds 3] [--runs 30] [--shape S,B,I,H ...]
 

@@ -6,13 +6,10 @@
 // replica's event loop, under many clients, wants the GIL nearly all the time. numpy releases
 // the GIL around each copy of more than a few hundred elements (np.concatenate: once for each
 // request's rows; np.take: once for each request's part of each output), and each time the
-// worker must wait for the loop to be made to let go, a switch interval each. On the H200 a
-// batch of 8 recognizer rows beside a busy Python thread spent 4.7-5.1 ms stacking and 1.4-1.9
-// ms splitting at a 0.5 ms interval (41 ms each at 5 ms) against under 0.13 ms each beside an
-// idle one; with these copies 0.07-0.10 ms each (docs/serving.md, "Where the H200 lost it").
-// These copies are microseconds, so they run
-// holding the GIL; only copies of kReleaseGilFromBytes or more, whose own time is that of a
-// hand-off or longer, let it go.
+// worker must wait for the loop to be made to let go, a switch interval each: beside a busy
+// event loop that made stacking and splitting a batch take milliseconds where the copies
+// themselves take microseconds (docs/serving.md). So they run holding the GIL; only copies of
+// kReleaseGilFromBytes or more, whose own time is that of a hand-off or longer, let it go.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -3,7 +3,7 @@
 // of chosen requests, a simulated device loss, the weight layouts the kernels read, the native
 // tables, and the node-config encoder and activation resolution (bind_nodeconfig.cpp).
 // TEST_HOOKS names every one of them: tests/conftest.py refuses to run without them, and
-// scripts/check_wheel.py refuses a wheel whose module has any.
+// scripts/ci/check_wheel.py refuses a wheel whose module has any.
 #ifdef ORTOPS_TESTING
 
 #include <pybind11/numpy.h>

@@ -1,12 +1,11 @@
 // Coalescing concurrent runs of one layer into one batched run (group commit).
 //
-// Why. A recognizer run at batch 1 on the H200 is two dependent layers of 80 steps, about
-// 0.32 ms of GPU time each, bound by the GPU's latency, not its width. Runs from several
-// threads go to one queue, where each run's barriers also wait for the work submitted before
-// it: they execute one after another, and 8 threads gave 1,223 runs/s against 1,058 from one
-// (1.16x; docs/perf.md, 2026-12-01). Several queues did not overlap on the H200 either. But a
-// batch-8 run costs 1.99 ms against 0.84 for batch 1: eight requests in one run are about 4x
-// the throughput.
+// Why. A small-batch run (the recognizer at batch 1: two dependent layers of 80 steps) is bound
+// by the GPU's latency, not its width. Runs from several threads go to one queue, where each
+// run's barriers also wait for the work submitted before it: they execute one after another,
+// so threads alone barely add throughput, and several queues did not overlap on the H200
+// either. But a batch-8 run costs little more than a batch-1 run, so eight requests in one run
+// multiply the throughput (docs/perf.md, "Threads").
 //
 // How. The first request to arrive while no group of the layer is in flight runs at once,
 // alone, with its own buffers: one thread pays nothing but a lock. Requests that arrive while

@@ -177,8 +177,7 @@ stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16, Mode mode)
     uint32_t units, rpt;
     if (batch <= MAX_NB) {
         // Latency-bound: one R row per thread, the most threads and the shortest chain per
-        // step (H200: 48x8x192->96 took 0.26 ms this way against 0.35 ms with a unit's
-        // gates per thread).
+        // step (faster on the H200 than a unit's gates per thread).
         units = std::max<uint32_t>(1, MAX_ROWS / gatesInPass);
         rpt = 1;
         if (!float16 && mode != Mode::Exact) {

@@ -1,7 +1,7 @@
-// Kernel variants and the heuristics that choose them, with the measurements behind them
-// (the H200 figures are in docs/perf.md). Every choice here changes only how work is split
-// over threads and workgroups, never the order in which a sum is taken, so every variant
-// gives the same bits (tests/test_determinism.py, tests/test_step_kernels.py).
+// Kernel variants and the rules that choose them. Every choice here changes only how work is
+// split over threads and workgroups, never the order in which a sum is taken, so every variant
+// gives the same bits (tests/test_determinism.py, tests/test_step_kernels.py). The figures
+// behind each rule: docs/perf.md, "Kernel choices".
 #pragma once
 
 #include <cstddef>
@@ -20,18 +20,12 @@ inline constexpr uint32_t MAX_GROUPS = 65535;   // workgroups per dispatch dimen
 inline constexpr uint32_t MAX_ROWS = 8;         // R rows per step workgroup (x 32 lanes)
 inline constexpr uint32_t MAX_NB = 8;           // batch rows per step workgroup
 // Batch rows a lanes-kernel workgroup (glsl/step.comp) of a float32 layer at batch 2-8, where
-// float16 keeps up to MAX_NB. What the H200 measured (docs/perf.md, "Threads: one intra-op
-// thread, and the lanes kernel's split"; bidirectional LSTMs, GPU ms, two calls, every output
-// bit-equal): float32 with 2 rows gains 11-22 % at batch 4 and 8 (80x4x256 0.360 against 0.462
-// for 4 rows, 80x8x256 0.454 against 0.514 for 8, 80x4x128 0.285 against 0.344, 80x8x512 1.001
-// against 1.129); one row lost at batch 8 (80x8x256 0.625); float16 with 2 rows loses 20-29 % at
-// batch 8 (80x8x256 0.610 against 0.508, 80x8x512 1.449 against 1.122) and ties at 4 (0.452
-// against 0.459). Twice the workgroups, each lane's walk a quarter as long at batch 8: float32's
-// loads of h set the chain, float16's fewer bytes do not. GRU and RNN follow, unmeasured.
-// Not in mode exact, whose flushes after each multiply and add make the chain arithmetic: there
-// 2 rows lost 10 % at 80x8x256 (0.854 ms against 0.777 for 8, H200 A/B of 2026-12-03, docs/perf.md),
-// so exact keeps up to MAX_NB. In the recognizer shared by 8 threads with one intra-op thread
-// the rule took 8 threads' runs from 2,783-2,815 to 2,940-3,193 a second (4 alternated rounds).
+// float16 keeps up to MAX_NB. Why: two rows a workgroup make twice the workgroups, each lane's
+// walk shorter; float32's loads of h set the step's chain, so it gains, while float16's fewer
+// bytes do not and the extra workgroups cost (one row a workgroup lost in both). Not in mode
+// exact, whose flushes after each multiply and add make the chain arithmetic: there more
+// workgroups only repeat R's loads, so exact keeps up to MAX_NB. GRU and RNN follow LSTM's
+// measurement. The figures: docs/perf.md, "Kernel choices".
 inline constexpr uint32_t LANES_FLOAT32_NB = 2;
 inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which the 128 x 128 tile is used
 
@@ -41,7 +35,7 @@ inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which
 // units a thread, `by` groups of rows x upt units a workgroup, `prefetch` positions loaded at
 // once, `ksplit` threads sharing a sum's class walk (1, 2, 4, 8), `rows` batch rows a thread
 // (1: v4, a lane per batch row; 2, 4 or 8: v5's register tile of rows x units x gates sums).
-// Written UPTxBYxPREFETCHxKSPLITxROWS in docs/perf.md and scripts/step_kernels.py.
+// Written UPTxBYxPREFETCHxKSPLITxROWS in docs/perf.md and scripts/gpu/step_kernels.py.
 struct BatchedTile
 {
     uint32_t upt, by, prefetch, ksplit, rows;
@@ -65,28 +59,14 @@ struct BatchedTileRule
 // device; measured on the H200 only so far). Every tile gives step.comp's bits (the same
 // class sums and halving tree, tests/test_step_kernels.py), so this table chooses speed only.
 //
-// What the H200 measured (docs/perf.md "Batched steps"; GPU ms of a bidirectional LSTM,
-// input = hidden, steps in parentheses; every output bit-equal to step.comp's; two calls,
-// 2026-12-01 21:43-21:48 UTC at 8bf1ca4 and 2026-12-01 about 23:22 UTC at 38134f4, the second
-// placing batches 48-128 to settle where float32 switches tiles):
-// - float32, hidden 512, from batch 33: 2x2x1x8x2 (2 rows x 2 units x 4 gates = 16 sums a
-//   thread, 512 threads a workgroup) wins by 10-12 % at batch 48 (5.12 against 5.79 for
-//   2x1x1x8x4), 64 (5.67 against 6.32; 5.65 against 6.31 in the first call), 128 (10.55
-//   against 11.82) and 256 (100x256x512 10.17 against 11.52). One exception: batch 96, 9.02
-//   for 2x1x1x8x4 against 10.06 (10 %), not made a rule (one shape, between wins on both
-//   sides). Batch 33-47 unmeasured: as many workgroups as 48 (two 32-row groups), so they
-//   follow 48. The hidden range is set halfway to the measured neighbours, 256 and 1024.
-// - float32 everywhere else: 2x1x1x8x4 (4 rows x 2 units, 32 sums a thread, 256 threads).
-//   Hidden 512 below batch 33: 200x32x512 3.48 against 4.11 (2x2x1x8x2); 200x16x512 2.93
-//   against 3.55, and against 3.69 for step.comp (21 % faster: hence BATCHED_FROM 16, where
-//   v4's 32-row tile, half empty, had only tied with step.comp: 3.73 against 3.72). Hidden
-//   1024: 3 % ahead at batch 48 (10.45 against 10.74), 64 (11.47 against 11.80) and 128
-//   (22.05 against 22.69). Hidden 256: 8-10 % ahead at batch 64 (1.26 against 1.37) and 96
-//   (1.95 against 2.15).
-// - float16, every batch and hidden: 2x1x1x8x4, ahead at every shape measured: 200x64x512
-//   6.25 (3.59) against 7.32 for 2x2x1x8x2 and 8.79 for v4's 2x2x1x8; 200x48x512 5.52
-//   against 6.56; 200x128x512 11.72 against 13.41; 100x256x512 11.36 against 12.91;
-//   100x64x1024 10.58 against 12.30; 200x16x512 3.32 against 3.94 for step.comp (16 %).
+// The rule as measured (docs/perf.md, "Kernel choices"; every output bit-equal to step.comp's):
+// - float32, hidden about 512 (384-767, halfway to the measured neighbours 256 and 1024), from
+//   batch 33 (two 32-row groups, as at 48): 2x2x1x8x2 (2 rows x 2 units x 4 gates = 16 sums a
+//   thread, 512 threads a workgroup), ahead at batch 48, 64, 128 and 256; batch 96 measured the
+//   other way, one shape between wins on both sides, not made a rule.
+// - float32 everywhere else, and float16 at every batch and hidden: 2x1x1x8x4 (4 rows x 2
+//   units, 32 sums a thread, 256 threads), ahead at every other shape measured, and ahead of
+//   step.comp from batch 16 at hidden 512 (hence BATCHED_FROM 16 there).
 // Why, as far as the figures say (a reading, not a model fitted to them): a tile of TB rows x
 // UPT units feeds TB x UPT x 4 multiply-adds with one read of h and UPT of R, so more sums a
 // thread cut the loads that set v4's time; 32 sums need about 100 registers, and their
@@ -110,15 +90,13 @@ struct BatchedTileRule
 // 32-lane rows a wave64 subgroup, or a row over several narrow ones; the h and R reads of one
 // row stay contiguous either way). Those tiles' speed there is
 // unmeasured: a device other than the H200 runs the H200's choice until it is measured
-// (scripts/step_kernels.py, `STAGE=steps`), and any tile can be set by hand (the overrides in
+// (scripts/gpu/step_kernels.py, `STAGE=steps`), and any tile can be set by hand (the overrides in
 // VariantSettings, ortops.variants.BATCHED_* from Python).
 // The batch from which the step runs a batched kernel, by hidden size: the last row whose
-// fromHidden is at most the layer's. What the H200 measured (docs/perf.md, "Sweep", the rerun
-// of 2026-12-02 at 100 steps; the 4-row tile against step.comp): at hidden 512 and 1024 the
-// batched kernel wins at batch 16 (float32 1.50 against 1.90 ms; 5.03 against 7.08), and at
-// 200x16x512 by 21 % (above); at hidden 128 and 256 it loses there (float32 0.628 against
-// 0.458 and 0.935 against 0.697, float16 at 256 0.964 against 0.705), so below hidden 384
-// (halfway to 512) it starts at batch 32 as before 2026-12-01, where v4, and v5 since, had won.
+// fromHidden is at most the layer's. At hidden 512 and 1024 the 4-row tile beats step.comp
+// from batch 16; at hidden 128 and 256 it loses there (a 32-row tile half empty, the lanes
+// kernel latency-bound but cheap), so below hidden 384 (halfway to 512) it starts at batch 32.
+// The figures: docs/perf.md, "Kernel choices".
 // One row of a table of from-batches by hidden size (BATCHED_FROM, COOPMAT_STEPS_FROM): from
 // hidden `fromHidden` up, the kernel runs from `batch`; the last row whose fromHidden is at most
 // the layer's applies, and each table's first row covers every hidden size (fromBatchFor).
@@ -192,21 +170,11 @@ defaultBatchedTile(uint32_t hidden, uint32_t batch, bool float16);
 // conditions, src/core/rnn/layer.cpp useCoopmat) and the cells' default activations: from the
 // batch of COOPMAT_STEPS_FROM the step runs glsl/step_coopmat.comp, R . h on the matrix units
 // (16 units x the pass's gates x 16 NBT batch rows a workgroup) instead of the portable step
-// kernels above. What the H200 measured (docs/modes.md, "The steps on the matrix units"; 2026-12-02,
-// scripts/coopmat_steps.py, bidirectional float16 LSTMs, 100 steps, GPU ms of the layer in
-// mode "fast", portable steps against the matrix-unit ones at the best block count):
-// - from batch 4 at every hidden size measured: hidden 256 0.548 against 0.455 (batch 4),
-//   1.056 against 0.703 (64), 2.478 against 1.275 (256); hidden 512 0.842 against 0.626 (4),
-//   2.072 against 1.160 (64), 7.226 against 3.183 (256); hidden 1024 2.307 against 1.072 (4),
-//   6.306 against 2.696 (64), 24.11 against 9.72 (256); 200x64x512 4.106 against 2.279;
-// - at batch 1 they lose at hidden 256 (0.388 against 0.451), 512 (0.528 against 0.620) and
-//   768 (0.745 against 0.784) and win at 1024 (1.075 against 0.970): a step of one row is
-//   latency-bound, and the matrix kernel's k loop of 64-wide slices (two barriers each) is
-//   longer than step.comp's lane walk until hidden 1024; from 896 (halfway from 768);
-// - at batch 2 they win at hidden 512 (0.750 against 0.620), 768 (0.882 against 0.794) and
-//   1024 (1.850 against 1.005), and at batch 3 at hidden 256 (0.537 against 0.453); batch 2
-//   below hidden 512 is unmeasured, so batch 2 from hidden 384 (halfway from 256), batch 4
-//   below it.
+// kernels above. Why from these batches (the figures: docs/modes.md, "Fast mode"): from batch 4
+// the matrix units win at every hidden size measured; a step of one row is latency-bound, and
+// the matrix kernel's k loop of 64-wide slices (two barriers each) is longer than step.comp's
+// lane walk until hidden 1024 (so batch 1 from 896, halfway from 768); batch 2 wins from hidden
+// 512 and is unmeasured below (so from 384, halfway from 256).
 // Coalescing (Layer::run) does not carry a request below the table's batch into a run at or
 // above it: from batch 2, lone batch-1 requests of such a layer are not coalesced at all.
 inline constexpr FromBatchRule COOPMAT_STEPS_FROM[] = { { 0, 4 }, { 384, 2 }, { 896, 1 } };
@@ -215,12 +183,9 @@ static_assert(COOPMAT_STEPS_FROM[0].fromHidden == 0, "COOPMAT_STEPS_FROM: the fi
 // from that batch at every hidden size).
 inline constexpr uint32_t COOPMAT_STEPS_TABLE = 0xFFFFFFFFu;
 // The batch blocks a workgroup (NBT): two where that still leaves COOPMAT_PAIR_GROUPS
-// workgroups in the step's grid, else one. Measured (same runs): one block wins up to 256
-// workgroups of one block (200x64x512: 2.279 against 2.551 for two; 100x128x256: 0.861
-// against 1.000), two from 512 (100x64x1024: 2.696 against 3.549; 100x128x512 1.778 against
-// 2.206; 100x256x256 1.275 against 1.505; 100x256x1024 9.72 against 10.65), where one block's
-// workgroups each re-read R from L2 for only 16 rows. Four blocks won nowhere (100x256x1024:
-// 11.73); COOPMAT_BLOCKS = 4 still runs them.
+// workgroups in the step's grid, else one. One block wins up to 256 workgroups of one block;
+// from 512, where one block's workgroups each re-read R from L2 for only 16 rows, two win.
+// Four blocks won nowhere; COOPMAT_BLOCKS = 4 still runs them (docs/perf.md, "Kernel choices").
 inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
 
 // ---------------------------------------------------------------- the whole-sequence kernel
@@ -233,26 +198,13 @@ inline constexpr uint32_t COOPMAT_PAIR_GROUPS = 256;
 // of Vulkan, and on a GPU only where R of a direction fits one compute unit's cache and the
 // batch is small. The rules by device class: the last row of the device's class (`cpu`:
 // DeviceDescription::type "cpu", else a GPU) whose limits the layer is within chooses it.
-// What lavapipe measured (docs/perf.md, "Whole-sequence kernel"; Mesa 22.3.6, 2 cores):
-// SEQUENCE_CPU_MEASURED below. SEQUENCE_GPU_MEASURED (H200, 2026-12-02 10:50 UTC, bidirectional
-// float32 LSTMs, whole-sequence / step kernels / cuDNN strict GPU-time ms, medians of three
-// alternated rounds in one call, same bits in every round; docs/perf.md, "Whole-sequence
-// kernel"; scripts/gpu/sequence_rule.py): 48x8x192 (hidden 96) 0.140 / 0.212 / 0.260,
-// 48x32x96 0.147 / 0.322 / 0.264, 80x1x64 0.137 / 0.257 / 0.248; and from hidden 128 it loses:
-// 80x1x128 0.881 / 0.275, 80x8x128 0.894 / 0.364, 80x16x128 0.922 / 0.365, 80x1x256 1.985 /
-// 0.313, 80x8x256 2.032 / 0.514. R of a direction is 147 KB at hidden 96 (held in the compute
-// unit's L1, 256 KB on Hopper) and 256 KB at 128 (streamed from L2 every step, through one unit).
-// Hence hidden up to 96 and batch up to 32, the largest measured (a workgroup a batch row and
-// direction: 64 workgroups on 132 units).
-// SEQUENCE_CPU_MEASURED (lavapipe, 2 cores shared with other work, 2026-12-02 06:00-06:10 UTC,
-// bidirectional float32 LSTMs, input = hidden, GPU-time ms of the step passes, step kernels
-// against this kernel; same bits in every case; load made single figures vary by up to 2x):
-// 80x1x64 139 / 7.8 (3.6 with R in registers), 80x1x128 657 / 7.2, 80x1x256 2498 / 35-80,
-// 20x1x512 852 / 84, 40x8x64 245 / 12.8, 40x16x64 114 / 100, 40x32x64 108 / 148 and 197 / 128
-// (two runs), 20x32x256 1119 / 729, 20x64x128 816 / 465. So: every hidden size measured, up to
-// 512 (R_REGS; 1024 unmeasured), and every batch measured, up to 64; beyond, the step kernels.
-// The first run of a shape compiles it: 2.5 s at hidden 32 to 13 s at 512 on lavapipe (Mesa's
-// disk cache makes later processes fast).
+// On a GPU it loses from hidden 128 (on the H200): R of a direction is 147 KB at hidden 96, held
+// in a compute unit's L1 (256 KB on Hopper), and 256 KB at 128, streamed from L2 through one
+// unit every step. Hence hidden up to 96 and batch up to 32, the largest measured (a workgroup a
+// batch row and direction: 64 workgroups on 132 units). On lavapipe it wins at every hidden size
+// measured, up to 512 (R_REGS; 1024 unmeasured), and every batch measured, up to 64; beyond,
+// the step kernels. The figures: docs/perf.md, "Kernel choices". The first run of a shape
+// compiles its fully unrolled walk, seconds on lavapipe (Mesa's disk cache keeps it after).
 inline constexpr uint32_t SEQUENCE_CPU_MAX_HIDDEN = 512;
 inline constexpr uint32_t SEQUENCE_CPU_MAX_BATCH = 64;
 inline constexpr uint32_t SEQUENCE_GPU_MAX_HIDDEN = 96;
@@ -270,10 +222,9 @@ inline constexpr SequenceRule SEQUENCE_STEPS[] = {
 // The largest hidden size whose rows of R a thread holds (R_REGS: gates x hidden floats a
 // thread; lavapipe's JIT unrolls the product fully, 32 K multiply-adds a step at 4 x 1024).
 inline constexpr uint32_t SEQUENCE_R_REGS_MAX = 1024;
-// With R in registers on a CPU device, the units a thread owns (glsl/step_sequence.comp's UPT).
-// Lavapipe, idle, 80x1x256 bidirectional LSTM, steps' GPU ms (2026-12-02 22:24 UTC, same
-// process, same bits): h read by every lane 60-63; broadcast, 1 unit a thread 27.6, 2 units
-// 17.0-17.1, 4 units 15.0. The first call (the compile) 3.0 s, 4.8 s and 11.8 s.
+// With R in registers on a CPU device, the units a thread owns (glsl/step_sequence.comp's UPT):
+// each broadcast of h then feeds more multiply-adds; four units ran a little faster than two
+// but took over twice as long to compile (docs/perf.md, "Kernel choices").
 inline constexpr uint32_t SEQUENCE_CPU_UNITS = 2;
 // VariantSettings::sequenceSteps: SEQUENCE_STEPS_TABLE (the rules above, or the environment's
 // ORTOPS_SEQUENCE_STEPS=0/1 where set), 0 never, 1 wherever it fits (shared memory, threads).
@@ -285,8 +236,8 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // invocation 4 columns of Xw walking every row 8 at a time, X shared across the subgroup by
 // broadcast; the tiled kernel's sums, so the same bits (tests/test_cpu_projection.py).
 // Chosen by device class (DeviceDescription::type "cpu"; GPUs keep the tiled kernel: their
-// rows unmeasured). What lavapipe measured: docs/perf.md, "CPU Vulkan"; the figures behind
-// each constant are beside it in src/core/rnn/cpu_projection.cpp.
+// rows unmeasured). Why each constant: src/core/rnn/cpu_projection.cpp; the figures:
+// docs/perf.md, "Kernel choices".
 inline constexpr uint32_t CPU_PROJECTION_TABLE = 0xFFFFFFFFu;
 // VariantSettings::cpuProjection: CPU_PROJECTION_TABLE (CPU devices, or ORTOPS_CPU_PROJECTION
 // = 0 / 1 where set), 0 never, 1 on every device.

@@ -35,7 +35,7 @@ namespace {
 // 2 MiB chunks over up to 8 threads: a 26 MB input is 13 chunks, each long enough (~0.4 ms at
 // one thread's 5 GB/s) that claiming it (one atomic add) and waking a helper (~10-50 us) are
 // small beside it. More than 8 threads did not raise the H200 host's copy bandwidth further
-// (the copies are memory-bound; see docs/perf.md, "Host path").
+// (the copies are memory-bound; docs/perf.md, "Kernel choices").
 constexpr size_t DEFAULT_CHUNK = size_t(2) << 20;
 constexpr unsigned DEFAULT_MAX_THREADS = 8;
 

@@ -1,12 +1,12 @@
 // Host copies of large ranges over several threads (the inputs into mapped memory, the outputs
 // out of it).
 //
-// One thread's memcpy on the H200's host runs at ~5 GB/s, and the first touch of a fresh numpy
-// output costs a page fault per 4 KiB page on top: a 200x64x512->512 bidirectional LSTM spent
-// 18.7 ms of host work on 78 MB of inputs and outputs. Large ranges are split into chunks that
-// a small persistent pool of threads and the calling thread claim one at a time; the page
-// faults of a fresh target are then taken by several threads at once too. Below the threshold
-// (two chunks) a plain memcpy is cheaper than waking anyone.
+// One thread's memcpy runs at a few GB/s, and the first touch of a fresh numpy output costs a
+// page fault per 4 KiB page on top, so a large layer's host work was several times its GPU
+// time (docs/perf.md, "Kernel choices"). Large ranges are split into chunks that a small
+// persistent pool of threads and the calling thread claim one at a time; the page faults of a
+// fresh target are then taken by several threads at once too. Below the threshold (two
+// chunks) a plain memcpy is cheaper than waking anyone.
 //
 // Thread safety: any number of threads may copy at once (each call is its own job; the pool
 // serves jobs in order and every caller works on its own job, so a call never waits for a
@@ -50,9 +50,8 @@ void copyRanges(size_t count, size_t bytes, const std::function<void(size_t, siz
 
 // Narrow n float32 values to float16 bits, rounding to nearest even (numpy's astype, and the
 // F16C instruction used where the CPU has it); NaN stays NaN, quiet, with the top bits of its
-// payload. numpy's own astype runs at ~0.4 G values/s (17 ms for a 26 MB float32 input on the
-// development machine) against ~2 ms for a copy of it. Same chunks and threads as copy (a chunk
-// counted in source bytes). Call without the GIL.
+// payload. numpy's own astype is several times slower than a copy of the same bytes. Same
+// chunks and threads as copy (a chunk counted in source bytes). Call without the GIL.
 void narrowToHalf(uint16_t* dst, const float* src, size_t n);
 
 } // namespace hostcopy

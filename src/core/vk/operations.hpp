@@ -91,8 +91,7 @@ class OpCopy : public kp::OpBase
 
 // The last command of a run: once everything before it has completed, write 1 into a
 // host-coherent word the host polls. NVIDIA's vkWaitForFences sleeps and wakes about half a
-// millisecond late (the measured round trip of an empty sequence was 0.56 ms on the H200);
-// polling the word first, then waiting on the (by then signalled) fence, cuts that latency
+// millisecond late; polling the word first, then waiting on the (by then signalled) fence, cuts that latency
 // without changing what the fence guarantees.
 class OpFinish : public kp::OpBase
 {

@@ -3,20 +3,17 @@
 // made again, compile their shaders once.
 //
 // Why: a pipeline's creation is the driver compiling the shader with its specialization
-// constants, and nothing below ortops shared it between programs. On lavapipe (Mesa 22.3) the
-// same pipeline compiled again cost as much as the first time: over the quick test selection
-// (2026-12-02, 1,909 tests, two processes) 11,432 programs were created, 2,480 of them distinct
-// in their process; the other 8,952 spent 490 s of the 1,028 s that pipeline creation took
-// (measured around kp::Algorithm's construction, wall time). Kompute's kp::Algorithm makes its
-// own pipeline, layout and even pipeline cache per algorithm, so ortops builds the pipeline
-// itself here and keeps only Kompute's buffers (program.hpp).
+// constants, and nothing below ortops shared it between programs: Kompute's kp::Algorithm
+// makes its own pipeline, layout and even pipeline cache per algorithm, and on lavapipe the
+// same pipeline compiled again costs as much as the first time (most programs the test suite
+// creates repeat one already built in their process: docs/ci.md). So ortops builds the
+// pipeline itself here and keeps only Kompute's buffers (program.hpp).
 //
 // Lifetime: a Program holds its pipeline (shared_ptr), so a pipeline in use lives as long as
 // its programs. The table also keeps up to kIdlePipelines pipelines no program uses, the least
-// recently asked for dropped first: replayed on the quick selection's trace, 32 kept 91 % of
-// what an unbounded table would share (16: 89 %), and memory stays bounded for a
-// service that makes and drops sessions. The context clears the table before destroying its
-// device (Context::~Context).
+// recently asked for dropped first: on the test suite's trace 32 keep nearly all an unbounded
+// table would share, and memory stays bounded for a service that makes and drops sessions.
+// The context clears the table before destroying its device (Context::~Context).
 #pragma once
 
 #include <kompute/Kompute.hpp>
