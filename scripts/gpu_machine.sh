@@ -322,8 +322,8 @@ if has models; then
   # silero-vad wheel (11 MB) in build/deps/: with .gl and .whl both are over 64 MiB, so two calls on
   # one warm machine (the peers stay in /tmp/site-peers): call 1 carries .gl .whl
   # build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime .whl-peers (the build, the peers installed);
-  # call 2 carries .whl build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime
-  # build/deps/silero_vad-6.2.3-py3-none-any.whl and runs the table (about 5 minutes).
+  # call 2 the same with build/deps/silero_vad-6.2.3-py3-none-any.whl for .whl-peers (an
+  # incremental build, then the table: about 3 minutes on the H200, MODELS_ARGS adds options).
   if compgen -G ".whl-peers/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site-peers .whl-peers/*.whl || exit 1
