@@ -40,7 +40,7 @@ STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, t
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
                       # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
-                      # host, ep,
+                      # host, ep, models,
                       # import (none: build only)
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
@@ -312,6 +312,31 @@ if has streamrounds; then
   # split into the device's time and the host's). 16 kHz, back to back.
   py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-5000} --rounds ${STREAM_ROUNDS:-5} --breakdown \
     --sr 16000 --out "$OUT/streamrounds" 2>&1 | grep -v CleanUnusedInitializers | tee "$OUT/streamrounds.txt"
+fi
+if has models; then
+  # Issue 45, item 3: the third-party models the tests use and a stacked BiLSTM (200 x 32 and 64 x 256)
+  # end to end through ONNX Runtime: ORT CPU, the ortops EP (placement gpu and auto), the WebGPU
+  # plugin EP and onnxruntime-ggml on Vulkan, engines alternated in rounds (bench/real_models.py;
+  # exit status 1 if ortops' outputs break the rule against ORT CPU). The peers' wheels for this
+  # Python (onnxruntime_ep_webgpu-0.4.0, onnxruntime_ggml-0.2.0; 29 MB) come in .whl-peers/, the
+  # silero-vad wheel (11 MB) in build/deps/: with .gl and .whl both are over 64 MiB, so two calls on
+  # one warm machine (the peers stay in /tmp/site-peers): call 1 carries .gl .whl
+  # build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime .whl-peers (the build, the peers installed);
+  # call 2 the same with build/deps/silero_vad-6.2.3-py3-none-any.whl for .whl-peers (an
+  # incremental build, then the table: about 3 minutes on the H200, MODELS_ARGS adds options).
+  if compgen -G ".whl-peers/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site-peers .whl-peers/*.whl || exit 1
+  fi
+  export PYTHONPATH=$PYTHONPATH:/tmp/site-peers
+  py -c "import onnxruntime as o, onnxruntime_ep_webgpu as w, onnxruntime_ggml as g; \
+print('onnxruntime', o.__version__, '| webgpu', w.get_library_path(), '| ggml', g.library_path())" 2>&1 | tail -1
+  if compgen -G "build/deps/silero_vad-*.whl" > /dev/null; then
+    py bench/real_models.py --out "$OUT" ${MODELS_ARGS:-} 2>&1 | tee "$OUT/real_models_log.txt"
+    echo "real_models exit status ${PIPESTATUS[0]}"
+  else
+    echo "models: peers installed; carry build/deps/silero_vad-6.2.3-py3-none-any.whl in the next call to run the table"
+  fi
 fi
 if has cudaep; then
   # An ortops session beside onnxruntime-gpu's CUDA execution provider (docs/packaging.md):

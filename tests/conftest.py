@@ -138,6 +138,7 @@ NO_DEVICE = {
     "test_fast_mode": {"test_fast_is_a_mode_running_the_deterministic_binaries",
                        "test_projection_kernel_choice", "test_device_description_shows_cooperative_matrix",
                        "test_build_step_declares_the_float_control_for_float16"},
+    "test_real_models": {"test_tables_name_times_errors_nodes_and_peers_that_do_not_run"},
 }
 
 #: Tests that take more than about 2 s on lavapipe under validation (``--durations``), or
