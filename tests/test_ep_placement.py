@@ -11,7 +11,12 @@ library's path), as a C# or C++ application would use the EP:
   API, ORTOPS_COST_SHAPES=small), caches it under the same key, and places by it;
 - CUDA_VISIBLE_DEVICES decides the EP's default device, or the session is refused with the
   rules' error (on lavapipe there is no NVIDIA device: an index or a MIG instance is refused;
-  tests/cpp/test_visible.cpp covers the rules on made-up GPU lists).
+  tests/cpp/test_visible.cpp covers the rules on made-up GPU lists);
+- under ONNX Runtime's automatic device selection, every policy leaves the recognizer's LSTMs
+  where the table of docs/onnxruntime.md says for this machine (a Vulkan GPU: on the EP under
+  PREFER_GPU and MAX_PERFORMANCE; lavapipe: on ORT CPU under every policy, by the EP's default
+  placement auto there), each EP device on a hardware device of its kind, and no run slower
+  than ORT CPU's (within the noise of a shared machine).
 """
 
 from __future__ import annotations

@@ -121,9 +121,23 @@ getVersion(const OrtEpFactory*) noexcept
     return ORTOPS_VERSION;
 }
 
+// A warning through the logger ORT gave the factory.
+void
+warn(const Factory& f, const std::string& message) noexcept
+{
+    if (f.logger == nullptr) {
+        return;
+    }
+    if (OrtStatus* s = f.api->Logger_LogMessage(f.logger, ORT_LOGGING_LEVEL_WARNING, message.c_str(), ORT_FILE,
+                                                __LINE__, "ortops::ep::GetSupportedDevices")) {
+        f.api->ReleaseStatus(s);
+    }
+}
+
 // A GPU hardware device the factory creates for a Vulkan GPU that ORT did not discover (once
 // per device; the factory releases it), with the metadata ORT's own discovery gives a GPU:
-// "Discrete" (provider_policy_context.cc prefers a discrete GPU) and "pci_bus_id".
+// "Discrete" (provider_policy_context.cc prefers a discrete GPU) and "pci_bus_id". nullptr,
+// with a warning, where ORT refuses.
 const OrtHardwareDevice*
 createdGpu(Factory& f, const DeviceDescription& d)
 {
@@ -144,7 +158,12 @@ createdGpu(Factory& f, const DeviceDescription& d)
     OrtHardwareDevice* device = nullptr;
     OrtStatus* s = f.epApi->CreateHardwareDevice(OrtHardwareDeviceType_GPU, d.vendorId, d.deviceId, "", meta, &device);
     api->ReleaseKeyValuePairs(meta);
-    ort::check(api, s, "CreateHardwareDevice");
+    if (s != nullptr) {
+        warn(f, "ortops: CreateHardwareDevice for " + d.name + " failed (" + api->GetErrorMessage(s) +
+                  "): its EP device is on the CPU hardware device");
+        api->ReleaseStatus(s);
+        return nullptr;
+    }
     f.ownHardwareDevices.emplace_back(d.uuid, device);
     return device;
 }
@@ -182,20 +201,8 @@ hardwareFor(Factory& f, const DeviceDescription& d, const OrtHardwareDevice* con
     if (gpu != nullptr) {
         return gpu;
     }
-    return f.createsHardwareDevices ? createdGpu(f, d) : cpu;
-}
-
-// A warning through the logger ORT gave the factory.
-void
-warn(const Factory& f, const std::string& message) noexcept
-{
-    if (f.logger == nullptr) {
-        return;
-    }
-    if (OrtStatus* s = f.api->Logger_LogMessage(f.logger, ORT_LOGGING_LEVEL_WARNING, message.c_str(), ORT_FILE,
-                                                __LINE__, "ortops::ep::GetSupportedDevices")) {
-        f.api->ReleaseStatus(s);
-    }
+    const OrtHardwareDevice* created = f.createsHardwareDevices ? createdGpu(f, d) : nullptr;
+    return created != nullptr ? created : cpu;
 }
 
 OrtStatus* ORT_API_CALL
