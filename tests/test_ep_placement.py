@@ -234,6 +234,9 @@ def test_selection_policies_leave_the_lstms_where_they_run_fastest(tmp_path):
     report, _ = _child(tmp_path, runs, env, model=onnx.load(recognizer), feeds=feeds)
     row = TABLE[_row(report)]
     cpu = report["runs"]["ORT CPU"]
+    # Under the validation layer a device's run times say nothing of its speed: runs with the
+    # LSTMs on the device are timed only without it.
+    validating = os.environ.get("ORTOPS_VALIDATION", "") not in ("", "0")
     expected = np.load(tmp_path / "ORT CPU.npz")
     for name, want in row.items():
         r = report["runs"][name]
@@ -243,4 +246,5 @@ def test_selection_policies_leave_the_lstms_where_they_run_fastest(tmp_path):
         got = np.load(tmp_path / f"{name}.npz")
         for key in expected.files:
             assert scaled_error(got[key], expected[key]) <= 1e-5, (name, key)
-        assert r["ms"] <= SLOWER * cpu["ms"], (name, r["ms"], cpu["ms"])
+        if want == CPU or not validating:
+            assert r["ms"] <= SLOWER * cpu["ms"], (name, r["ms"], cpu["ms"])
