@@ -25,7 +25,13 @@ _LAZY = {
     "convert": ("ortops.ort.session", "convert"),
     "register": ("ortops.ort.session", "register"),
     "library_path": ("ortops.ort.session", "library_path"),
-    # The plugin execution provider (ortops/ep.py): unmodified models through onnxruntime.
+    # The plugin execution provider (ortops/ep.py): unmodified models through onnxruntime,
+    # with the names ONNX Runtime's plugin-EP packaging guidance asks a package for
+    # (get_library_path, get_ep_names, get_ep_name); ep_library_path is get_library_path.
+    "get_library_path": ("ortops.ep", "get_library_path"),
+    "get_ep_names": ("ortops.ep", "get_ep_names"),
+    "get_ep_name": ("ortops.ep", "get_ep_name"),
+    "EP_NAME": ("ortops.ep", "EP_NAME"),
     "ep_library_path": ("ortops.ep", "ep_library_path"),
     "ep_session_options": ("ortops.ep", "ep_session_options"),
     "DeviceLostError": ("ortops._vk", "DeviceLostError"),
@@ -33,7 +39,9 @@ _LAZY = {
     "ModelError": ("ortops.ort.rewrite", "ModelError"),
 }
 
-__all__ = sorted(_LAZY) + ["reference", "validation", "activations", "cells"]
+_SUBMODULES = ("reference", "validation", "activations", "cells")
+
+__all__ = sorted(_LAZY) + list(_SUBMODULES)
 
 
 def __getattr__(name):
@@ -44,8 +52,13 @@ def __getattr__(name):
         value = getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
-    if name in ("reference", "validation", "activations", "cells"):
+    if name in _SUBMODULES:
         import importlib
 
         return importlib.import_module(f"ortops.{name}")
     raise AttributeError(f"module 'ortops' has no attribute {name!r}")
+
+
+def __dir__():
+    # The lazy names too (PEP 562): dir(ortops) lists the public API before it is first used.
+    return sorted(set(globals()) | set(__all__))

@@ -10,16 +10,23 @@ session options (docs/onnxruntime.md, "The execution provider")::
     import onnxruntime, ortops
     sess = onnxruntime.InferenceSession("model.onnx", sess_options=ortops.ep_session_options())
 
-which is, in plain onnxruntime::
+which is, in plain onnxruntime, with the names ONNX Runtime's plugin-EP packaging guidance
+asks a package for (:func:`get_library_path`, :func:`get_ep_names`, :func:`get_ep_name`)::
 
-    onnxruntime.register_execution_provider_library("ortops", ortops.ep_library_path())
-    devices = [d for d in onnxruntime.get_ep_devices() if d.ep_name == "OrtopsExecutionProvider"]
+    onnxruntime.register_execution_provider_library("ortops", ortops.get_library_path())
+    devices = [d for d in onnxruntime.get_ep_devices() if d.ep_name in ortops.get_ep_names()]
     so = onnxruntime.SessionOptions()
     so.add_provider_for_devices(devices[:1], {"mode": "deterministic"})
 
-EP options: ``device`` (a Vulkan device UUID, index or name part; default: the EP device
-given), ``mode`` (``deterministic``, ``exact``, ``fast``: docs/modes.md) and ``placement``
-(``gpu``; ``auto`` behaves as ``gpu`` until the cost model is in the native core).
+or left to ONNX Runtime's automatic device selection
+(``so.set_provider_selection_policy(onnxruntime.OrtExecutionProviderDevicePolicy.PREFER_GPU)``).
+
+EP options (any other key is refused, naming these): ``device`` (a Vulkan device UUID, index
+or name part; default: the EP device given), ``mode`` (:data:`ortops.vocabulary.MODES`:
+docs/modes.md) and ``placement`` (:data:`ortops.vocabulary.PLACEMENTS`: ``gpu`` puts every
+recurrent node the device can run on it, ``auto`` leaves to ONNX Runtime's CPU provider the
+nodes the cost model predicts faster there; default ``auto`` on a CPU implementation of Vulkan
+such as lavapipe, else ``gpu``).
 """
 
 from __future__ import annotations
@@ -27,8 +34,8 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["EP_NAME", "REGISTRATION_NAME", "ep_library_path", "register_ep", "ep_devices",
-           "ep_session_options"]
+__all__ = ["EP_NAME", "REGISTRATION_NAME", "get_library_path", "get_ep_name", "get_ep_names",
+           "ep_library_path", "register_ep", "ep_devices", "ep_session_options"]
 
 #: The EP's name (the factory's GetName): what ONNX Runtime's reports and providers lists say.
 EP_NAME = "OrtopsExecutionProvider"
@@ -36,22 +43,35 @@ EP_NAME = "OrtopsExecutionProvider"
 REGISTRATION_NAME = "ortops"
 #: The EP devices' metadata keys (src/ep/ep.hpp).
 META_UUID, META_NAME, META_INDEX = "vulkan_uuid", "vulkan_device_name", "vulkan_index"
-_MODES = ("deterministic", "exact", "fast")      # ortops.modes.MODES' names
-_PLACEMENTS = ("gpu", "auto")
 _LIBRARY = "libortops_ort.so"
 
 _lock = threading.Lock()
 _registered = False
 
 
-def ep_library_path() -> str:
+def get_library_path() -> str:
     """The path of the library holding the EP (``ortops/libortops_ort.so``, the custom-op
-    library too), for ``register_execution_provider_library`` in any ONNX Runtime."""
+    library too), for ``register_execution_provider_library`` in any ONNX Runtime (the name
+    ONNX Runtime's plugin-EP packaging guidance gives this helper)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIBRARY)
     if not os.path.isfile(path):
         raise RuntimeError(f"ortops: the library {path} is not installed; reinstall ortops "
                            "(pip install .) so that CMake builds it")
     return path
+
+
+#: :func:`get_library_path` by its earlier name.
+ep_library_path = get_library_path
+
+
+def get_ep_name() -> str:
+    """The EP's name, :data:`EP_NAME`: the ``ep_name`` of each of its ``onnxruntime.OrtEpDevice`` objects."""
+    return EP_NAME
+
+
+def get_ep_names() -> list[str]:
+    """The names of the EPs the library provides (one: :data:`EP_NAME`)."""
+    return [EP_NAME]
 
 
 def register_ep() -> None:
@@ -65,35 +85,26 @@ def register_ep() -> None:
         if any(d.ep_name == EP_NAME for d in onnxruntime.get_ep_devices()):
             _registered = True     # registered already, by the application itself
             return
-        onnxruntime.register_execution_provider_library(REGISTRATION_NAME, ep_library_path())
+        onnxruntime.register_execution_provider_library(REGISTRATION_NAME, get_library_path())
         _registered = True
-
-
-def _matches(dev, spec: str) -> bool:
-    meta = dev.ep_metadata
-    uuid = meta.get(META_UUID, "")
-    s = spec.strip().lower()
-    if s.startswith("gpu-"):
-        s = s[4:]
-    if s.isdigit():
-        return meta.get(META_INDEX) == s
-    digits = s.replace("-", "")
-    if len(digits) >= 8 and all(c in "0123456789abcdef" for c in digits):
-        return uuid.replace("-", "").startswith(digits)
-    return s in meta.get(META_NAME, "").lower()
 
 
 def ep_devices(device: str | int | None = None) -> list:
     """The ortops EP devices (``onnxruntime.OrtEpDevice``, one per usable Vulkan device; their
     ``ep_metadata`` holds the Vulkan device's UUID, name, driver and index), registering the
-    library first; with ``device`` (a UUID or its first 8+ hex digits, an index, or part of
-    the name) only the matching one(s)."""
+    library first; with ``device`` (a UUID or its first 8+ hex digits, an index, a type or part
+    of the name: what :func:`ortops.device.select` takes) only the EP device of the device it
+    names (none where that device is not offered). ValueError where ``device`` names no
+    Vulkan device."""
     import onnxruntime
 
     register_ep()
     found = [d for d in onnxruntime.get_ep_devices() if d.ep_name == EP_NAME]
     if device is not None:
-        found = [d for d in found if _matches(d, str(device))]
+        from ortops.device import select
+
+        uuid = select(device).uuid
+        found = [d for d in found if d.ep_metadata.get(META_UUID) == uuid]
     return found
 
 
@@ -102,16 +113,20 @@ def ep_session_options(device: str | int | None = None, mode: str | None = None,
     """``onnxruntime.SessionOptions`` (``sess_options`` if given) with the ortops EP first
     and ONNX Runtime's CPU provider after: RNN / GRU / LSTM nodes the Vulkan path takes run
     there, every other node on the CPU. ``device``: as :func:`ep_devices` (default: the first
-    ortops EP device, the one the core prefers: ``ORTOPS_DEVICE``, else a discrete GPU, ...); ``mode``: deterministic (default), exact or fast; ``placement``: gpu
-    (default) or auto. Raises ValueError for a bad option, RuntimeError when no Vulkan device
-    is offered."""
+    ortops EP device, the one the core prefers: ``ORTOPS_DEVICE``, else a discrete GPU, ...);
+    ``mode``: one of :data:`ortops.vocabulary.MODES` (default deterministic); ``placement``:
+    one of :data:`ortops.vocabulary.PLACEMENTS` (default: the EP's, ``auto`` on a CPU
+    implementation of Vulkan, else ``gpu``). Raises ValueError for a bad option, RuntimeError
+    when no Vulkan device is offered."""
     import onnxruntime
 
-    if mode is not None and mode not in _MODES:
-        raise ValueError(f"ortops.ep_session_options: mode must be one of {', '.join(_MODES)}, got {mode!r}")
-    if placement is not None and placement not in _PLACEMENTS:
-        raise ValueError(f"ortops.ep_session_options: placement must be one of {', '.join(_PLACEMENTS)}, "
-                         f"got {placement!r}")
+    from ortops import vocabulary
+
+    where = "ortops.ep_session_options"
+    if mode is not None:
+        vocabulary.check("mode", mode, where)
+    if placement is not None:
+        vocabulary.check("placement", placement, where)
     devices = ep_devices(device)
     if not devices:
         offered = [d.ep_metadata.get(META_NAME, "?") for d in ep_devices()]

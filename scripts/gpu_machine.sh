@@ -20,6 +20,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export ORTOPS_KOMPUTE_SDIST=$PWD/build/deps/kp-0.9.0.tar.gz KOMPUTE_PYTHON_NUM_PARALLEL_THREADS=8
 export CMAKE_BUILD_PARALLEL_LEVEL=16 PYTHONUNBUFFERED=1
+# Tests whose expectations depend on the machine (tests/test_ep_placement.py's policy table)
+# fail here unless they find the machine's Vulkan GPU, rather than checking another row.
+export ORTOPS_GPU_MACHINE=1
 # The testing build (ORTOPS_TESTING: the suite needs its hooks; scripts/setup.sh builds the same).
 # OLD_SRC (a folder holding an older tree, e.g. `git archive <commit>`): that build too, into
 # /tmp/site-old, in the background while this one builds and the suite runs (stage ab compares them).

@@ -3,17 +3,22 @@
 # examples/cpp: Debian's libonnxruntime-dev (the Expat licence) of a suite whose headers hold
 # the plugin execution-provider API (onnxruntime_ep_c_api.h) at ORT_API_VERSION MIN_API or
 # later: sid (1.23.2, API 23), else experimental (1.27.1, API 27).
+# MIN_API is 24 by default, the library's: its EP factory declares OrtEpApi::CreateHardwareDevice
+# (ORT 1.24) and calls it where the onnxruntime that loads it has it (src/ep/factory.cpp); the
+# C++ examples need 24 too (the session's EP graph-assignment report,
+# Session_GetEpGraphAssignmentInfo, came in 1.24). So sid's 1.23 does not fit and experimental's
+# 1.27.1 is taken, until sid has 1.24 or later.
 # Downloaded as a .deb into build/deps/ and its headers alone unpacked into
-# build/deps/onnxruntime/include/ (MIN_API 23, the library's build) or
-# build/deps/onnxruntime-api<MIN_API>/include/ (examples/cpp asks for 24: the session's EP
-# graph-assignment report, Session_GetEpGraphAssignmentInfo, came in 1.24). No PyPI package
+# build/deps/onnxruntime/include/ (MIN_API 24 or less) or
+# build/deps/onnxruntime-api<MIN_API>/include/ (a later MIN_API). No PyPI package
 # ships onnxruntime_c_api.h (../shared/NOTES.md); the libraries need only the headers, the API
 # is resolved at run time through OrtGetApiBase() of the onnxruntime that loads them, at a
 # fixed version (the custom ops ask for 16, the EP for 23: src/ort/kernel.hpp, src/ep/ep.hpp).
 #
 # Idempotent: nothing is fetched when fitting headers are already there. Headers or a cached
-# .deb that do not fit (trixie's 1.21, which an earlier version of this script fetched) are not used:
-# the test is the headers themselves, not a version string. Packages in sid and experimental
+# .deb that do not fit (trixie's 1.21; sid's 1.23, older than
+# the library's 1.24 EP API) are not used: the test is the headers themselves,
+# not a version string. Packages in sid and experimental
 # are replaced in place, so the suite's current version is resolved each time a download is
 # needed. The system's apt sources are left alone: a private apt configuration (sources,
 # lists) under a temporary folder names the suite on the archive this machine's apt already
@@ -24,9 +29,9 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 deps=${1:-$top/build/deps}
-min_api=${2:-23}
+min_api=${2:-24}
 dir=$deps/onnxruntime
-[ "$min_api" = 23 ] || dir=$deps/onnxruntime-api$min_api
+[ "$min_api" -le 24 ] || dir=$deps/onnxruntime-api$min_api
 inc=$dir/include
 NEEDED=onnxruntime_ep_c_api.h     # the plugin-EP API
 SUITES=(sid experimental)

@@ -76,7 +76,7 @@ PYTHONPATH="$PWD/$layer" ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH="$PWD/tests"
 PYTHONPATH="$PWD/$layer" .venv/bin/pytest --vk-validation --fail-on-skip -q -p no:cacheprovider \
   --onnxruntime-version "$oldest" -m "not conformance" -n "$pytest_n" tests/test_session.py tests/test_session_parity.py \
   tests/test_torch_exports.py tests/test_cli.py tests/test_conformance.py tests/test_control_flow.py \
-  tests/test_silero_vad.py tests/test_ep.py tests/test_session_ep.py tests/test_ep_placement.py || status=1
+  tests/test_silero_vad.py tests/test_ep.py tests/test_session_ep.py tests/test_ep_placement.py tests/test_ep_options.py || status=1
 stamp "onnxruntime $oldest"
 }
 

@@ -66,7 +66,9 @@ assert eps, "no ortops EP device"
 def session(model):
     so = ort.SessionOptions()
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
-    so.add_provider_for_devices(eps[:1], {"mode": "deterministic"})
+    # placement gpu: every node the device can run goes to it, also on lavapipe (whose default
+    # placement is auto, which leaves to ORT CPU what it runs faster).
+    so.add_provider_for_devices(eps[:1], {"mode": "deterministic", "placement": "gpu"})
     # enable_fallback=0: a refused EP is an error, as in the other bindings (Python's session
     # would otherwise retry on its fallback providers).
     return ort.InferenceSession(model, sess_options=so, enable_fallback=0)
@@ -344,7 +346,7 @@ def child(tmp_path_factory):
     add("bad", "bad", m, [bad, lens_feeds[0]])
 
     (tmp / "job.json").write_text(json.dumps(job))
-    run_child(CHILD, ortops.ep_library_path(), str(tmp / "job.json"), str(tmp), cwd=tmp)
+    run_child(CHILD, ortops.get_library_path(), str(tmp / "job.json"), str(tmp), cwd=tmp)
     report = json.loads((tmp / "report.json").read_text())
     return cases, report, tmp
 
@@ -524,7 +526,7 @@ def test_sessions_created_and_dropped_release_their_layers():
     m, f = _one_node("LSTM", seed=13)
     before = _vk.core_counters()["layers_alive"]
     for _ in range(5):
-        sess = ort.InferenceSession(m.SerializeToString(), sess_options=ortops.ep_session_options())
+        sess = ort.InferenceSession(m.SerializeToString(), sess_options=ortops.ep_session_options(placement="gpu"))
         sess.run(None, f)
         assert _vk.core_counters()["layers_alive"] == before + 1
         del sess
@@ -533,17 +535,17 @@ def test_sessions_created_and_dropped_release_their_layers():
 
 
 def test_one_library_exports_both_doors():
-    """The EP and the custom ops are one file: ep_library_path() is library_path()."""
+    """The EP and the custom ops are one file: get_library_path() is library_path()."""
     import ctypes
 
-    assert ortops.ep_library_path() == ortops.library_path()
-    lib = ctypes.CDLL(ortops.ep_library_path())
+    assert ortops.get_library_path() == ortops.library_path()
+    lib = ctypes.CDLL(ortops.get_library_path())
     for symbol in ("CreateEpFactories", "ReleaseEpFactory", "RegisterCustomOps"):
         assert hasattr(lib, symbol), symbol
 
 
 def test_ep_session_options_puts_ortops_first(capsys):
-    so = ortops.ep_session_options(mode="exact")
+    so = ortops.ep_session_options(mode="exact", placement="gpu")
     m, f = _one_node("GRU", seed=7)
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     sess = ort.InferenceSession(m.SerializeToString(), sess_options=so)
@@ -555,13 +557,13 @@ def test_ep_session_options_puts_ortops_first(capsys):
     # The options through plain onnxruntime: a device by index, a bad mode refused at creation.
     dev = ortops.ep.ep_devices()[0]
     so = ort.SessionOptions()
-    so.add_provider_for_devices([dev], {"device": dev.ep_metadata["vulkan_index"], "mode": "fast"})
+    so.add_provider_for_devices([dev], {"device": dev.ep_metadata["vulkan_index"], "mode": "fast", "placement": "gpu"})
     sess = ort.InferenceSession(m.SerializeToString(), sess_options=so)
     for g, w in zip(sess.run(None, f), _stock(m, f)):
         assert scaled_error(g, w) <= 1e-5
     so = ort.SessionOptions()
     so.add_provider_for_devices([dev], {"mode": "quick"})
-    message = "ortops: CreateEp: EP option mode must be 'deterministic', 'exact' or 'fast', got 'quick'"
+    message = "OrtopsExecutionProvider: option 'mode' must be one of 'deterministic', 'exact', 'fast', got 'quick'"
     try:
         fallback = ort.InferenceSession(m.SerializeToString(), sess_options=so)
     except Exception as e:          # onnxruntime 1.32: the session is refused
@@ -570,5 +572,5 @@ def test_ep_session_options_puts_ortops_first(capsys):
         assert message in capsys.readouterr().out and EP not in fallback.get_providers()
     with pytest.raises(ValueError, match="mode must be one of"):
         ortops.ep_session_options(mode="quick")
-    with pytest.raises(RuntimeError, match="no ortops EP device matches"):
+    with pytest.raises(ValueError, match="no Vulkan device matches 'no such device name'"):
         ortops.ep_session_options(device="no such device name")

@@ -11,7 +11,12 @@ library's path), as a C# or C++ application would use the EP:
   API, ORTOPS_COST_SHAPES=small), caches it under the same key, and places by it;
 - CUDA_VISIBLE_DEVICES decides the EP's default device, or the session is refused with the
   rules' error (on lavapipe there is no NVIDIA device: an index or a MIG instance is refused;
-  tests/cpp/test_visible.cpp covers the rules on made-up GPU lists).
+  tests/cpp/test_visible.cpp covers the rules on made-up GPU lists);
+- under ONNX Runtime's automatic device selection, every policy leaves the recognizer's LSTMs
+  where the table of docs/onnxruntime.md says for this machine (a Vulkan GPU: on the EP under
+  PREFER_GPU and MAX_PERFORMANCE; lavapipe: on ORT CPU under every policy, by the EP's default
+  placement auto there), each EP device on a hardware device of its kind, and no run slower
+  than ORT CPU's (within the noise of a shared machine).
 """
 
 from __future__ import annotations
@@ -37,26 +42,35 @@ from test_policy import _feeds, _stub, _two_node_model
 pytestmark = pytest.mark.gpu
 
 EP = "OrtopsExecutionProvider"
+CPU = "CPUExecutionProvider"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# argv: library, model, feeds.npz, output folder, options JSON. Runs the model under each
-# option set, writes report.json (assignment, errors, the EP devices' metadata) and outputs.
+# argv: library, model, feeds.npz, output folder, runs JSON. Runs the model once per run and
+# writes report.json (per run: the assignment, the providers, the run time or the error; the
+# EP devices' metadata and hardware device types) and each run's outputs. A run is
+# {"options": {...}} (the first ortops EP device with these EP options), {"policy": NAME} (ONNX
+# Runtime's automatic device selection under that policy) or {} (no EP: ONNX Runtime CPU);
+# "time": N also times N runs (the median, ms).
 CHILD = r'''
-import json, sys
+import json, statistics, sys, time
 import numpy as np
 import onnxruntime as ort
 
 lib, model, feeds_path, out, runs = sys.argv[1:6]
 ort.register_execution_provider_library("ortops", lib)
 eps = [d for d in ort.get_ep_devices() if d.ep_name == "OrtopsExecutionProvider"]
-report = {"devices": [dict(d.ep_metadata) for d in eps], "runs": {},
+report = {"devices": [dict(d.ep_metadata) for d in eps], "hardware": [d.device.type.name for d in eps], "runs": {},
           "imported": sorted(m for m in sys.modules if m.split(".")[0] == "ortops")}
 feeds = dict(np.load(feeds_path))
-for name, options in json.loads(runs).items():
+for name, spec in json.loads(runs).items():
     r = report["runs"][name] = {}
     so = ort.SessionOptions()
     so.log_severity_level = 0
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
-    so.add_provider_for_devices(eps[:1], options)
+    if "policy" in spec:
+        so.set_provider_selection_policy(getattr(ort.OrtExecutionProviderDevicePolicy, spec["policy"]))
+    elif "options" in spec:
+        so.add_provider_for_devices(eps[:1], spec["options"])
     try:
         # enable_fallback=0: as in C, C++, C# or Java, a refused EP is an error. Otherwise
         # Python's session retries on its fallback providers: with onnxruntime-gpu (the H200's
@@ -66,18 +80,27 @@ for name, options in json.loads(runs).items():
         r["error"] = f"{type(e).__name__}: {e}"
         continue
     r["assigned"] = {n.name: s.ep_name for s in sess.get_provider_graph_assignment_info() for n in s.get_nodes()}
+    r["providers"] = sess.get_providers()
     np.savez(f"{out}/{name}.npz", *sess.run(None, feeds))
+    times = []
+    for _ in range(spec.get("time", 0)):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t) * 1e3)
+    r["ms"] = statistics.median(times) if times else None
 json.dump(report, open(f"{out}/report.json", "w"))
 '''
 
 
-def _child(tmp_path, runs: dict, env_extra: dict, model=None):
+def _child(tmp_path, runs: dict, env_extra: dict, model=None, feeds=None):
+    """CHILD's report and output (stdout and stderr: ONNX Runtime's log at verbose level) for
+    ``runs`` on ``model`` (default: test_policy's two-node model) fed ``feeds``."""
     model = model or _two_node_model()
     onnx.save(model, str(tmp_path / "model.onnx"))
-    np.savez(tmp_path / "feeds.npz", **_feeds())
+    np.savez(tmp_path / "feeds.npz", **(feeds if feeds is not None else _feeds()))
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")}
     env.update(env_extra)
-    output = run_child(CHILD, ortops.ep_library_path(), str(tmp_path / "model.onnx"), str(tmp_path / "feeds.npz"),
+    output = run_child(CHILD, ortops.get_library_path(), str(tmp_path / "model.onnx"), str(tmp_path / "feeds.npz"),
                        str(tmp_path), json.dumps(runs), cwd=tmp_path, env=env)
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["imported"] == []
@@ -99,7 +122,8 @@ def _check_outputs(tmp_path, name):
 def test_auto_leaves_to_the_cpu_what_the_model_says_and_logs_why(tmp_path, monkeypatch):
     cache = tmp_path / "cost.json"
     costmodel.store(_stub(costmodel.key(select())), str(cache))
-    report, output = _child(tmp_path, {"auto": {"placement": "auto"}, "gpu": {"placement": "gpu"}},
+    report, output = _child(tmp_path, {"auto": {"options": {"placement": "auto"}},
+                                       "gpu": {"options": {"placement": "gpu"}}},
                             {costmodel.CACHE_ENV: str(cache)})
     auto, gpu = report["runs"]["auto"], report["runs"]["gpu"]
     assert "error" not in auto and "error" not in gpu, report
@@ -117,7 +141,7 @@ def test_auto_leaves_to_the_cpu_what_the_model_says_and_logs_why(tmp_path, monke
 
 def test_without_a_calibration_the_ep_measures_caches_and_places_by_it(tmp_path):
     cache = tmp_path / "sub" / "cost.json"
-    report, output = _child(tmp_path, {"auto": {"placement": "auto"}},
+    report, output = _child(tmp_path, {"auto": {"options": {"placement": "auto"}}},
                             {costmodel.CACHE_ENV: str(cache), "ORTOPS_COST_SHAPES": "small"})
     run = report["runs"]["auto"]
     assert "error" not in run, report
@@ -147,7 +171,9 @@ def _assignment(value):
 
 @pytest.mark.parametrize("value", ["0", "MIG-5f2a1c3e-aaaa-bbbb-cccc-dddddddddddd", ""])
 def test_cuda_visible_devices_chooses_the_ep_device_or_is_refused_clearly(tmp_path, value):
-    report, output = _child(tmp_path, {"default": {}, "explicit": {"device": select().uuid}},
+    # placement gpu: the device's default placement (auto on lavapipe) would calibrate first.
+    report, output = _child(tmp_path, {"default": {"options": {"placement": "gpu"}},
+                                       "explicit": {"options": {"device": select().uuid, "placement": "gpu"}}},
                             {"CUDA_VISIBLE_DEVICES": value})
     want = _assignment(value)
     default, explicit = report["runs"]["default"], report["runs"]["explicit"]
@@ -160,3 +186,65 @@ def test_cuda_visible_devices_chooses_the_ep_device_or_is_refused_clearly(tmp_pa
     assert "error" not in default, default
     first = report["devices"][0]["vulkan_uuid"]
     assert first == (want.uuid if want is not None else select().uuid)
+
+
+#: ONNX Runtime's automatic device selection policies (SessionOptions.set_provider_selection_policy).
+POLICIES = ("PREFER_CPU", "PREFER_NPU", "PREFER_GPU", "MAX_PERFORMANCE", "MAX_EFFICIENCY", "MIN_OVERALL_POWER",
+            "DEFAULT")
+#: Where the recognizer's two LSTMs go, by machine (docs/onnxruntime.md, "Automatic device
+#: selection"): under each policy, and with the EP device added by hand without options
+#: ("explicit"). ONNX Runtime's policies pick EP devices by hardware device type
+#: (provider_policy_context.cc): PREFER_GPU and MAX_PERFORMANCE the first GPU device's, every
+#: other the first CPU device's (PREFER_NPU, MAX_EFFICIENCY and MIN_OVERALL_POWER an NPU's first,
+#: where there is one). The factory puts a Vulkan GPU's EP device on a GPU hardware device and
+#: lavapipe's on the CPU one, where the EP's default placement is auto: the cost model, with
+#: ORT CPU faster, leaves the LSTMs to it.
+TABLE = {
+    "GPU": {**dict.fromkeys(POLICIES, CPU), "PREFER_GPU": EP, "MAX_PERFORMANCE": EP, "explicit": EP},
+    "lavapipe": {**dict.fromkeys(POLICIES, CPU), "explicit": CPU},
+}
+#: A run may take this much longer than ONNX Runtime CPU's, in the median of 7: the noise of a
+#: shared machine (the same work measured 24 and 32 ms here), far below what running the LSTMs
+#: on lavapipe costs (8 x: 266 ms against 32 ms).
+SLOWER = 2.0
+
+
+def _row(report) -> str:
+    """The table's row for this machine: "GPU" where the EP offers a Vulkan GPU, "lavapipe"
+    where it offers only CPU implementations of Vulkan. Under the GPU machine's run
+    (ORTOPS_GPU_MACHINE=1, scripts/gpu_machine.sh) a machine without a Vulkan GPU fails."""
+    kinds = {d.uuid: d.type for d in ortops.devices()}
+    types = [kinds[m["vulkan_uuid"]] for m in report["devices"]]
+    assert types, "no ortops EP device"
+    for vulkan_type, hardware in zip(types, report["hardware"]):
+        assert hardware == ("CPU" if vulkan_type == "cpu" else "GPU"), (types, report["hardware"])
+    row = "lavapipe" if set(types) == {"cpu"} else "GPU"
+    if os.environ.get("ORTOPS_GPU_MACHINE", "") not in ("", "0"):
+        assert row == "GPU", f"ORTOPS_GPU_MACHINE is set but the EP offers no Vulkan GPU (devices: {types})"
+    return row
+
+
+def test_selection_policies_leave_the_lstms_where_they_run_fastest(tmp_path):
+    recognizer = os.path.join(ROOT, "models", "recognizer.onnx")
+    assert os.path.exists(recognizer), "models/recognizer.onnx: run scripts/setup.sh"
+    feeds = {"X": np.random.default_rng(3).uniform(-1, 1, (80, 1, 256)).astype(np.float32)}
+    runs = {**{p: {"policy": p, "time": 7} for p in POLICIES}, "explicit": {"options": {}, "time": 7},
+            "ORT CPU": {"time": 7}}
+    env = {costmodel.CACHE_ENV: str(tmp_path / "cost.json"), "ORTOPS_COST_SHAPES": "small"}
+    report, _ = _child(tmp_path, runs, env, model=onnx.load(recognizer), feeds=feeds)
+    row = TABLE[_row(report)]
+    cpu = report["runs"]["ORT CPU"]
+    # Under the validation layer a device's run times say nothing of its speed: runs with the
+    # LSTMs on the device are timed only without it.
+    validating = os.environ.get("ORTOPS_VALIDATION", "") not in ("", "0")
+    expected = np.load(tmp_path / "ORT CPU.npz")
+    for name, want in row.items():
+        r = report["runs"][name]
+        assert "error" not in r, (name, r)
+        lstms = {n: ep for n, ep in r["assigned"].items() if n in ("lstm1", "lstm2")}
+        assert lstms == {"lstm1": want, "lstm2": want}, (name, r["providers"], r["assigned"])
+        got = np.load(tmp_path / f"{name}.npz")
+        for key in expected.files:
+            assert scaled_error(got[key], expected[key]) <= 1e-5, (name, key)
+        if want == CPU or not validating:
+            assert r["ms"] <= SLOWER * cpu["ms"], (name, r["ms"], cpu["ms"])

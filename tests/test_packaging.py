@@ -88,6 +88,43 @@ def test_package_is_typed():
     assert (pathlib.Path(ortops.__file__).parent / "py.typed").is_file()
 
 
+@pytest.mark.parametrize("command", [["-m", "ortops"], ["ortops"]], ids=["python -m ortops", "ortops"])
+def test_version_flag_prints_the_package_version(command):
+    if command == ["ortops"]:      # the console script pip installed beside this interpreter
+        command = [str(pathlib.Path(sys.executable).with_name("ortops"))]
+    else:
+        command = [sys.executable, "-P", *command]
+    out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout == f"ortops {metadata.version('ortops')}\n", out
+
+
+# -- the public names ----------------------------------------------------------------
+
+
+def test_plugin_ep_package_names():
+    # ONNX Runtime's plugin-EP packaging guidance: get_library_path, get_ep_names, get_ep_name
+    # (the onnxruntime-ep-* packages' names); the earlier ep_library_path is the same function.
+    assert ortops.get_library_path is ortops.ep_library_path
+    path = pathlib.Path(ortops.get_library_path())
+    assert path.is_file() and path.name == "libortops_ort.so" and path.parent == pathlib.Path(ortops.__file__).parent
+    assert ortops.get_ep_names() == [ortops.get_ep_name()] == [ortops.EP_NAME] == ["OrtopsExecutionProvider"]
+
+
+def test_dir_lists_the_public_api_before_it_is_used():
+    # In a fresh interpreter, where no lazy name has been loaded yet: dir() and __all__ agree
+    # on the public names, and each of them resolves.
+    code = ("import json, ortops; public = [n for n in dir(ortops) if not n.startswith('_')]; "
+            "print(json.dumps([public, ortops.__all__, [n for n in ortops.__all__ if getattr(ortops, n, None) is None]]))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    public, names, unresolved = json.loads(out.stdout)
+    assert sorted(public) == sorted(names) and len(names) == len(set(names))
+    assert {"lstm", "InferenceSession", "RecurrentLayer", "get_library_path", "get_ep_names"} <= set(public)
+    assert unresolved == []
+
+
 # -- logging -------------------------------------------------------------------------
 
 

@@ -85,7 +85,9 @@ runCase(Ort::Env& env, const std::vector<Ort::ConstEpDevice>& chosen, const std:
         // which is the point here (ortops takes the recurrent nodes, CPU the rest).
         options.SetLogSeverityLevel(ORT_LOGGING_LEVEL_ERROR);
         options.AddConfigEntry("session.record_ep_graph_assignment_info", "1");
-        std::unordered_map<std::string, std::string> epOptions{ { "mode", "deterministic" } };
+        // placement gpu: every recurrent node the device can run goes to it, lavapipe's too
+        // (whose default placement, auto, leaves to ORT CPU the nodes it runs faster).
+        std::unordered_map<std::string, std::string> epOptions{ { "mode", "deterministic" }, { "placement", "gpu" } };
         options.AppendExecutionProvider_V2(env, chosen, epOptions);
         Ort::Session session(env, (dir + "/model.onnx").c_str(), options);
         Assignment a = checkAssignment(session, dir, name);

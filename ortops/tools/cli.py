@@ -6,6 +6,7 @@
     ortops info MODEL [--device D]
     ortops devices
     ortops bench [ARGS ...]
+    ortops --version
 
 ``run`` runs MODEL with its recurrent nodes on the GPU. Inputs not given
 with ``--input`` are generated: floats uniform in [-1, 1) (seed ``--seed``),
@@ -42,6 +43,7 @@ import time
 
 import numpy as np
 
+import ortops
 from ortops.cells import CELLS
 from ortops.timing import warm
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
@@ -479,6 +481,7 @@ def _placement_argument(ap) -> None:
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ortops`` command."""
     ap = argparse.ArgumentParser(prog="ortops", description="ONNX RNN/GRU/LSTM on the GPU through Vulkan.")
+    ap.add_argument("--version", action="version", version=f"ortops {ortops.__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a model with its recurrent nodes on the GPU",
                        description=_RUN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -35,7 +35,7 @@ def ep_session(path: str):
 
 
 def ep_alone(path: str):
-    return ort.InferenceSession(path, ortops.ep_session_options())
+    return ort.InferenceSession(path, ortops.ep_session_options(placement="gpu"))   # no cost model
 
 
 ENGINES = {"rewrite + custom ops": rewrite_path, "InferenceSession (EP)": ep_session, "EP alone": ep_alone}

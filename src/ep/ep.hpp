@@ -5,9 +5,10 @@
 // one core, one device context per process and the node's run (src/ort/noderun.hpp).
 //
 //   factory.cpp  the OrtEpFactory: one OrtEpDevice per usable Vulkan device, attached to the
-//                GPU hardware device ORT discovered for it, else to the CPU one (ORT's
-//                discovery finds no GPU where /sys/class/drm is missing, nor lavapipe);
-//                CreateEp reads the EP options.
+//                hardware device of its kind: a CPU implementation (lavapipe) to ORT's CPU
+//                device; a GPU to the GPU device ORT discovered with its PCI ids, else to one
+//                the factory creates with them (ORT's discovery finds no GPU where
+//                /sys/class/drm is missing); CreateEp reads the EP options (EP_OPTIONS).
 //   node.cpp     a graph node read through ORT's graph API (attributes typed, inputs,
 //                outputs, constant initializers) into the core's node config, checked by the
 //                core's checkers (the config decoder and the layer's spec checks): the
@@ -23,8 +24,10 @@
 //                body); Compile makes one NodeRunner per node.
 //
 // API: a fixed OrtApi version, EP_API_VERSION (23, the first with the EP graph API's
-// GetCapability/Compile; onnxruntime >= 1.29 is admitted). No allocator is registered, so
-// inputs and outputs are in ORT's CPU memory and no data transfer is needed.
+// GetCapability/Compile; onnxruntime >= 1.29 is admitted); OrtEpApi::CreateHardwareDevice
+// (ORT 1.24) only where the onnxruntime that loaded us has it. Built against headers of API 27
+// or later (scripts/ort_headers.sh). No allocator is registered, so inputs and outputs are in
+// ORT's CPU memory and no data transfer is needed.
 #pragma once
 
 #include <onnxruntime_c_api.h>
@@ -41,6 +44,8 @@
 namespace ortops::ep {
 
 inline constexpr uint32_t EP_API_VERSION = 23;
+// The onnxruntime whose OrtEpApi has CreateHardwareDevice ("\\since Version 1.24").
+inline constexpr int HARDWARE_DEVICE_ORT_MINOR = 24;
 inline constexpr const char* EP_NAME = "OrtopsExecutionProvider";
 inline constexpr const char* EP_VENDOR = "ortops";
 // Session options arrive as config entries "ep.<lower-case EP name>.<key>".
@@ -52,16 +57,18 @@ inline constexpr const char* META_DRIVER = "vulkan_driver";
 inline constexpr const char* META_INDEX = "vulkan_index";
 inline constexpr const char* META_PCI_BUS_ID = "pci_bus_id";    // where VK_EXT_pci_bus_info gives it
 
-// The EP's options (EP_OPTION_PREFIX + key): device (a UUID, an index or what
-// ortops::chooseDevice takes; default: the device of the OrtEpDevice chosen, which the
-// factory lists CUDA_VISIBLE_DEVICES' first: visible.hpp), mode (deterministic | exact |
-// fast), placement (gpu | auto: the cost model of placement_policy.hpp leaves a node to the
-// next provider where ORT CPU is predicted faster).
+// The EP's options (EP_OPTION_PREFIX + key; factory.cpp's EP_OPTIONS reads them, one line a
+// key, and refuses any other key): device (a UUID, an index or what ortops::chooseDevice
+// takes; default: the device of the OrtEpDevice chosen, which the factory lists
+// CUDA_VISIBLE_DEVICES' first: visible.hpp), mode (the core's MODES), placement (the core's
+// PLACEMENTS: gpu | auto, where the cost model of placement_policy.hpp leaves a node to the
+// next provider where ORT CPU is predicted faster; default: the device's, defaultPlacement).
 struct EpOptions
 {
     std::optional<std::string> device;
-    std::string mode = "deterministic";
+    std::string mode = modeName(Mode::Deterministic);
     Placement placement = Placement::Gpu;
+    bool placementGiven = false;    // else CreateEp sets the device's default placement
 };
 
 // The Vulkan devices an EP may run on: those the core enumerates that preserve NaN/Inf/-0 in
@@ -72,6 +79,10 @@ struct EpOptions
 // when nothing was assigned).
 std::vector<DeviceDescription>
 usableDevices(std::string* assignment = nullptr);
+
+// Whether an onnxruntime version string ("1.24.0") is 1.<minor> or later (false when unreadable).
+bool
+ortMinorAtLeast(const std::string& version, int minor);
 
 // The device an EP runs on without a `device` option and without an OrtEpDevice's metadata:
 // the assigned one, else the preferred one; the assignment's error when it is wrong.

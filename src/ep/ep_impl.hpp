@@ -6,6 +6,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ep/ep.hpp"
 #include "ort/noderun.hpp"
@@ -19,8 +21,15 @@ struct Factory : OrtEpFactory
     const OrtLogger* logger;
     std::string registeredName;
     std::string ortVersion;    // the onnxruntime that loaded us (the cost model's cache key)
+    // Whether that onnxruntime's OrtEpApi has CreateHardwareDevice (1.24 and later), and the
+    // GPU hardware devices the factory made with it, by Vulkan UUID (released with the factory).
+    bool createsHardwareDevices = false;
+    std::vector<std::pair<std::string, OrtHardwareDevice*>> ownHardwareDevices;
 
     Factory(const OrtApi* api, const OrtLogger* logger, std::string registeredName, std::string ortVersion);
+    ~Factory();
+    Factory(const Factory&) = delete;
+    Factory& operator=(const Factory&) = delete;
 };
 
 struct Ep : OrtEp

@@ -1,6 +1,7 @@
 // The EP factory and the library's EP entry points, CreateEpFactories / ReleaseEpFactory
 // (ep.hpp). Every callback is noexcept and answers errors with an OrtStatus.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/text.hpp"
 #include "ep/ep_impl.hpp"
 #include "ort/status.hpp"
 
@@ -34,6 +36,13 @@ assignedIndex()
 }
 
 } // namespace
+
+bool
+ortMinorAtLeast(const std::string& version, int minor)
+{
+    int major = 0, got = 0;
+    return std::sscanf(version.c_str(), "%d.%d", &major, &got) == 2 && (major > 1 || (major == 1 && got >= minor));
+}
 
 std::vector<DeviceDescription>
 usableDevices(std::string* assignment)
@@ -112,26 +121,6 @@ getVersion(const OrtEpFactory*) noexcept
     return ORTOPS_VERSION;
 }
 
-// The hardware device a Vulkan device is offered on: the GPU ORT discovered with its vendor
-// and device ids, else the CPU device (ORT discovers no GPU without /sys/class/drm, and
-// lavapipe is no PCI device).
-const OrtHardwareDevice*
-hardwareFor(const OrtApi* api, const DeviceDescription& d, const OrtHardwareDevice* const* hw, size_t n)
-{
-    const OrtHardwareDevice* cpu = nullptr;
-    for (size_t i = 0; i < n; ++i) {
-        OrtHardwareDeviceType type = api->HardwareDevice_Type(hw[i]);
-        if (type == OrtHardwareDeviceType_GPU && api->HardwareDevice_VendorId(hw[i]) == d.vendorId &&
-            api->HardwareDevice_DeviceId(hw[i]) == d.deviceId) {
-            return hw[i];
-        }
-        if (type == OrtHardwareDeviceType_CPU && cpu == nullptr) {
-            cpu = hw[i];
-        }
-    }
-    return cpu;
-}
-
 // A warning through the logger ORT gave the factory.
 void
 warn(const Factory& f, const std::string& message) noexcept
@@ -143,6 +132,77 @@ warn(const Factory& f, const std::string& message) noexcept
                                                 __LINE__, "ortops::ep::GetSupportedDevices")) {
         f.api->ReleaseStatus(s);
     }
+}
+
+// A GPU hardware device the factory creates for a Vulkan GPU that ORT did not discover (once
+// per device; the factory releases it), with the metadata ORT's own discovery gives a GPU:
+// "Discrete" (provider_policy_context.cc prefers a discrete GPU) and "pci_bus_id". nullptr,
+// with a warning, where ORT refuses.
+const OrtHardwareDevice*
+createdGpu(Factory& f, const DeviceDescription& d)
+{
+    for (const auto& [uuid, device] : f.ownHardwareDevices) {
+        if (uuid == d.uuid) {
+            return device;
+        }
+    }
+    const OrtApi* api = f.api;
+    OrtKeyValuePairs* meta = nullptr;
+    api->CreateKeyValuePairs(&meta);
+    if (d.type == "discrete" || d.type == "integrated") {
+        api->AddKeyValuePair(meta, "Discrete", d.type == "discrete" ? "1" : "0");
+    }
+    if (d.pciBusId) {
+        api->AddKeyValuePair(meta, META_PCI_BUS_ID, d.pciBusId->c_str());
+    }
+    OrtHardwareDevice* device = nullptr;
+    OrtStatus* s = f.epApi->CreateHardwareDevice(OrtHardwareDeviceType_GPU, d.vendorId, d.deviceId, "", meta, &device);
+    api->ReleaseKeyValuePairs(meta);
+    if (s != nullptr) {
+        warn(f, "ortops: CreateHardwareDevice for " + d.name + " failed (" + api->GetErrorMessage(s) +
+                  "): its EP device is on the CPU hardware device");
+        api->ReleaseStatus(s);
+        return nullptr;
+    }
+    f.ownHardwareDevices.emplace_back(d.uuid, device);
+    return device;
+}
+
+// The hardware device a Vulkan device is offered on, which is what ONNX Runtime's automatic
+// device selection sees of it (its policies pick EP devices by hardware device type): a CPU
+// implementation of Vulkan (lavapipe) on ORT's CPU device; a GPU on the GPU device ORT
+// discovered with its PCI vendor and device ids (and PCI bus id, where two GPUs share the
+// ids), else on one the factory creates (ORT's Linux discovery reads /sys/class/drm, which
+// containers often lack: the H200 machine), else, in an onnxruntime before 1.24 that cannot
+// create one, on the CPU device.
+const OrtHardwareDevice*
+hardwareFor(Factory& f, const DeviceDescription& d, const OrtHardwareDevice* const* hw, size_t n)
+{
+    const OrtApi* api = f.api;
+    const OrtHardwareDevice* cpu = nullptr;
+    const OrtHardwareDevice* gpu = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+        OrtHardwareDeviceType type = api->HardwareDevice_Type(hw[i]);
+        if (type == OrtHardwareDeviceType_CPU && cpu == nullptr) {
+            cpu = hw[i];
+        }
+        if (type != OrtHardwareDeviceType_GPU || api->HardwareDevice_VendorId(hw[i]) != d.vendorId ||
+            api->HardwareDevice_DeviceId(hw[i]) != d.deviceId) {
+            continue;
+        }
+        const char* bus = api->GetKeyValue(api->HardwareDevice_Metadata(hw[i]), META_PCI_BUS_ID);
+        if (gpu == nullptr || (bus != nullptr && d.pciBusId && text::lower(bus) == text::lower(*d.pciBusId))) {
+            gpu = hw[i];
+        }
+    }
+    if (d.type == "cpu") {
+        return cpu;
+    }
+    if (gpu != nullptr) {
+        return gpu;
+    }
+    const OrtHardwareDevice* created = f.createsHardwareDevices ? createdGpu(f, d) : nullptr;
+    return created != nullptr ? created : cpu;
 }
 
 OrtStatus* ORT_API_CALL
@@ -159,7 +219,7 @@ getSupportedDevices(OrtEpFactory* factory, const OrtHardwareDevice* const* hw, s
             warn(*f, assignment + " (a session without the EP option 'device' will be refused)");
         }
         for (const DeviceDescription& d : usable) {
-            const OrtHardwareDevice* device = hardwareFor(api, d, hw, numHw);
+            const OrtHardwareDevice* device = hardwareFor(*f, d, hw, numHw);
             if (device == nullptr || *numOut >= maxOut) {
                 continue;
             }
@@ -181,34 +241,99 @@ getSupportedDevices(OrtEpFactory* factory, const OrtHardwareDevice* const* hw, s
     });
 }
 
-// An EP option from the session's config ("ep.ortopsexecutionprovider.<key>"), if set.
-std::optional<std::string>
-option(const OrtApi* api, const OrtSessionOptions* options, const char* key)
+// "'a', 'b', 'c'": the names of one of the core's vocabularies (types.hpp), for messages.
+template<typename T, size_t N>
+std::string
+quotedNames(const T (&values)[N], const char* (*name)(T))
 {
-    std::string name = std::string(EP_OPTION_PREFIX) + key;
-    int has = 0;
-    ort::check(api, api->HasSessionConfigEntry(options, name.c_str(), &has), "HasSessionConfigEntry");
-    if (!has) {
-        return std::nullopt;
+    std::string out;
+    for (T v : values) {
+        out += (out.empty() ? "'" : ", '") + std::string(name(v)) + "'";
     }
-    return ort::twoCallString(
-      api, [&](char* buf, size_t* size) { return api->GetSessionConfigEntry(options, name.c_str(), buf, size); },
-      "GetSessionConfigEntry");
+    return out;
 }
 
+// The vocabulary's value named `text`; std::invalid_argument saying what was expected and what came.
+template<typename T, size_t N>
+T
+named(const T (&values)[N], const char* (*name)(T), const std::string& text)
+{
+    for (T v : values) {
+        if (text == name(v)) {
+            return v;
+        }
+    }
+    throw std::invalid_argument("must be one of " + quotedNames(values, name) + ", got '" + text + "'");
+}
+
+// The `device` option, checked against the devices now (the core's chooseDevice).
+std::string
+deviceOption(const std::string& value)
+{
+    try {
+        (void)chooseDevice(value);
+    } catch (const std::invalid_argument& e) {
+        std::string why = e.what();
+        throw std::invalid_argument("names no Vulkan device: " + (why.rfind("ortops: ", 0) == 0 ? why.substr(8) : why));
+    }
+    return value;
+}
+
+// The EP's options, one line a key (ep.hpp's EpOptions says what each means): `read` checks
+// the value and sets it, or throws std::invalid_argument saying what was expected.
+struct OptionKey
+{
+    const char* key;
+    void (*read)(EpOptions& options, const std::string& value);
+};
+
+const OptionKey EP_OPTIONS[] = {
+    { "device", [](EpOptions& o, const std::string& v) { o.device = deviceOption(v); } },
+    { "mode", [](EpOptions& o, const std::string& v) { o.mode = modeName(named(MODES, modeName, v)); } },
+    { "placement", [](EpOptions& o, const std::string& v) { o.placement = named(PLACEMENTS, placementName, v); o.placementGiven = true; } },
+};
+
+std::string
+knownOptions()
+{
+    std::string out;
+    for (const OptionKey& k : EP_OPTIONS) {
+        out += (out.empty() ? "'" : ", '") + std::string(k.key) + "'";
+    }
+    return out;
+}
+
+// The EP options of the session: every config entry "ep.ortopsexecutionprovider.<key>" (how
+// ONNX Runtime passes provider options to a plugin EP), each key one of EP_OPTIONS. Throws
+// std::invalid_argument "option '<key>' ..." or "unknown option '<key>' ..." (CreateEp puts
+// the EP's name before it).
 EpOptions
 readOptions(const OrtApi* api, const OrtSessionOptions* options)
 {
+    OrtKeyValuePairs* entries = nullptr;
+    ort::check(api, api->GetSessionOptionsConfigEntries(options, &entries), "GetSessionOptionsConfigEntries");
+    std::unique_ptr<OrtKeyValuePairs, void (*)(OrtKeyValuePairs*)> hold(entries, api->ReleaseKeyValuePairs);
+    const char* const* keys = nullptr;
+    const char* const* values = nullptr;
+    size_t count = 0;
+    api->GetKeyValuePairs(entries, &keys, &values, &count);
+    const size_t prefix = std::strlen(EP_OPTION_PREFIX);
     EpOptions o;
-    o.device = option(api, options, "device");
-    if (auto mode = option(api, options, "mode")) {
-        if (*mode != "deterministic" && *mode != "exact" && *mode != "fast") {
-            throw std::invalid_argument("EP option mode must be 'deterministic', 'exact' or 'fast', got '" + *mode + "'");
+    for (size_t i = 0; i < count; ++i) {
+        if (std::strncmp(keys[i], EP_OPTION_PREFIX, prefix) != 0) {
+            continue;
         }
-        o.mode = *mode;
-    }
-    if (auto placement = option(api, options, "placement")) {
-        o.placement = parsePlacement(*placement, "EP option placement");
+        std::string key = keys[i] + prefix;
+        auto known = std::find_if(std::begin(EP_OPTIONS), std::end(EP_OPTIONS),
+                                  [&](const OptionKey& k) { return key == k.key; });
+        if (known == std::end(EP_OPTIONS)) {
+            throw std::invalid_argument("unknown option '" + key + "' (its options: " + knownOptions() + ")");
+        }
+        try {
+            known->read(o, values[i] ? values[i] : "");
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("option '" + key + "' " + e.what());
+        }
     }
     return o;
 }
@@ -236,10 +361,16 @@ createEp(OrtEpFactory* factory, const OrtHardwareDevice* const*, const OrtKeyVal
     Factory* f = self(factory);
     const OrtApi* api = f->api;
     *ep = nullptr;
+    EpOptions options;
+    if (OrtStatus* bad = ort::guarded(api, std::string(EP_NAME) + ": ", [&] { options = readOptions(api, sessionOptions); })) {
+        return bad;
+    }
     return ort::guarded(api, "ortops: CreateEp: ", [&] {
-        EpOptions options = readOptions(api, sessionOptions);
         const DeviceDescription& device = options.device ? chooseDevice(options.device)
                                                          : sessionDevice(api, metadata, numDevices);
+        if (!options.placementGiven) {
+            options.placement = defaultPlacement(device.type);
+        }
         if (!device.nanPreserveFloat32) {
             throw UnsupportedLayerError("the Vulkan device " + device.name + " does not preserve NaN, Inf and -0 "
                                         "in float32 shaders (shaderSignedZeroInfNanPreserveFloat32)");
@@ -278,6 +409,13 @@ Factory::Factory(const OrtApi* api_, const OrtLogger* logger_, std::string regis
     CreateDataTransfer = createDataTransfer;
 }
 
+Factory::~Factory()
+{
+    for (const auto& owned : ownHardwareDevices) {
+        epApi->ReleaseHardwareDevice(owned.second);
+    }
+}
+
 } // namespace ortops::ep
 
 extern "C" ORTOPS_EXPORT OrtStatus* ORT_API_CALL
@@ -305,7 +443,9 @@ CreateEpFactories(const char* registeredName, const OrtApiBase* base, const OrtL
     }
     return ortops::ort::guarded(api, "ortops: CreateEpFactories: ", [&] {
         std::string version = (base->GetVersionString && base->GetVersionString()) ? base->GetVersionString() : "unknown";
-        factories[0] = new Factory(api, logger, registeredName ? registeredName : "", version);
+        auto* factory = new Factory(api, logger, registeredName ? registeredName : "", version);
+        factory->createsHardwareDevices = ortMinorAtLeast(version, HARDWARE_DEVICE_ORT_MINOR);
+        factories[0] = factory;
         *numFactories = 1;
     });
 }

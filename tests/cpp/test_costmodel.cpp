@@ -99,13 +99,18 @@ TEST_SUITE("costmodel")
         CHECK_THROWS_AS(fit({}), std::invalid_argument);
     }
 
-    TEST_CASE("the key names device, driver, versions and threads; placement parses by name")
+    TEST_CASE("the key names device, driver, versions and threads; placement parses by name; a CPU device defaults to auto")
     {
         CHECK(calibrationKey("NVIDIA H200", "NVIDIA", "580", "0.1.0", "1.30.0", 16) ==
               "NVIDIA H200 | NVIDIA 580 | ortops 0.1.0 | onnxruntime 1.30.0 | 16 CPU threads");
         CHECK(cpuThreads() >= 1);
         CHECK(parsePlacement("auto") == Placement::Auto);
         CHECK_THROWS_WITH(parsePlacement("cpu", "EP option placement"), "EP option placement must be 'gpu' or 'auto', got 'cpu'");
+        // Without a placement option: auto on a CPU implementation of Vulkan, gpu on any GPU.
+        CHECK(defaultPlacement("cpu") == Placement::Auto);
+        for (const char* type : { "discrete", "integrated", "virtual", "other" }) {
+            CHECK(defaultPlacement(type) == Placement::Gpu);
+        }
         CHECK(stub().describe() == "stub\n  device:  1.000 ms per run, 10.0 us per step, 1000.0 GFLOP/s\n"
                                    "  ORT CPU: 0.010 ms per run, 1.0 us per step, 10.0 GFLOP/s");
     }

@@ -38,6 +38,12 @@ parsePlacement(const std::string& text, const std::string& what)
     throw std::invalid_argument(what + " must be 'gpu' or 'auto', got '" + text + "'");
 }
 
+Placement
+defaultPlacement(const std::string& deviceType)
+{
+    return deviceType == "cpu" ? Placement::Auto : Placement::Gpu;
+}
+
 Work
 nodeWork(const NodeShapeAttrs& attrs, const GraphDims& xDims, const GraphDims& wDims)
 {
