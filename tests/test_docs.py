@@ -190,13 +190,20 @@ def test_every_relative_link_resolves():
 SECTION = re.compile(r"(\w+\.md)\]?(?:\([^)\s]*\))?,?\s*\(?\"([A-Z`][^\"]{2,80})\"")
 
 
+#: A run-in heading: a paragraph that opens with its title in bold ("**Options** (...)").
+RUN_IN = re.compile(r"\*\*([^*]+?)[.:]?\*\*")
+
+
 def headings(doc: pathlib.Path) -> set[str]:
+    """The page's section titles: its # headings and its paragraphs' bold run-in titles."""
     found, fenced = set(), False
     for line in doc.read_text().splitlines():
         if FENCE.match(line):
             fenced = not fenced
         elif not fenced and line.startswith("#"):
             found.add(line.lstrip("#").strip())
+        elif not fenced and (m := RUN_IN.match(line)):
+            found.add(m.group(1).strip())
     return found
 
 
