@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ep/ep_impl.hpp"
+#include "rnn/device_check.hpp"
 #include "ort/status.hpp"
 
 #if defined(_WIN32)
@@ -59,7 +60,7 @@ usableDevices(std::string* assignment)
             }
         }
         for (const DeviceDescription& d : devices()) {
-            if (d.nanPreserveFloat32) {
+            if (!deviceRefusal(d)) {
                 out.push_back(d);
             }
         }
@@ -240,10 +241,7 @@ createEp(OrtEpFactory* factory, const OrtHardwareDevice* const*, const OrtKeyVal
         EpOptions options = readOptions(api, sessionOptions);
         const DeviceDescription& device = options.device ? chooseDevice(options.device)
                                                          : sessionDevice(api, metadata, numDevices);
-        if (!device.nanPreserveFloat32) {
-            throw UnsupportedLayerError("the Vulkan device " + device.name + " does not preserve NaN, Inf and -0 "
-                                        "in float32 shaders (shaderSignedZeroInfNanPreserveFloat32)");
-        }
+        requireDevice(device);
         *ep = new Ep(f, logger, options, device);
     });
 }
