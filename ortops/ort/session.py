@@ -120,6 +120,8 @@ def _named_device(device: DeviceSpec) -> DeviceSpec:
     is a ValueError naming it and listing the devices."""
     from ortops.device import no_device_error, select
 
+    if device is None and not os.environ.get("ORTOPS_DEVICE", "").strip():
+        return None   # nothing named: no device needs to be there yet
     try:
         chosen = select(device)
     except no_device_error():   # no Vulkan device here: each node's report says so

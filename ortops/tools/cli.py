@@ -45,6 +45,7 @@ import numpy as np
 from ortops.cells import CELLS
 from ortops.timing import warm
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
+from ortops import vocabulary
 from ortops.modes import DEFAULT as DEFAULT_MODE, MODES
 from ortops.device import _native
 
@@ -523,7 +524,7 @@ error max|a-b|/max|b| is above 1e-5 (float32) or 2e-3 (float16)."""
 
 
 def _placement_argument(ap) -> None:
-    ap.add_argument("--placement", choices=("gpu", "auto"), default="gpu",
+    ap.add_argument("--placement", choices=vocabulary.PLACEMENTS, default=vocabulary.PLACEMENTS[0],
                     help="gpu (default): every recurrent node the device can run goes to it; auto: a "
                          "node stays on ORT CPU where the calibrated cost model predicts it faster "
                          "(docs/onnxruntime.md, 'Placement policy')")
