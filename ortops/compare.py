@@ -31,7 +31,8 @@ def scaled_error(got, expected) -> float:
         if not np.array_equal(np.isnan(g), np.isnan(e)):
             return float("inf")
         g, e = np.nan_to_num(g), np.nan_to_num(e)
-    diff = float(np.max(np.abs(g - e)))
+    with np.errstate(invalid="ignore"):   # Inf - Inf: NaN, above any tolerance (special_value_difference)
+        diff = float(np.max(np.abs(g - e)))
     scale = float(np.max(np.abs(e)))
     return diff / scale if scale > 0 else diff
 
@@ -105,6 +106,29 @@ def special_mismatches(got, expected, other=None, *, tol=None) -> list:
     if wrong_sign.any():
         problems.append("sign of zero: " + _where(wrong_sign, g, e))
     return problems
+
+
+def special_value_difference(got, expected) -> bool:
+    """Whether ``got`` differs from ``expected`` in IEEE special values, which the scaled error
+    cannot measure: either holds a NaN or +-Inf and they differ in where (or which) they hold
+    them, or they agree on them and the scaled error is above :func:`tolerance` only through
+    them (Inf - Inf is NaN) while the elements finite in both are within it. ``expected`` is first rounded to got's dtype, as :func:`special_mismatches`
+    does. The rule such results are judged by is docs/special_values.md."""
+    g = np.asarray(got)
+    e = np.asarray(expected, dtype=np.float64)
+    if g.shape != e.shape:
+        return False
+    dtype = g.dtype if g.dtype.kind == "f" else np.dtype(np.float64)
+    g = g.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        er = e.astype(dtype).astype(np.float64)
+    finite = np.isfinite(g) & np.isfinite(er)
+    if finite.all():
+        return False
+    if any((a != b).any() for a, b in zip(_classes(g), _classes(er))):
+        return True
+    tol = tolerance(dtype)
+    return not scaled_error(got, expected) <= tol and scaled_error(g[finite], e[finite]) <= tol
 
 
 # -- quantized models -------------------------------------------------------------------------

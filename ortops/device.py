@@ -3,8 +3,12 @@
 A device is chosen by argument (``device=``: an index, a name substring, a type such as
 ``"discrete"`` or ``"cpu"``, a UUID or a unique prefix of one (``"GPU-"`` optional, as
 nvidia-smi prints it), or a :class:`Device`), else by the ``ORTOPS_DEVICE`` environment
-variable (same forms), else by preference: a discrete GPU, then an integrated one, then a
-virtual one, then a CPU implementation such as lavapipe.
+variable (same forms), else, where NVIDIA devices are present, the GPU ``CUDA_VISIBLE_DEVICES``
+/ ``NVIDIA_VISIBLE_DEVICES`` assign (ortops.visible), else by preference: a discrete GPU, then
+an integrated one, then a virtual one, then a CPU implementation such as lavapipe. The native
+core makes the choice, the same for every door (``src/core/vk/devices.hpp``, ``chooseAmong``);
+a selection that matches no device is a ValueError naming what was asked and listing the
+devices there are.
 
 ``ORTOPS_VALIDATION=1`` creates contexts with the Khronos validation layer and synchronization
 validation; its messages are collected and read with :func:`validation_messages`.
@@ -15,14 +19,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-
-_PREFERENCE = ("discrete", "integrated", "virtual", "cpu", "other")
-_NO_DEVICE = (
-    "ortops: no Vulkan device with a compute queue was found. Install a Vulkan driver for your "
-    "GPU, or lavapipe (Vulkan on the CPU) from Debian's package mesa-vulkan-drivers "
-    "(apt-get install mesa-vulkan-drivers libvulkan1)."
-)
-
 
 def _native():
     try:
@@ -130,42 +126,22 @@ class UnsupportedDeviceError(RuntimeError):
 
 
 def require_ieee(device: Device) -> None:
-    """Refuse a device whose shaders may not preserve NaN, +-Inf and the sign of zero.
-
-    Every float pass declares the SPIR-V execution mode SignedZeroInfNanPreserve for 32-bit
-    floats (glsl/common.glsl): without it a compiler may assume no NaN or Inf exists and, for
-    one, turn clip's compare-and-select into a NaN-dropping min/max. A shader may declare the
-    mode only where the device reports shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 float
-    controls, VkPhysicalDeviceFloatControlsProperties); a device without it is refused here,
-    before anything is compiled, rather than run kernels whose NaN and Inf results would be
-    the compiler's choice. See docs/special_values.md.
-    """
-    if not device.nan_preserve_float32:
-        raise UnsupportedDeviceError(
-            f"ortops: the Vulkan device {device} cannot run ortops's kernels: it does not report "
-            "shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 float controls), so its shaders "
-            "may not preserve NaN, +-Inf and -0, which the kernels declare they rely on "
-            "(SignedZeroInfNanPreserve, docs/special_values.md). Choose another device with "
-            "device= or ORTOPS_DEVICE (lavapipe, Mesa's Vulkan on the CPU, supports it)."
-        )
+    """Refuse a device whose shaders may not preserve NaN, +-Inf and the sign of zero
+    (UnsupportedDeviceError naming the device and the missing float control; the native core's
+    rule, ``src/core/rnn/device_check.hpp``; docs/special_values.md)."""
+    _native().require_device(device)
 
 
 def require_mode(device: Device, mode: str) -> None:
-    """Refuse ``mode`` on a device that lacks a float control the mode needs.
+    """Refuse ``mode`` on a device that lacks a float control the mode needs, and any mode on a
+    device that cannot run the kernels at all (UnsupportedDeviceError; exact mode: docs/exact.md;
+    the native core's rule, ``src/core/rnn/device_check.hpp``)."""
+    _native().require_device(device, mode)
 
-    Exact mode (docs/exact.md) gives the same bits on every device only where NaN, +-Inf and
-    -0 are preserved as written (SignedZeroInfNanPreserve for 32-bit floats); denormals it
-    flushes in its own code, so it asks no denormal control of the device. A device without
-    the control is refused with its name and the missing feature, never run with
-    device-specific bits.
-    """
-    if mode == "exact" and not device.nan_preserve_float32:
-        raise UnsupportedDeviceError(
-            f"ortops: mode='exact' cannot give device-independent results on the Vulkan device "
-            f"{device}: it does not report shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 "
-            "float controls), so its compiler may rewrite NaN, +-Inf and -0 (docs/exact.md). "
-            "Choose another device with device= or ORTOPS_DEVICE.")
-    require_ieee(device)
+
+def refusal(device: Device, mode: str | None = None) -> str | None:
+    """Why ``device`` cannot run ortops's kernels (in ``mode``), or None (the core's rule)."""
+    return _native().device_refusal(device, mode)
 
 
 _devices_cache: list[Device] | None = None
@@ -186,84 +162,23 @@ def devices() -> list[Device]:
     return list(_devices_cache)
 
 
-def _match(spec: int | str | Device, found: list[Device]) -> Device:
-    if isinstance(spec, Device):
-        return spec
-    if isinstance(spec, int) or (isinstance(spec, str) and spec.strip().isdigit()):
-        index = int(spec)
-        for d in found:
-            if d.index == index:
-                return d
-        raise ValueError(
-            f"ortops: no Vulkan device with index {index}; devices: "
-            + "; ".join(str(d) for d in found)
-        )
-    if isinstance(spec, str):
-        text = spec.strip().lower()
-        by_uuid = match_uuid(spec.strip(), found)
-        if by_uuid is not None:
-            return by_uuid
-        for d in found:
-            if d.type == text:
-                return d
-        for d in found:
-            if text in d.name.lower():
-                return d
-        raise ValueError(
-            f"ortops: no Vulkan device matches {spec!r} (an index, a type such as 'discrete' or "
-            "'cpu', a UUID or its prefix, or part of a name); devices: "
-            + "; ".join(f"{d} uuid {d.uuid}" for d in found)
-        )
-    raise TypeError(f"ortops: device must be an int, a str or a Device, got {type(spec).__name__}")
-
-
-_HEX = frozenset("0123456789abcdef")
-
-
-def _uuid_prefix(text: str) -> str | None:
-    """``text`` as lowercase UUID digits without dashes, or None if it does not look like a
-    UUID: after nvidia-smi's ``GPU-`` any hex digits and dashes; without it at least 8 hex
-    digits (an all-digit text is an index, handled before), so that a name fragment such as
-    ``"cafe"`` is still matched against names."""
-    t = text.strip().lower()
-    explicit = t.startswith("gpu-")
-    if explicit:
-        t = t[4:]
-    digits = t.replace("-", "")
-    if not digits or not set(digits) <= _HEX or len(digits) > 32:
-        return None
-    return digits if explicit or len(digits) >= 8 else None
-
-
-def match_uuid(text: str, found: list[Device]) -> Device | None:
-    """The device whose UUID is ``text`` or starts with it (with or without ``GPU-``; dashes
-    optional); None if ``text`` does not look like a UUID (at least 8 hex digits, or any
-    number after ``GPU-``). A prefix of several devices' UUIDs, or of none, is a ValueError
-    listing the devices."""
-    digits = _uuid_prefix(text)
-    if digits is None:
-        return None
-    hits = [d for d in found if d.uuid.replace("-", "").startswith(digits)]
-    if len(hits) == 1:
-        return hits[0]
-    listing = "; ".join(f"{d} uuid {d.uuid or 'not reported'}" for d in found)
-    if not hits:
-        raise ValueError(f"ortops: no Vulkan device has a UUID starting with {text!r}; devices: {listing}")
-    raise ValueError(f"ortops: the UUID prefix {text!r} matches {len(hits)} Vulkan devices "
-                     f"(give more digits); devices: {listing}")
-
-
 def select(device: int | str | Device | None = None) -> Device:
-
-    """The device named by ``device``, else by ``ORTOPS_DEVICE``, else the preferred one."""
+    """The device named by ``device``, else by ``ORTOPS_DEVICE``, else the one the scheduler
+    assigns, else the preferred one (the module docstring; the native core chooses). ValueError
+    naming what was asked and listing the devices where nothing matches; ``NoDeviceError`` (a
+    RuntimeError) where there is no Vulkan device and none was asked for."""
+    if isinstance(device, Device):
+        return device
+    if device is not None and not isinstance(device, (int, str)):
+        raise TypeError(f"ortops: device must be an int, a str or a Device, got {type(device).__name__}")
     found = devices()
-    if not found:
-        raise RuntimeError(_NO_DEVICE)
-    if device is None:
-        device = os.environ.get("ORTOPS_DEVICE") or None
-    if device is not None:
-        return _match(device, found)
-    return min(found, key=lambda d: (_PREFERENCE.index(d.type), d.index))
+    return found[_native().choose_device(found, None if device is None else str(device))]
+
+
+def no_device_error() -> type[RuntimeError]:
+    """The exception :func:`select` raises where there is no Vulkan device at all and none was
+    asked for (a RuntimeError)."""
+    return _native().NoDeviceError
 
 
 _contexts: dict[int, object] = {}

@@ -15,10 +15,11 @@ device without the hardware, where fast mode gives the same bits as "determinist
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple, Tuple
 
 import numpy as np
+
+from ortops.device import _native
 
 __all__ = ["CoopMatShape", "COOPMAT_PASSES", "KERNEL", "PORTABLE", "REQUIRED", "STEP_KERNEL", "projection_kernel",
            "coopmat_reason"]
@@ -33,20 +34,11 @@ STEP_KERNEL = "step_coopmat"
 COOPMAT_PASSES = frozenset({KERNEL, STEP_KERNEL})
 
 #: Whether fast mode records the cooperative-matrix projection at all: yes unless
-#: ORTOPS_COOPMAT=0 (the native core reads the same variable). The first version measured
-#: slower than the portable projection on the H200 and was opt-in; the second projects LSTM
-#: 200x64x512->512 bidirectional float16 in 0.47 against 2.62 ms and 100x64x1024->1024 in 0.83
-#: against 5.11 ms (docs/modes.md).
-ENABLED = os.environ.get("ORTOPS_COOPMAT", "") != "0"
-
-#: The kernel's tile edge (rows and columns of Xw per workgroup), its subgroups per workgroup
-#: and their width: 256 invocations, so compute subgroups must be 32 wide, always.
-TILE = 128
-SUBGROUPS = 8
-SUBGROUP_SIZE = 32
-#: Shared memory the kernel declares: X's and W's 128 x 32 slices (rows of 40 halves) and a
-#: 16 x 20 float staging block a subgroup (30,720 bytes; src/core/rnn/kernel_choice.hpp has the same).
-SHARED_BYTES = 2 * TILE * 40 * 2 + SUBGROUPS * 16 * 20 * 4
+#: ORTOPS_COOPMAT=0 (read by the native core, src/core/rnn/controls.hpp). The first version
+#: measured slower than the portable projection on the H200 and was opt-in; the second projects
+#: LSTM 200x64x512->512 bidirectional float16 in 0.47 against 2.62 ms and 100x64x1024->1024 in
+#: 0.83 against 5.11 ms (docs/modes.md).
+ENABLED: bool = _native().coopmat_requested()
 
 
 class CoopMatShape(NamedTuple):
@@ -68,8 +60,8 @@ class CoopMatShape(NamedTuple):
                 f"({self.scope}{sat})")
 
 
-#: The one combination glsl/input_projection_coopmat.comp uses.
-REQUIRED = CoopMatShape(16, 16, 16, "float16", "float16", "float32", "float32", False, "subgroup")
+#: The one combination the matrix kernels are written for (the native core's).
+REQUIRED = CoopMatShape(**_native().coopmat_required())
 
 
 def shapes_of(entries) -> Tuple[CoopMatShape, ...]:
@@ -78,26 +70,15 @@ def shapes_of(entries) -> Tuple[CoopMatShape, ...]:
 
 
 def coopmat_reason(device, ctx) -> str | None:
-    """Why ``device`` (with its context ``ctx``) cannot run the cooperative-matrix projection,
-    or None when it can."""
-    if REQUIRED not in tuple(getattr(device, "cooperative_matrix", ())):
-        return f"the device does not list VK_KHR_cooperative_matrix {REQUIRED}"
-    if not getattr(ctx, "cooperative_matrix", False):
-        off = getattr(ctx, "cooperative_matrix_off", "")
-        return f"VK_KHR_cooperative_matrix is not enabled: {off or 'not offered'}"
-    if not device.nan_preserve_float16:
-        return "no shaderSignedZeroInfNanPreserveFloat16 (the kernel declares it)"
-    if tuple(device.subgroup_size_range) != (SUBGROUP_SIZE, SUBGROUP_SIZE):
-        return (f"the kernel needs compute subgroups of exactly {SUBGROUP_SIZE} invocations, the "
-                f"device's range is {tuple(device.subgroup_size_range) or 'not reported'}")
-    if SHARED_BYTES > device.max_shared_memory:
-        return f"the kernel needs {SHARED_BYTES} bytes of shared memory"
-    return None
+    """Why ``device`` (with its context ``ctx``) cannot run the cooperative-matrix kernels, or
+    None when it can (the native core's rule, src/core/rnn/kernel_choice.hpp)."""
+    return _native().coopmat_reason(device, bool(getattr(ctx, "cooperative_matrix", False)),
+                                    getattr(ctx, "cooperative_matrix_off", ""))
 
 
 def projection_kernel(mode: str, dtype, device, ctx) -> str:
     """The input projection shader a plan of a layer records: :data:`KERNEL` in mode "fast" for
-    a float16 layer on a device that can run it, else :data:`PORTABLE`."""
-    if not ENABLED or mode != "fast" or np.dtype(dtype) != np.float16:
-        return PORTABLE
-    return KERNEL if coopmat_reason(device, ctx) is None else PORTABLE
+    a float16 layer on a device that can run it (the native core's rule), else :data:`PORTABLE`."""
+    taken = _native().use_coopmat(mode, np.dtype(dtype).name, device, bool(getattr(ctx, "cooperative_matrix", False)),
+                                  ENABLED)
+    return KERNEL if taken else PORTABLE

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict
 
+from ortops import vocabulary
+
 __all__ = ["Mode", "MODES", "DEFAULT", "check_mode"]
 
 
@@ -27,16 +29,17 @@ __all__ = ["Mode", "MODES", "DEFAULT", "check_mode"]
 class Mode:
     name: str
     spirv_suffix: str    # appended to the float passes' SPIR-V file names
-    description: str
 
 
-MODES: Dict[str, Mode] = {m.name: m for m in (
-    Mode("deterministic", "", "same bits run to run on one device and driver"),
-    Mode("exact", "_exact", "same bits on every conformant Vulkan device"),
-    Mode("fast", "", "float16 input projection on matrix hardware where offered; same bits run to run"),
-)}
+#: Mode "exact" has SPIR-V binaries of its own (CMakeLists.txt); "fast" runs the deterministic
+#: ones (and, where the device has it, the matrix kernels: ortops.fast).
+_SPIRV_SUFFIX = {"exact": "_exact"}
 
-DEFAULT = "deterministic"
+#: The modes: the core's names (ortops.vocabulary.MODES), in its order.
+MODES: Dict[str, Mode] = {name: Mode(name, _SPIRV_SUFFIX.get(name, "")) for name in vocabulary.MODES}
+
+#: The default mode: the vocabulary's first.
+DEFAULT = vocabulary.MODES[0]
 
 #: Passes with an exact variant (those that do float arithmetic; the rest only move words).
 FLOAT_PASSES = frozenset({"input_projection", "input_projection_cpu", "state_init", "step", "step_batched", "step_tiled", "step_sequence",

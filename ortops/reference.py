@@ -60,6 +60,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from . import activations as _act
+from . import vocabulary
 from .validation import LayerSpec, check_inputs, check_layer
 
 __all__ = ["lstm", "gru", "rnn"]
@@ -179,8 +180,8 @@ class _Arith:
 
     def clip(self, pre: np.ndarray) -> np.ndarray:
         spec = self.spec
-        if self.ort_cpu and spec.op in ("LSTM", "GRU"):
-            # ORT's LSTM and GRU always clamp, at FLT_MAX without clip (so +-Inf become
+        if self.ort_cpu and spec.op != "RNN":
+            # ORT's LSTM and GRU (every cell but RNN) always clamp, at FLT_MAX without clip (so +-Inf become
             # +-FLT_MAX). With B, clip_add_bias does std::max(-c, std::min(c, x)), where
             # std::min(c, NaN) is c: a NaN becomes +c. Without B, compares: NaN passes.
             c = spec.clip if spec.clip is not None else _FLOAT32_MAX
@@ -252,7 +253,7 @@ def _rnn_step(ar: _Arith, x_t, h, c, w: _Weights):
 
 
 #: The cell update of one step, per op: (arith, X·Wᵀ of the step, h, c, weights) -> (h, c).
-_STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN": _rnn_step}
+_STEPS = {op: globals()[f"_{op.lower()}_step"] for op in vocabulary.OPS}
 
 
 def _direction(spec: LayerSpec, d: int, X, W, R, B, P, h, c, lens, Y, ar: _Arith):

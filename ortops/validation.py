@@ -55,7 +55,9 @@ import numpy as np
 
 from .activations import Activation
 from .cells import CELLS, cell
+from . import vocabulary
 from .limits import UnsupportedLayerError
+from .modes import DEFAULT as DEFAULT_MODE
 from .ort.nodeconfig import CONFIG_VERSION, encode
 
 __all__ = ["GATES", "OUTPUTS", "LayerSpec", "check_layer", "check_inputs", "output_shapes", "check_bindings",
@@ -65,6 +67,8 @@ __all__ = ["GATES", "OUTPUTS", "LayerSpec", "check_layer", "check_inputs", "outp
 #: views of ortops.cells.CELLS, kept for the modules and scripts that import them.
 GATES = {name: c.gates for name, c in CELLS.items()}
 OUTPUTS = {name: c.outputs for name, c in CELLS.items()}
+#: The numpy types a layer computes in: the core's names (ortops.vocabulary.DTYPES).
+LAYER_DTYPES = tuple(np.dtype(name).type for name in vocabulary.DTYPES)
 
 def _having(name: str) -> str:
     """The cells that have input or attribute ``name``, for "only defined for ..." messages."""
@@ -247,7 +251,7 @@ def check_layer(
     clip: Optional[float] = None,
     input_forget: int = 0,
     linear_before_reset: int = 0,
-    allowed_dtypes=(np.float32, np.float16),
+    allowed_dtypes=LAYER_DTYPES,
 ) -> LayerSpec:
     """Check the weights and attributes of one LSTM/GRU/RNN layer.
 
@@ -267,9 +271,9 @@ def check_layer(
                             linear_before_reset=linear_before_reset))
     # The checks do not depend on the precision: a float64 layer (the reference's) as float32.
     config = encode({
-        "v": CONFIG_VERSION, "node": "", "op": op, "dtype": "float16" if dtype == np.float16 else "float32",
+        "v": CONFIG_VERSION, "node": "", "op": op, "dtype": np.dtype(dtype if dtype == np.float16 else np.float32).name,
         "attrs": attrs, "absent": [n for n in ("B", "P") if n in c.inputs and weights[n] is None],
-        "outputs": list(c.outputs), "device": None, "mode": "deterministic",
+        "outputs": list(c.outputs), "device": None, "mode": DEFAULT_MODE,
     })
     checked = _native_check(op, config, weights)
     return LayerSpec(

@@ -16,6 +16,7 @@ import functools
 from dataclasses import dataclass
 from typing import Dict
 
+from ortops import vocabulary
 from ortops.modes import check_mode
 
 GROUP = 64          # local size of the state and output passes (variants.hpp)
@@ -208,7 +209,7 @@ def _from_batch(name: str, table_key: str) -> int:
 
 def _by_dtype(value) -> tuple:
     """(float32, float16) of a tunable given by element type or as one value for both."""
-    return (value.get("float32"), value.get("float16")) if isinstance(value, dict) else (value, value)
+    return tuple(value.get(d) for d in vocabulary.DTYPES) if isinstance(value, dict) else (value, value)
 
 
 def grid_groups(n: int, max_groups: int = MAX_GROUPS) -> int:

@@ -78,6 +78,7 @@ NO_DEVICE = {
                    "test_measuring_helpers_have_one_home_and_no_import_circle",
                    "test_scripts_use_only_public_names_of_the_package"},
     "test_compare": None,
+    "test_vocabulary": None,
     "test_reference": None,
     "test_validation": None,
     "test_float_controls": None,

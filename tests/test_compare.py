@@ -62,3 +62,27 @@ def test_signed_zeros():
 
 def test_shape_mismatch():
     assert special_mismatches(np.zeros(3, np.float32), np.zeros(4)) != []
+
+
+def test_special_value_difference_says_when_special_values_make_the_error():
+    from ortops.compare import scaled_error, special_value_difference
+
+    a = np.array([1.0, np.inf, np.nan, -2.0], np.float32)
+    assert not special_value_difference(a, a.astype(np.float64))     # no difference at all
+    # The same +Inf and no NaN: the scaled error is NaN (Inf - Inf), the finite values agree.
+    inf = np.array([1.0, np.inf, -2.0], np.float32)
+    assert np.isnan(scaled_error(inf, inf.astype(np.float64))) and special_value_difference(inf, inf.astype(np.float64))
+    # NaN, +Inf or -Inf where the other has something else.
+    for i, v in ((0, np.nan), (0, np.inf), (1, -np.inf), (1, 5.0), (2, 0.0)):
+        b = a.astype(np.float64)
+        b[i] = v
+        assert special_value_difference(a, b), (i, v)
+    # Finite values alone: not a special-value difference, with or without special values around.
+    assert not special_value_difference(np.float32([1, 2]), np.float64([1, 3]))
+    b = a.astype(np.float64)
+    b[3] = -3.0
+    assert not special_value_difference(a, b)
+    # Rounded to got's dtype first: 7e4 is +Inf in float16.
+    assert special_value_difference(np.float16([np.inf, 1]), np.float64([np.inf, 1]))
+    assert not special_value_difference(np.float16([np.inf, 1]), np.float64([7e4, 3]))
+    assert not special_value_difference(np.float32([1]), np.float64([1, 2]))   # shapes differ

@@ -258,12 +258,14 @@ def test_the_device_argument_reaches_the_ep_as_its_uuid(spec, monkeypatch):
     assert [c.device for c in sess.node_configs] == [dev.uuid]
 
 
-def test_a_bad_device_leaves_every_node_to_onnxruntime_with_the_reason():
-    m, feeds = cases._one_node("RNN", seed=11)
-    sess = ortops.InferenceSession(m, device="no such device")
-    assert [p.where for p in sess.placement] == ["cpu"] and "no Vulkan device matches" in sess.placement[0].reason
-    assert sess.get_providers() == ["CPUExecutionProvider"]
-    assert sess.run(None, feeds)[0].shape == (5, 2, 3, 6)
+def test_a_bad_device_is_an_error_naming_it_and_the_devices():
+    # No silent fallback (issue 44): a device named that matches none is refused, naming what
+    # was asked and listing the devices there are, not run on ONNX Runtime CPU.
+    m, _ = cases._one_node("RNN", seed=11)
+    with pytest.raises(ValueError, match="no Vulkan device matches 'no such device'") as info:
+        ortops.InferenceSession(m, device="no such device")
+    for d in ortops.devices():
+        assert f"[{d.index}] {d.name} ({d.type}) uuid {d.uuid}" in str(info.value)
 
 
 def test_float16_and_layout1_through_the_session_match_stock_on_the_equivalent():
@@ -279,13 +281,15 @@ def test_float16_and_layout1_through_the_session_match_stock_on_the_equivalent()
 
 
 def test_device_none_is_ortops_device_then_the_assigned_gpu_then_the_preferred(monkeypatch):
-    """session_device (what device=None becomes) on a made-up machine: two NVIDIA GPUs
-    enumerated out of PCI order and lavapipe. CUDA_VISIBLE_DEVICES counts in CUDA's (PCI)
-    order; ORTOPS_DEVICE wins over it; with no NVIDIA device, CUDA's variables are not read."""
+    """The core's choice (ortops.device.select, what a session's device=None becomes) on a
+    made-up machine: two NVIDIA GPUs enumerated out of PCI order and lavapipe.
+    CUDA_VISIBLE_DEVICES counts in CUDA's (PCI) order; ORTOPS_DEVICE wins over it; with no NVIDIA
+    device, CUDA's variables are not read."""
     from _cases import fake_device
 
     from ortops import device as device_mod
-    from ortops.ort.session import session_device
+
+    session_device = device_mod.select
 
     b = fake_device(index=0, uuid="8c1b9a00-aaaa-bbbb-cccc-ddddeeeeffff", pci_bus_id="0000:9a:00.0")
     a = fake_device(index=1, uuid="8c1b2f3e-1111-2222-3333-444455556666", pci_bus_id="0000:18:00.0")
@@ -306,4 +310,5 @@ def test_device_none_is_ortops_device_then_the_assigned_gpu_then_the_preferred(m
     monkeypatch.setattr(device_mod, "devices", lambda: [lava])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")     # no NVIDIA device: not read, no error
     assert session_device() is lava
-    assert session_device("no such device") == "no such device"   # left to the survey's reasons
+    with pytest.raises(ValueError, match=r"no Vulkan device matches 'no such device'.*\[2\] llvmpipe \(cpu\) uuid 6d657361"):
+        session_device("no such device")                # an error naming it and the devices

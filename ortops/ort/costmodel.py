@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ortops.cells import CELLS
+
 log = logging.getLogger("ortops")
 
 
@@ -44,7 +46,7 @@ def _native():
 
 CACHE_ENV = "ORTOPS_COST_CACHE"
 FORMAT = 1
-GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+GATES = {name: c.gates for name, c in CELLS.items()}
 
 
 def __getattr__(name: str):

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ortops import vocabulary
 from ortops.modes import DEFAULT as DEFAULT_MODE
 from ortops.ort import customop, subgraphs
 from ortops.ort.modelinfo import ModelInfo
@@ -24,7 +25,7 @@ from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
 from ortops.ort.placement import Decision, StandardNode, used_parameters
 from ortops.validation import OUTPUTS
 
-_ONNX = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
+_ONNX = {name: helper.np_dtype_to_tensor_dtype(np.dtype(name)) for name in vocabulary.DTYPES}
 
 
 class Builder:

@@ -22,15 +22,13 @@ from typing import Mapping
 
 import numpy as np
 
-from ortops import modes
+from ortops import modes, vocabulary
 
 CONFIG_VERSION = 4   # 2: run token and Squeeze check; 3: mode; 4: the native library's node
 
-#: Config dtype -> (custom op type suffix, numpy dtype of the op's tensors).
-DTYPES = {
-    "float32": ("", np.float32),
-    "float16": ("_f16", np.float16),
-}
+#: Config dtype (the core's names, ortops.vocabulary.DTYPES) -> (custom op type suffix, numpy
+#: dtype of the op's tensors). The float16 ops are named with "_f16" (src/ort/op.cpp).
+DTYPES = {name: ("_f16" if np.dtype(name) == np.float16 else "", np.dtype(name).type) for name in vocabulary.DTYPES}
 DTYPE_NAMES = tuple(DTYPES)
 
 # ONNX's defaults of the attributes that have one and that a config may lack (the others

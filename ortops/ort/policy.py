@@ -13,9 +13,11 @@ doors leave the same nodes to the CPU for one calibration.
 
 from __future__ import annotations
 
+from ortops import vocabulary
 from ortops.ort import costmodel
 
-POLICIES = ("gpu", "auto")
+#: The placement policies: the core's names (ortops.vocabulary.PLACEMENTS), the default first.
+POLICIES = vocabulary.PLACEMENTS
 #: What "auto" assumes for a dynamic sequence length: a sentence or a second of audio frames
 #: (the recognizer's 80 is static); streaming models have a static 1. The core's values
 #: (placement_policy.hpp), read on first use: importing this module needs no native module.

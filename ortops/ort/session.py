@@ -18,6 +18,7 @@ Python on the way.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Sequence, TypeAlias
@@ -29,7 +30,7 @@ from ortops._onnxruntime import require_version
 
 require_version(ort.__version__)  # below the admitted bound: a clear ImportError, not odd results
 from ortops._typing import DeviceSpec
-from ortops.device import Device
+from ortops.device import Device, refusal
 from ortops.ep import EP_NAME, register_ep
 from ortops.modes import check_mode
 from ortops.ort import customop, policy
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 ModelIn: TypeAlias = "str | os.PathLike[str] | bytes | onnx.ModelProto"
 
 _MARK = "ortops.custom_ops_library"
+
+log = logging.getLogger("ortops")
 
 __all__ = ["InferenceSession", "convert", "register", "library_path", "placement", "ModelError",
            "NodePlacement"]
@@ -86,7 +89,7 @@ def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu"
     ``placement``: ``"gpu"`` or ``"auto"``, as for :class:`InferenceSession`; ``mode``
     (ortops.modes) is written into every node's config.
     """
-    return rewrite(model, device=device, placement=placement, mode=mode).model
+    return rewrite(model, device=_named_device(device), placement=placement, mode=mode).model
 
 
 def _source(model: ModelIn, proto: onnx.ModelProto):
@@ -108,30 +111,22 @@ def placement(model: ModelIn, *, device: DeviceSpec = None, policy: str = "gpu",
               mode: str | None = None) -> list[NodePlacement]:
     """Where each recurrent node of ``model`` would run under the placement ``policy``
     (``"gpu"`` or ``"auto"``; builds and drops the layers)."""
-    return rewrite(model, device=device, placement=policy, mode=mode).placement
+    return rewrite(model, device=_named_device(device), placement=policy, mode=mode).placement
 
 
-def session_device(device: DeviceSpec = None) -> DeviceSpec:
-    """The device ``ortops.InferenceSession(device=...)`` names: ``device`` if given, else
-    ``ORTOPS_DEVICE``'s, else the NVIDIA GPU ``CUDA_VISIBLE_DEVICES`` / ``NVIDIA_VISIBLE_DEVICES``
-    assign (ortops.visible, as ``ortops.serve`` pins a replica), else the preferred device; an
-    ``ortops.Device`` where it resolves. A spec that does not resolve (no device, a bad name)
-    is returned as it is: the survey then leaves every node to ONNX Runtime with that reason,
-    as the rewrite did. The assignment is read only where NVIDIA Vulkan devices exist: elsewhere
-    (lavapipe, another vendor's GPU) CUDA's variables cannot name a Vulkan device."""
-    from ortops.device import devices, select
-    from ortops.visible import NVIDIA_VENDOR_ID, assigned_device
+def _named_device(device: DeviceSpec) -> DeviceSpec:
+    """``device`` as the :class:`Device` it names; None stays None (the device is then chosen
+    where the model runs). A selection that matches no device, ``device`` or ``ORTOPS_DEVICE``,
+    is a ValueError naming it and listing the devices."""
+    from ortops.device import no_device_error, select
 
-    if device is None and not os.environ.get("ORTOPS_DEVICE"):
-        try:
-            if any(d.vendor_id == NVIDIA_VENDOR_ID for d in devices()):
-                device = assigned_device()
-        except RuntimeError:   # no Vulkan device at all: select() below says so, per node
-            pass
+    if device is None and not os.environ.get("ORTOPS_DEVICE", "").strip():
+        return None   # nothing named: no device needs to be there yet
     try:
-        return select(device)
-    except (RuntimeError, ValueError, TypeError):
+        chosen = select(device)
+    except no_device_error():   # no Vulkan device here: each node's report says so
         return device
+    return None if device is None else chosen
 
 
 def _ep_providers(providers: Sequence[Any] | None, provider_options: Sequence[dict] | None,
@@ -197,7 +192,10 @@ class InferenceSession:
     adds its CPU provider last in any case); ``provider_options`` pairs with them.
     device: the Vulkan device for the recurrent layers (a ``Device``, its name, index or
     UUID; None: ``ORTOPS_DEVICE``, else the GPU ``CUDA_VISIBLE_DEVICES`` assigns, else the
-    default device: :func:`session_device`).
+    default device: :func:`ortops.device.select`, the native core's choice). A device named
+    that matches none is a ValueError naming it and listing the devices there are. Where there
+    is no Vulkan device at all and none is named, every node runs on ONNX Runtime CPU, with a
+    warning on the ``ortops`` logger (under ``require_gpu``, the RuntimeError instead).
     require_gpu: raise ValueError if any recurrent node stays on ORT's CPU kernel (by
     default such nodes run there and show in ``placement``).
     placement: ``"gpu"`` (the default: every recurrent node the device can run goes to it) or
@@ -220,7 +218,7 @@ class InferenceSession:
         # EPFail) on the CPU provider alone, printing to stdout: a node the EP could not
         # compile would silently leave the device. Off, unless the caller says otherwise.
         kwargs.setdefault("enable_fallback", 0)
-        dev = session_device(device)
+        dev = self._device = self._choose_device(device, require_gpu)
         # The placement report (rewrite.survey: the native checker the EP runs, asked once more
         # from Python) is made when first read, not here: it was what this constructor added
         # to the EP's own session creation (1.1-1.9 ms of 7.6-8.6 ms on the H200's GRU models,
@@ -237,10 +235,10 @@ class InferenceSession:
         self._placement: list[NodePlacement] | None = None
         self._node_configs: list[NodeConfig] | None = None
         eager = require_gpu or placement != "gpu"
-        ep_device = dev if isinstance(dev, Device) and self._ep_may_take(dev, proto, eager) else None
+        ep_device = dev if dev is not None and self._ep_may_take(dev, proto, eager, mode) else None
         source: Any = _source(model, proto)
         so = register(sess_options) if _has_custom_nodes(proto) else sess_options
-        if so is None and isinstance(dev, Device) and dev.type == "cpu":
+        if so is None and dev is not None and dev.type == "cpu":
             so = _cpu_device_options()
         if ep_device is not None:
             providers = _ep_providers(providers, kwargs.pop("provider_options", None),
@@ -254,17 +252,36 @@ class InferenceSession:
                                  + "; ".join(p.describe() for p in cpu))
         self._create(source, so, providers, kwargs)
 
-    def _ep_may_take(self, dev: Device, proto: onnx.ModelProto, surveyed: bool) -> bool:
+    @staticmethod
+    def _choose_device(device: DeviceSpec, require_gpu: bool) -> Device | None:
+        """The native core's choice (ortops.device.select); None, with a warning, where there is
+        no Vulkan device at all and none was named."""
+        from ortops.device import no_device_error, select
+
+        try:
+            return select(device)
+        except no_device_error() as e:
+            if require_gpu:
+                raise type(e)(f"ortops.InferenceSession(require_gpu=True): {e}") from e
+            log.warning("%s; ortops.InferenceSession runs every node of the model on ONNX Runtime CPU", e)
+            return None
+
+    @property
+    def device(self) -> Device | None:
+        """The Vulkan device the recurrent nodes are placed on (None: there is no Vulkan device)."""
+        return self._device
+
+    def _ep_may_take(self, dev: Device, proto: onnx.ModelProto, surveyed: bool, mode: str) -> bool:
         """Whether the session gets the EP: with the report made, where it puts a node on the
         device. Without it, wherever the EP could take a node (a device the layers can run on,
         a recurrent node in the model): its GetCapability claims each node the same checker
         accepts, so the report made later agrees with ONNX Runtime's assignment
         (tests/test_session_ep.py), and a model whose recurrent nodes the checker all refuses
-        runs with the EP claiming none. A model with no recurrent node, or a device that does
-        not resolve (every check names the spec's error), gets no EP, as before."""
+        runs with the EP claiming none. A model with no recurrent node, or a device the core's
+        device check refuses, gets no EP."""
         if surveyed:
             return any(p.where == "gpu" for p in self.placement)
-        return dev.nan_preserve_float32 and has_recurrent(proto)
+        return refusal(dev, mode) is None and has_recurrent(proto)
 
     def _report(self) -> tuple[list[NodePlacement], list[NodeConfig]]:
         """The placement report and the taken nodes' configs, surveyed on the first call (then

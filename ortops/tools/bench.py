@@ -41,7 +41,7 @@ import sys
 
 import numpy as np
 
-from ortops import modes
+from ortops import modes, vocabulary
 from ortops.modes import check_mode
 from ortops.tools import cudnn, hostcopy, measure, sweep
 from ortops.tools.report import plot_safely, pyplot, write_report, write_table
@@ -67,7 +67,7 @@ SMALL_SHAPES = [
 
 #: cuDNN's precision mode that the ratio columns divide by, per ortops dtype: the one that keeps
 #: the same arithmetic contract (float32 products for float32; half for float16).
-RATIO_PEER = {"float32": "strict", "float16": "float16"}
+RATIO_PEER = {d: cudnn.for_dtype(d)[0] for d in vocabulary.DTYPES}
 
 
 def _cudnn_figures(cell, batch, inp, hidden, direction, X, runs, *, budget_s=None, error=True):
@@ -290,7 +290,7 @@ def _parser():
     parser.add_argument("--out", default="docs")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--small", action="store_true", help="small shapes (for lavapipe)")
-    parser.add_argument("--dtype", choices=["float32", "float16", "both"], default="both")
+    parser.add_argument("--dtype", choices=[*vocabulary.DTYPES, "both"], default="both")
     parser.add_argument("--device", default=None)
     parser.add_argument("--shape", type=int, action="append",
                         help="index into the shape list (repeatable; default all)")
@@ -329,9 +329,14 @@ def _parser():
     return parser
 
 
+def _dtypes(choice: str) -> list:
+    """The dtype names ``--dtype`` asks for: one, or every one for "both"."""
+    return list(vocabulary.DTYPES) if choice == "both" else [choice]
+
+
 def _sweep_config(args, parser):
     small = args.small
-    dtypes = {"float32": ["float32"], "float16": ["float16"]}.get(args.dtype, ["float32", "float16"])
+    dtypes = _dtypes(args.dtype)
     chosen = None
     if args.sweep_modes:
         chosen = [m.strip() for m in args.sweep_modes.split(",") if m.strip()]
@@ -427,7 +432,7 @@ def main(argv=None) -> int:
     shapes = SMALL_SHAPES if args.small else ANCHOR_SHAPES
     if args.shape:
         shapes = [shapes[i] for i in args.shape]
-    dtypes = {"float32": [np.float32], "float16": [np.float16]}.get(args.dtype, [np.float32, np.float16])
+    dtypes = [np.dtype(d).type for d in _dtypes(args.dtype)]
     report = _logged(lambda: run(shapes, dtypes, args.runs, args.device,
                                  baselines=not args.no_baselines, mode=args.mode, warm_s=args.warm),
                      sys.stderr)

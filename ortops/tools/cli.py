@@ -47,6 +47,7 @@ import ortops
 from ortops.cells import CELLS
 from ortops.timing import warm
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
+from ortops import vocabulary
 from ortops.modes import DEFAULT as DEFAULT_MODE, MODES
 from ortops.device import _native
 
@@ -189,8 +190,6 @@ def _fmt_times(times) -> str:
 
 
 def cmd_run(args) -> int:
-    import onnxruntime as ort
-
     from ortops.ort import rewrite
     from ortops.ort.session import InferenceSession, intra_op_options
 
@@ -203,10 +202,11 @@ def cmd_run(args) -> int:
         raise CliError(f"--warmup must be a number of seconds >= 0, got {args.warmup}")
     model = rewrite.load_model(args.model)
     dims = {k: _positive_int(v, f"--dim {k}") for k, v in _parse_pairs(args.dim, "--dim").items()}
+    device = _run_device(args.device)
     # A quantized model's recurrent outputs are compared too (_compare_quantized): run them out.
     probe = _quantized_probe(model) if args.compare else model
     sess = InferenceSession(probe, sess_options=intra_op_options(args.intra_op_threads),
-                            providers=["CPUExecutionProvider"], device=args.device,
+                            providers=["CPUExecutionProvider"], device=device,
                             placement=args.placement, mode=args.mode)
     for p in sess.placement:
         print(p.describe())
@@ -214,8 +214,8 @@ def cmd_run(args) -> int:
     names = [o.name for o in sess.get_outputs()]
     warm(lambda: sess.run(None, feeds), args.warmup)
     outputs, times = _timed(lambda: sess.run(None, feeds), args.repeat, "ortops")
-    print(f"ortops GPU path: {_fmt_times(times)}")
-    note = _cpu_only_note()
+    print(f"ortops session: {_fmt_times(times)} ({_where_it_ran(sess, model)})")
+    note = _cpu_only_note() if sess.on_gpu else ""
     if note:
         print(note)
     for name, value in zip(names, outputs):
@@ -234,10 +234,61 @@ def cmd_run(args) -> int:
         return status
     if _quantized_taken(sess.placement):
         return status if _compare_quantized(probe, sess.placement, feeds, names, outputs, args) else 1
+    return status if _compare_with_cpu(model, sess.placement, feeds, names, outputs, args) else 1
 
+
+def _run_device(spec):
+    """The device ``--device`` (else ORTOPS_DEVICE, else the scheduler's GPU, else the preferred)
+    names, the native core's choice: one that matches none is a CliError (one line, exit status
+    2) naming what was asked and listing the devices there are. None where there is no Vulkan
+    device at all and none was named: the session then runs on ONNX Runtime CPU, warning so."""
+    from ortops.device import no_device_error, select
+
+    try:
+        return select(spec)
+    except no_device_error():
+        return None
+    except ValueError as e:
+        raise CliError(str(e).removeprefix("ortops: ")) from e
+
+
+def _where_it_ran(sess, model) -> str:
+    """For the timing line: where the recurrent nodes ran (the Vulkan device by name, or ONNX
+    Runtime CPU with each node's reason from the session's placement report), and the other
+    nodes; or that the model has no recurrent node."""
+    placement = sess.placement
+    if not placement:
+        return "the model has no recurrent node: every node ran on ONNX Runtime CPU, none on a Vulkan device"
+    on_device = [p for p in placement if p.where == "gpu"]
+    left = [p for p in placement if p.where != "gpu"]
+    parts = []
+    if on_device:
+        parts.append(f"{_nodes(len(on_device))} on the Vulkan device {sess.device.name}")
+    if left:
+        why: dict[str, list[str]] = {}   # each reason once, after the nodes it holds for
+        for p in left:
+            why.setdefault(p.reason, []).append(f"#{p.index} {p.name!r}")
+        parts.append(f"{_nodes(len(left))} on ONNX Runtime CPU: "
+                     + "; ".join(f"{', '.join(nodes)} ({reason})" for reason, nodes in why.items()))
+    if len(model.graph.node) > sum(1 for p in placement if not p.path):
+        parts.append("the other nodes on ONNX Runtime CPU")
+    return "; ".join(parts)
+
+
+def _nodes(count: int) -> str:
+    return f"{count} recurrent node{'s' if count != 1 else ''}"
+
+
+def _compare_with_cpu(model, placement, feeds, names, outputs, args) -> bool:
+    """``--compare`` against stock ONNX Runtime CPU (the layout-0 float32 equivalent model for
+    layout-1 or float16 models); whether every output is within tolerance. An output above it
+    because of special values (ortops.compare.special_value_difference) points to their rule."""
+    import onnxruntime as ort
+
+    from ortops.compare import special_value_difference
     from ortops.ort.equivalent import cpu_equivalent, cpu_feeds
 
-    equivalent = any(p.layout == 1 or p.dtype == "float16" for p in sess.placement) or any(
+    equivalent = any(p.layout == 1 or p.dtype == "float16" for p in placement) or any(
         v.dtype == np.float16 for v in feeds.values())
     ref_model = cpu_equivalent(model) if equivalent else model
     ref_feeds = cpu_feeds(feeds) if equivalent else feeds
@@ -253,7 +304,10 @@ def cmd_run(args) -> int:
         ok = err <= tol
         worst_ok &= ok
         print(f"  {name}: scaled error {err:.3g} (tolerance {tol:g}) {'OK' if ok else 'ABOVE TOLERANCE'}")
-    return status if worst_ok else 1
+        if not ok and special_value_difference(got, exp):
+            print("    the difference is in special values (NaN, +-Inf), which the scaled error does not measure: "
+                  "docs/special_values.md says what ortops promises for them")
+    return worst_ok
 
 
 def _quantized_taken(placement) -> bool:
@@ -472,7 +526,7 @@ error max|a-b|/max|b| is above 1e-5 (float32) or 2e-3 (float16)."""
 
 
 def _placement_argument(ap) -> None:
-    ap.add_argument("--placement", choices=("gpu", "auto"), default="gpu",
+    ap.add_argument("--placement", choices=vocabulary.PLACEMENTS, default=vocabulary.PLACEMENTS[0],
                     help="gpu (default): every recurrent node the device can run goes to it; auto: a "
                          "node stays on ORT CPU where the calibrated cost model predicts it faster "
                          "(docs/onnxruntime.md, 'Placement policy')")
@@ -498,7 +552,9 @@ def parser() -> argparse.ArgumentParser:
                         "results checked against serial ones")
     r.add_argument("--intra-op-threads", type=int, default=0, metavar="N",
                    help="ONNX Runtime's intra-op threads for the model's other nodes (default 0: its own pool)")
-    r.add_argument("--device", default=None, help="Vulkan device: index, part of its name, or type")
+    r.add_argument("--device", default=None,
+                   help="Vulkan device: index, part of its name, type or UUID (default: ORTOPS_DEVICE, else the "
+                        "GPU CUDA_VISIBLE_DEVICES assigns, else the preferred); one that matches none is an error")
     _placement_argument(r)
     r.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
     r.add_argument("--mode", default=DEFAULT_MODE, choices=sorted(MODES),

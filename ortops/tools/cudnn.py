@@ -134,7 +134,7 @@ def build(cell: str, inp: int, hidden: int, bidirectional: bool, precision: str,
     """torch's module in the mode's dtype on ``device`` and its float64 twin on the CPU (the
     reference: the same weights after rounding to the mode's dtype)."""
     torch = _torch()
-    cls = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN": torch.nn.RNN}[cell]
+    cls = getattr(torch.nn, cell)   # torch.nn.LSTM, GRU and RNN: ONNX's op names
     torch.manual_seed(seed)
     net = cls(inp, hidden, bidirectional=bidirectional).eval()
     dtype = getattr(torch, PRECISIONS[precision].dtype)

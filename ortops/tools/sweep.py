@@ -33,7 +33,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from ortops import modes
+from ortops import modes, vocabulary
 from ortops.timing import samples, wall_ms
 from ortops.tools import cudnn, measure
 from ortops.tools.report import pyplot
@@ -55,7 +55,7 @@ class Config:
     batches: Sequence[int] = BATCHES
     hiddens: Sequence[int] = HIDDENS
     seq: int = SEQ
-    dtypes: Sequence[str] = ("float32", "float16")
+    dtypes: Sequence[str] = vocabulary.DTYPES
     runs: int = 20                 # at most this many runs per figure ...
     point_s: float = 0.2           # ... or fewer (at least 3) once this many seconds have passed
     session_max_hidden: int = 512  # the session only up to this hidden size (conversion cost)
@@ -238,7 +238,7 @@ def kernels() -> Dict[str, object]:
     return {"fast_projection": fast.KERNEL if fast.ENABLED else fast.PORTABLE,
             "fast_steps": _fast_steps(),
             "batched_from": _batched_from(),
-            "batched_tiling": {d: _tiling_by_batch(d) for d in ("float32", "float16")}}
+            "batched_tiling": {d: _tiling_by_batch(d) for d in vocabulary.DTYPES}}
 
 
 def _fast_steps():
@@ -477,7 +477,7 @@ def plot(report, path) -> bool:
     cfg = report["config"]
     hiddens = list(cfg["hiddens"])
     fig, axes = plt.subplots(2, len(hiddens), figsize=(4.2 * len(hiddens), 7.5), squeeze=False)
-    styles = {"float32": "-", "float16": "--"}
+    styles = dict(zip(vocabulary.DTYPES, ("-", "--")))
     # One colour per engine and mode in both dtypes (dtype: the line style).
     names = [f"ortops {m}" for m in report["modes"]] + [p.label for p in cudnn.PRECISIONS.values()]
     colour = {n: f"C{i}" for i, n in enumerate(names)}

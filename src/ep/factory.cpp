@@ -11,6 +11,7 @@
 
 #include "base/text.hpp"
 #include "ep/ep_impl.hpp"
+#include "rnn/device_check.hpp"
 #include "ort/status.hpp"
 
 #if defined(_WIN32)
@@ -68,7 +69,7 @@ usableDevices(std::string* assignment)
             }
         }
         for (const DeviceDescription& d : devices()) {
-            if (d.nanPreserveFloat32) {
+            if (!deviceRefusal(d)) {
                 out.push_back(d);
             }
         }
@@ -371,10 +372,7 @@ createEp(OrtEpFactory* factory, const OrtHardwareDevice* const*, const OrtKeyVal
         if (!options.placementGiven) {
             options.placement = defaultPlacement(device.type);
         }
-        if (!device.nanPreserveFloat32) {
-            throw UnsupportedLayerError("the Vulkan device " + device.name + " does not preserve NaN, Inf and -0 "
-                                        "in float32 shaders (shaderSignedZeroInfNanPreserveFloat32)");
-        }
+        requireDevice(device);
         *ep = new Ep(f, logger, options, device);
     });
 }

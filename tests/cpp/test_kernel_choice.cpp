@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "vk/context.hpp"
+#include "vk/devices.hpp"
 #include "support.hpp"
 #include "rnn/variants.hpp"
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "vk/context.hpp"
+#include "vk/devices.hpp"
 #include "vk/visible.hpp"
 
 using namespace ortops;

@@ -20,6 +20,13 @@ struct UnsupportedLayerError : std::runtime_error
     using std::runtime_error::runtime_error;
 };
 
+// The device lacks a feature the kernels rely on (rnn/device_check.hpp): the Python door raises
+// it as ortops.device.UnsupportedDeviceError (a RuntimeError).
+struct UnsupportedDeviceError : UnsupportedLayerError
+{
+    using UnsupportedLayerError::UnsupportedLayerError;
+};
+
 // The device was lost (or a submission failed in a way that leaves it unusable). Every later
 // submission on the same context raises it too; a new context starts afresh.
 struct DeviceLostError : std::runtime_error

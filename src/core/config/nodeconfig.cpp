@@ -7,6 +7,8 @@
 #include "config/nodeconfig.hpp"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <cmath>
 #include <limits>
 
@@ -24,9 +26,22 @@ constexpr size_t PARAMETER_LIST_MAX = 64;
 constexpr std::string_view TOP_KEYS[] = { "absent", "attrs", "device", "dtype", "mode", "node", "op", "outputs", "v" };
 constexpr std::string_view ATTR_KEYS[] = { "activation_alpha", "activation_beta", "activations", "clip", "direction",
                                            "hidden_size", "input_forget", "layout", "linear_before_reset" };
-constexpr std::string_view DTYPES[] = { "float32", "float16" };
-constexpr std::string_view DIRECTIONS[] = { "forward", "reverse", "bidirectional" };
-constexpr std::string_view MODES[] = { "deterministic", "exact", "fast" };
+
+// The names a vocabulary of types.hpp may have, in its order.
+template<typename T, size_t N, typename Name>
+std::array<std::string_view, N>
+namesOf(const T (&values)[N], Name name)
+{
+    std::array<std::string_view, N> out;
+    for (size_t i = 0; i < N; ++i) {
+        out[i] = name(values[i]);
+    }
+    return out;
+}
+
+const auto DTYPE_NAMES = namesOf(LAYER_TYPES, elementTypeName);
+const auto DIRECTION_NAMES = namesOf(DIRECTIONS, directionName);
+const auto MODE_NAMES = namesOf(MODES, modeName);
 
 const char* HEX = "0123456789abcdef";
 
@@ -97,10 +112,11 @@ describe(const json::Value& v)
     return "?";
 }
 
-template<size_t N>
+template<typename Names>
 std::string
-choices(const std::string_view (&names)[N], const char* last = " or ")
+choices(const Names& names, const char* last = " or ")
 {
+    const size_t N = std::size(names);
     std::string out;
     for (size_t i = 0; i < N; ++i) {
         out += i == 0 ? "" : (i + 1 == N ? last : ", ");
@@ -109,9 +125,9 @@ choices(const std::string_view (&names)[N], const char* last = " or ")
     return out;
 }
 
-template<size_t N>
+template<typename Names>
 bool
-oneOf(std::string_view s, const std::string_view (&names)[N])
+oneOf(std::string_view s, const Names& names)
 {
     return std::find(std::begin(names), std::end(names), s) != std::end(names);
 }
@@ -181,7 +197,7 @@ class Decoder
         }
         c.cell = findCell(op.string);
 
-        c.dtype = *parseElementType(oneString(root, "dtype", DTYPES));
+        c.dtype = *parseElementType(oneString(root, "dtype", DTYPE_NAMES));
         attrs(*root.find("attrs"), *c.cell, c.attrs);
         c.absent = nameList(*root.find("absent"), "absent", *c.cell, false);
         c.outputs = nameList(*root.find("outputs"), "outputs", *c.cell, true);
@@ -194,7 +210,7 @@ class Decoder
             }
             c.device = device.string;
         }
-        c.mode = *parseMode(oneString(root, "mode", MODES));
+        c.mode = *parseMode(oneString(root, "mode", MODE_NAMES));
         return c;
     }
 
@@ -208,8 +224,8 @@ class Decoder
         throw ConfigError(message + what);
     }
 
-    template<size_t N>
-    void exactKeys(const json::Value& object, const std::string_view (&keys)[N], const std::string& where) const
+    template<typename Names>
+    void exactKeys(const json::Value& object, const Names& keys, const std::string& where) const
     {
         for (const auto& [key, value] : object.members) {
             if (!oneOf(key, keys)) {
@@ -224,8 +240,8 @@ class Decoder
         }
     }
 
-    template<size_t N>
-    std::string oneString(const json::Value& object, const char* key, const std::string_view (&names)[N],
+    template<typename Names>
+    std::string oneString(const json::Value& object, const char* key, const Names& names,
                           const char* prefix = "") const
     {
         const json::Value& v = *object.find(key);
@@ -293,7 +309,7 @@ class Decoder
             }
             out.hiddenSize = hidden.integer;
         }
-        out.direction = *parseDirection(oneString(a, "direction", DIRECTIONS, "attrs."));
+        out.direction = *parseDirection(oneString(a, "direction", DIRECTION_NAMES, "attrs."));
         const json::Value& layout = *a.find("layout");
         if (layout.type != json::Type::Integer || (layout.integer != 0 && layout.integer != 1)) {
             fail("attrs.layout must be 0 or 1, got " + describe(layout));

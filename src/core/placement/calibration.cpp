@@ -8,7 +8,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "vk/context.hpp"
+#include "vk/devices.hpp"
 #include "placement/costcache.hpp"
 #include "rnn/layer.hpp"
 #include "config/nodeconfig.hpp"

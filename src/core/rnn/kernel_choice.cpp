@@ -4,23 +4,47 @@
 
 #include "rnn/variants.hpp"
 
+#include <algorithm>
+
 namespace ortops {
+
+std::optional<std::string>
+coopmatReason(const DeviceDescription& d, bool contextEnabled, const std::string& contextOff)
+{
+    if (std::none_of(d.cooperativeMatrix.begin(), d.cooperativeMatrix.end(),
+                     [](const CooperativeMatrixShape& c) { return c.isHalfIntoFloatSubgroup16(); })) {
+        return "the device does not list VK_KHR_cooperative_matrix " + coopmatRequired().describe();
+    }
+    if (!contextEnabled) {
+        return "VK_KHR_cooperative_matrix is not enabled: " + (contextOff.empty() ? std::string("not offered") : contextOff);
+    }
+    if (!d.nanPreserveFloat16) {
+        return std::string("no shaderSignedZeroInfNanPreserveFloat16 (the kernel declares it)");
+    }
+    if (!d.subgroupSizeRange || d.subgroupSizeRange->first != 32 || d.subgroupSizeRange->second != 32) {
+        std::string range = d.subgroupSizeRange ? "(" + std::to_string(d.subgroupSizeRange->first) + ", " +
+                                                    std::to_string(d.subgroupSizeRange->second) + ")"
+                                                : "not reported";
+        return "the kernel needs compute subgroups of exactly 32 invocations, the device's range is " + range;
+    }
+    if (COOPMAT_SHARED_BYTES > d.maxSharedMemory) {
+        return "the kernel needs " + std::to_string(COOPMAT_SHARED_BYTES) + " bytes of shared memory";
+    }
+    return std::nullopt;
+}
 
 // On by default: on the H200 the cooperative-matrix projection runs several times as fast as the
 // portable kernel at the float16 anchors (docs/modes.md).
 bool
+useCoopmat(Mode mode, bool float16, const DeviceDescription& d, bool contextEnabled, bool requested)
+{
+    return requested && mode == Mode::Fast && float16 && !coopmatReason(d, contextEnabled, "");
+}
+
+bool
 useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool requested)
 {
-    if (!requested || s.mode != Mode::Fast || !s.float16) {
-        return false;
-    }
-    bool listed = false;
-    for (const auto& c : d.cooperativeMatrix) {
-        listed = listed || c.isHalfIntoFloatSubgroup16();
-    }
-    return listed && ctx.cooperativeMatrix && d.nanPreserveFloat16 && d.subgroupSizeRange &&
-           d.subgroupSizeRange->first == 32 && d.subgroupSizeRange->second == 32 &&
-           COOPMAT_SHARED_BYTES <= d.maxSharedMemory;
+    return useCoopmat(s.mode, s.float16, d, ctx.cooperativeMatrix, requested);
 }
 
 // R's 64 x 64 slice and h's BT x 64 slice (rows of 36 half pairs), and the sums of the pass's

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
-#include "vk/context.hpp"
+#include "vk/devices.hpp"
 #include "rnn/controls.hpp"
 #include "rnn/spec.hpp"
 #include "config/types.hpp"
@@ -15,13 +17,25 @@ namespace ortops {
 
 // glsl/input_projection_coopmat.comp: a 128 x 128 tile of Xw a workgroup of eight subgroups;
 // shared memory: X's and W's 128 x 32 slices (rows of 40 halves) and eight 16 x 20 float
-// staging blocks (ortops/fast.py holds the same figures for the Python side).
+// staging blocks.
 inline constexpr uint32_t COOPMAT_TILE = 128;
 inline constexpr uint32_t COOPMAT_SHARED_BYTES = 2 * COOPMAT_TILE * 40 * 2 + 8 * 16 * 20 * 4;
 
+// Why the device `d` (whose context was created with VK_KHR_cooperative_matrix's features where
+// `contextEnabled`, else not, `contextOff` saying why) cannot run the cooperative-matrix kernels
+// of mode "fast": it does not list the combination they are written for (coopmatRequired), its
+// context lacks the extension, no 16-bit SignedZeroInfNanPreserve, compute subgroups other than
+// exactly 32 wide, or too little shared memory. Nothing when it can. ortops.fast.coopmat_reason
+// reads it through _vk.
+std::optional<std::string>
+coopmatReason(const DeviceDescription& d, bool contextEnabled, const std::string& contextOff);
+
 // Mode "fast" (docs/modes.md): whether a float16 layer projects its inputs on matrix hardware
-// (glsl/input_projection_coopmat.comp): where the device can run it and `requested`
-// (LayerSettings::coopmat; ORTOPS_COOPMAT=0 switches it off).
+// (glsl/input_projection_coopmat.comp): in mode "fast", for a float16 layer, where the device
+// can run it (coopmatReason) and `requested` (LayerSettings::coopmat; ORTOPS_COOPMAT=0
+// switches it off).
+bool
+useCoopmat(Mode mode, bool float16, const DeviceDescription& d, bool contextEnabled, bool requested);
 bool
 useCoopmat(const Spec& s, const DeviceDescription& d, const Context& ctx, bool requested);
 

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "rnn/coalesce.hpp"
+#include "rnn/device_check.hpp"
 #include "vk/devices.hpp"
 #include "rnn/kernel_choice.hpp"
 #include "rnn/limits.hpp"
@@ -39,18 +40,12 @@ nanosSince(std::chrono::steady_clock::time_point t)
 }
 
 // The device a layer runs on: the config's (or ORTOPS_DEVICE's, or the preferred one), if it
-// preserves the special values the kernels rely on.
+// can run the kernels in the config's mode (device_check.hpp).
 const DeviceDescription&
 layerDevice(const NodeConfig& cfg)
 {
     const DeviceDescription& device = chooseDevice(cfg.device);
-    if (!device.nanPreserveFloat32) {
-        throw UnsupportedLayerError(
-          "ortops: the Vulkan device " + device.name + " cannot run ortops's kernels: it does not report "
-          "shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 float controls), so its shaders may not "
-          "preserve NaN, +-Inf and -0, which the kernels declare they rely on (SignedZeroInfNanPreserve, "
-          "docs/special_values.md). Choose another device with ORTOPS_DEVICE.");
-    }
+    requireDevice(device, cfg.mode);
     return device;
 }
 

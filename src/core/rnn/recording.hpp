@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "vk/context.hpp"
+#include "vk/devices.hpp"
 #include "rnn/limits.hpp"
 #include "rnn/plan_pool.hpp"
 #include "rnn/spec.hpp"

@@ -5,8 +5,8 @@
 // its messages collected here (take_messages) for the tests to fail on. A Context also owns the
 // device's compute queues with the locks Vulkan requires around their use, the device-loss
 // state every submission checks, and the limits read once at creation (dispatch checks read
-// them from here rather than asking the driver again). enumerate_devices describes the devices
-// with a short-lived instance of its own.
+// them from here rather than asking the driver again). The devices are described in
+// devices.hpp, the instance made in instance.hpp.
 #pragma once
 
 #include <kompute/Kompute.hpp>
@@ -88,52 +88,6 @@ struct Context
     void markLost(const std::string& what);
     void destroyInstance();
 };
-
-// What ortops.device.Device carries about one Vulkan device (the Python door turns it into
-// the dict Device takes; the custom-op library chooses its device by uuid and type).
-struct DeviceDescription
-{
-    uint32_t index = 0;
-    std::string name;
-    std::string type;            // discrete, integrated, virtual, cpu, other
-    uint32_t vendorId = 0;
-    uint32_t deviceId = 0;
-    std::string apiVersion;
-    std::string driver;
-    std::string driverInfo;
-    uint32_t maxStorageBufferRange = 0;
-    std::array<uint32_t, 3> maxWorkgroupSize{};
-    uint32_t maxWorkgroupInvocations = 0;
-    std::array<uint32_t, 3> maxWorkgroupCount{};
-    uint32_t maxSharedMemory = 0;
-    uint32_t maxPushConstantsSize = 0;
-    uint32_t subgroupSize = 0;
-    bool float16 = false;
-    bool float64 = false;
-    bool nanPreserveFloat16 = false;
-    bool nanPreserveFloat32 = false;
-    bool denormPreserveFloat32 = false;
-    bool denormFlushFloat32 = false;
-    float timestampPeriodNs = 1.0f;
-    bool timestamps = false;
-    bool portability = false;
-    std::string uuid;                     // 8-4-4-4-12 lower-case hex
-    std::optional<std::string> luid;
-    std::optional<std::string> pciBusId;
-    std::vector<CooperativeMatrixShape> cooperativeMatrix;
-    std::optional<std::pair<uint32_t, uint32_t>> subgroupSizeRange;
-};
-
-// Every Vulkan device with a compute queue.
-std::vector<DeviceDescription>
-enumerateDevices();
-
-// The instance extensions the last instance was created with (VK_KHR_portability_enumeration
-// where the loader offers it; VK_EXT_debug_utils under validation), and those the loader offers.
-std::vector<std::string>
-enabledInstanceExtensions();
-std::vector<std::string>
-availableInstanceExtensions();
 
 // Validation messages (warnings and errors) since the last call, and clear them.
 std::vector<std::string>

@@ -2,6 +2,7 @@
 
 #include "vk/cooperative_matrix.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -43,13 +44,14 @@ struct CoopMatDevicePropertiesKHR
 typedef VkResult(VKAPI_PTR* PFN_GetCoopMatProperties)(VkPhysicalDevice, uint32_t*,
                                                       CoopMatPropertiesKHR*);
 
+// VkComponentTypeKHR 0-10 (the values VK_NV_cooperative_matrix had too).
+const char* COMPONENT_NAMES[] = { "float16", "float32", "float64", "int8",   "int16", "int32",
+                                  "int64",   "uint8",   "uint16",  "uint32", "uint64" };
+
 std::string
 componentName(uint32_t type)
 {
-    // VkComponentTypeKHR 0-10 (the values VK_NV_cooperative_matrix had too).
-    static const char* names[] = { "float16", "float32", "float64", "int8",   "int16", "int32",
-                                   "int64",   "uint8",   "uint16",  "uint32", "uint64" };
-    return type < 11 ? names[type] : "type" + std::to_string(type);
+    return type < 11 ? COMPONENT_NAMES[type] : "type" + std::to_string(type);
 }
 
 std::string
@@ -67,6 +69,29 @@ scopeName(uint32_t scope)
         default:
             return "scope" + std::to_string(scope);
     }
+}
+
+// The value componentName / scopeName name (one no Vulkan value has where none does).
+uint32_t
+componentType(const std::string& name)
+{
+    for (uint32_t t = 0; t < 11; t++) {
+        if (name == COMPONENT_NAMES[t]) {
+            return t;
+        }
+    }
+    return UINT32_MAX;
+}
+
+uint32_t
+scopeType(const std::string& name)
+{
+    for (uint32_t s : { 1u, 2u, 3u, 5u }) {
+        if (name == scopeName(s)) {
+            return s;
+        }
+    }
+    return UINT32_MAX;
 }
 
 // The first validation layer that knows the extension (SDK 1.3.261, July 2023). An older one
@@ -236,10 +261,44 @@ describeCooperativeMatrix(const vk::Instance& instance, const vk::PhysicalDevice
 bool
 CooperativeMatrixShape::isHalfIntoFloatSubgroup16() const
 {
-    // VkComponentTypeKHR: 0 float16, 1 float32; VkScopeKHR: 3 subgroup.
-    constexpr uint32_t FLOAT16 = 0, FLOAT32 = 1, SUBGROUP = 3;
-    return m == 16 && n == 16 && k == 16 && aType == FLOAT16 && bType == FLOAT16 && cType == FLOAT32 &&
-           resultType == FLOAT32 && !saturating && scopeType == SUBGROUP;
+    CooperativeMatrixShape r = coopmatRequired();
+    return m == r.m && n == r.n && k == r.k && aType == r.aType && bType == r.bType && cType == r.cType &&
+           resultType == r.resultType && saturating == r.saturating && scopeType == r.scopeType;
+}
+
+std::string
+CooperativeMatrixShape::describe() const
+{
+    return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " + a + " x " + b + " + " + c +
+           " -> " + result + " (" + scope + (saturating ? ", saturating" : "") + ")";
+}
+
+CooperativeMatrixShape
+cooperativeMatrixShape(uint32_t m, uint32_t n, uint32_t k, const std::string& a, const std::string& b,
+                       const std::string& c, const std::string& result, bool saturating, const std::string& scope)
+{
+    CooperativeMatrixShape s;
+    s.m = m;
+    s.n = n;
+    s.k = k;
+    s.a = a;
+    s.b = b;
+    s.c = c;
+    s.result = result;
+    s.saturating = saturating;
+    s.scope = scope;
+    s.aType = componentType(a);
+    s.bType = componentType(b);
+    s.cType = componentType(c);
+    s.resultType = componentType(result);
+    s.scopeType = scopeType(scope);
+    return s;
+}
+
+CooperativeMatrixShape
+coopmatRequired()
+{
+    return cooperativeMatrixShape(16, 16, 16, "float16", "float16", "float32", "float32", false, "subgroup");
 }
 
 std::optional<std::pair<uint32_t, uint32_t>>

@@ -44,7 +44,7 @@ struct CooperativeMatrixEnable
 
 extern const char* kCooperativeMatrix;   // "VK_KHR_cooperative_matrix"
 
-// One combination a device lists for VK_KHR_cooperative_matrix (DeviceDescription, context.hpp).
+// One combination a device lists for VK_KHR_cooperative_matrix (DeviceDescription, devices.hpp).
 struct CooperativeMatrixShape
 {
     uint32_t m = 0, n = 0, k = 0;
@@ -56,9 +56,22 @@ struct CooperativeMatrixShape
     uint32_t aType = 0, bType = 0, cType = 0, resultType = 0, scopeType = 0;
 
     // 16 x 16 x 16, float16 x float16 + float32 -> float32, not saturating, subgroup scope:
-    // the combination mode "fast"'s matrix kernels are written for.
+    // the combination mode "fast"'s matrix kernels are written for (coopmatRequired).
     bool isHalfIntoFloatSubgroup16() const;
+    // "16x16x16 float16 x float16 + float32 -> float32 (subgroup)", as ortops.fast.CoopMatShape
+    // prints one.
+    std::string describe() const;
 };
+
+// A combination given by its types' and scope's names (the Python door's ortops.fast.CoopMatShape,
+// a made-up device's in tests): the VkComponentTypeKHR and VkScopeKHR values from the names.
+CooperativeMatrixShape
+cooperativeMatrixShape(uint32_t m, uint32_t n, uint32_t k, const std::string& a, const std::string& b,
+                       const std::string& c, const std::string& result, bool saturating, const std::string& scope);
+
+// The combination mode "fast"'s matrix kernels are written for (ortops.fast.REQUIRED reads it).
+CooperativeMatrixShape
+coopmatRequired();
 
 // The combinations (M, N, K, component types, scope) the device lists; empty where the device
 // lacks the extension, its feature, or support in compute shaders.

@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "vk/context.hpp"
+#include "vk/devices.hpp"
 
 #include "base/text.hpp"
 
@@ -255,10 +255,7 @@ assignedDevices(const VisibilityEnv& env, const std::vector<VisibleDevice>& foun
 VisibleDevice
 visibleDevice(const DeviceDescription& d)
 {
-    std::string kind = d.portability ? d.type + ", portability implementation" : d.type;
-    std::string label = "[" + std::to_string(d.index) + "] " + d.name + " (" + kind + ", " + d.driver + " " +
-                        d.driverInfo + ", Vulkan " + d.apiVersion + ")";
-    return VisibleDevice{ label, d.name, d.vendorId, d.deviceId, d.uuid, d.pciBusId };
+    return VisibleDevice{ deviceLabel(d), d.name, d.vendorId, d.deviceId, d.uuid, d.pciBusId };
 }
 
 std::optional<uint32_t>
