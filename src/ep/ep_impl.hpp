@@ -49,11 +49,12 @@ struct Ep : OrtEp
     std::string costProblem_;
 };
 
-// Under placement "auto": whether the device takes a node the core can run (the cost model's
-// choice, logged at verbose level naming the node either way). Without a cost model the
-// device takes it and the warning says why.
-bool
-autoKeeps(Ep& ep, const NodeSpec& spec, const NodeConfig& config);
+// GetCapability's verdict on a node read (ep.hpp's readNode): the core's checker with the EP's
+// mode and device, then under placement "auto" the cost model, whose choice is logged at
+// verbose level naming the node either way. Without a cost model the device keeps the node
+// and the reason says why.
+NodeVerdict
+verdictOn(Ep& ep, const NodeDescription& node);
 
 // One claimed node: its run, called by ORT from any number of threads at once with the one
 // state CreateState gave (the info itself).

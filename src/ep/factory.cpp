@@ -210,6 +210,7 @@ readOptions(const OrtApi* api, const OrtSessionOptions* options)
     if (auto placement = option(api, options, "placement")) {
         o.placement = parsePlacement(*placement, "EP option placement");
     }
+    o.reportId = option(api, options, "report_id").value_or("");    // decisions.hpp: the session's report
     return o;
 }
 

@@ -44,13 +44,7 @@ const DeviceDescription&
 layerDevice(const NodeConfig& cfg)
 {
     const DeviceDescription& device = chooseDevice(cfg.device);
-    if (!device.nanPreserveFloat32) {
-        throw UnsupportedLayerError(
-          "ortops: the Vulkan device " + device.name + " cannot run ortops's kernels: it does not report "
-          "shaderSignedZeroInfNanPreserveFloat32 (Vulkan 1.2 float controls), so its shaders may not "
-          "preserve NaN, +-Inf and -0, which the kernels declare they rely on (SignedZeroInfNanPreserve, "
-          "docs/special_values.md). Choose another device with ORTOPS_DEVICE.");
-    }
+    requireKernelDevice(device.name, device.nanPreserveFloat32);
     return device;
 }
 
@@ -465,26 +459,6 @@ std::shared_ptr<Context>
 Layer::context() const
 {
     return impl->ctx;
-}
-
-// (issue 31, wt-door) layer.hpp: the doors' check without a device.
-void
-checkLayer(const NodeConfig& config, const Weights& weights, const std::optional<BindingLimit>& limit)
-{
-    Spec s = makeSpec(config, weights);
-    if (!limit) {
-        return;
-    }
-    // The bytes LayerImpl's upload binds (exact mode's R as float32 words: exactR).
-    Limits limits{ s.op, limit->device, limit->storageRange, {}, 0 };
-    limits.checkBinding("W", static_cast<uint64_t>(weights.W.elements()) * s.item);
-    limits.checkBinding("R", static_cast<uint64_t>(weights.R.elements()) * s.rItem());
-    if (weights.B) {
-        limits.checkBinding("B", static_cast<uint64_t>(weights.B->elements()) * s.item);
-    }
-    if (weights.P) {
-        limits.checkBinding("P", static_cast<uint64_t>(weights.P->elements()) * s.item);
-    }
 }
 
 } // namespace ortops
