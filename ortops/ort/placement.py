@@ -144,12 +144,17 @@ class Decision:
         return self.placement.where == "gpu"
 
 
-def _input(name: str, info: ModelInfo) -> dict:
+#: The inputs whose constant value the checker reads (W R B P, a DynamicQuantizeLSTM's scales
+#: and zero points): the others are described by their types alone.
+_CONSTANT_INPUTS = frozenset({1, 2, 3, 7, 8, 9, 10, 11})
+
+
+def _input(position: int, name: str, info: ModelInfo) -> dict:
     """An input as the core's description holds it: the element type and dims the graph gives
     (shape inference's, or a constant's), whether it is constant and its value."""
     if not name:
         return {"name": "", "element": 0, "dims": None, "constant": False}
-    value = info.array(name)
+    value = info.array(name) if position in _CONSTANT_INPUTS else None
     if value is not None:
         return {"name": name, "element": helper.np_dtype_to_tensor_dtype(value.dtype), "dims": list(value.shape),
                 "constant": True, "data": value}
@@ -180,7 +185,7 @@ def describe(node: onnx.NodeProto, info: ModelInfo, opset: int) -> dict:
     provider reads of it through ONNX Runtime's graph API, here from onnx and ``info``."""
     version = 1 if quantized.is_quantized(node) else op_version(node.op_type, opset) or 0
     return {"name": node.name, "op_type": node.op_type, "domain": node.domain, "since_version": version,
-            "inputs": [_input(n, info) for n in node.input], "outputs": list(node.output),
+            "inputs": [_input(i, n, info) for i, n in enumerate(node.input)], "outputs": list(node.output),
             "attributes": [_attribute(a) for a in node.attribute]}
 
 
@@ -239,7 +244,9 @@ def _weights(std: StandardNode, info: ModelInfo, dtype: str) -> dict:
     if std.op == quantized.OP:
         inputs = dict(zip(quantized.INPUTS, list(std.node.input) + [""] * len(quantized.INPUTS)))
         for w, (s, z) in quantized.QUANTIZED.items():
-            arrays[w] = quantized.dequantize(w, *(info.array(inputs[n]) for n in (w, s, z)))
+            q, scale, zero = (info.array(inputs[n]) for n in (w, s, z))
+            assert q is not None and scale is not None and zero is not None   # the checker's: constants
+            arrays[w] = quantized.dequantize(w, q, scale, zero)
     return {n: None if a is None else np.ascontiguousarray(a.astype(dtype, copy=False)) for n, a in arrays.items()}
 
 

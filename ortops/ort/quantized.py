@@ -71,11 +71,11 @@ def _dequantized_weights(node: onnx.NodeProto, constant) -> dict | None:
     inputs = dict(zip(INPUTS, list(node.input) + [""] * len(INPUTS)))
     arrays = {}
     for w, (s, z) in QUANTIZED.items():
-        got = [constant(inputs[n]) if inputs[n] else None for n in (w, s, z)]
-        if any(a is None for a in got):
+        q, scale, zero = (constant(inputs[n]) if inputs[n] else None for n in (w, s, z))
+        if q is None or scale is None or zero is None:
             return None
         try:
-            arrays[w] = dequantize(w, *got)
+            arrays[w] = dequantize(w, q, scale, zero)
         except ValueError:
             return None
     return arrays

@@ -49,20 +49,15 @@ Ep::costModel(std::string& why)
     return cost_ ? &*cost_ : nullptr;
 }
 
-NodeVerdict
-verdictOn(Ep& ep, const NodeDescription& node)
+void
+placeAuto(Ep& ep, const NodeDescription& node, NodeVerdict& verdict)
 {
-    NodeVerdict v = checkNode(node, questionOf(ep.options, ep.device));
-    if (ep.options.placement != Placement::Auto || !v.taken) {
-        return v;
-    }
     std::string problem;
     const Calibration* cal = ep.costModel(problem);
-    std::string why = placeAuto(v, cal, problem);
+    std::string why = ortops::placeAuto(verdict, cal, problem);
     ep.verbose(nodePrefix(node.opType, node.name) +
-               (v.taken ? "taken under placement auto: " : "left to the next execution provider under placement auto: ") +
+               (verdict.taken ? "taken under placement auto: " : "left to the next execution provider under placement auto: ") +
                why);
-    return v;
 }
 
 } // namespace ortops::ep

@@ -16,6 +16,15 @@ using ort::NodeError;
 
 namespace {
 
+// GetCapability's and Compile's reads of a node, counted for the tests (read.cpp's tally).
+void
+countReads([[maybe_unused]] const char* call, [[maybe_unused]] const std::string& node)
+{
+#ifdef ORTOPS_TESTING
+    countEvent(std::string("ep.") + call + ":" + node);
+#endif
+}
+
 Ep*
 self(OrtEp* ep)
 {
@@ -51,16 +60,18 @@ takes(Ep& ep, const OrtNode* node, const std::string& path)
     try {
         d = readNode(ep.api, node).description;
         prefix = nodePrefix(d.opType, d.name);
-        countEvent("ep.capability:" + d.name);
+        countReads("capability", d.name);
     } catch (const std::exception& e) {
         ep.verbose(prefix + "left to the next execution provider: " + e.what());
         return false;
     }
-    NodeVerdict v = verdictOn(ep, d);
-    recordDecision(ep.options.reportId, decisionOf(path, d, v));
-    if (!v.taken && ep.options.placement != Placement::Auto) {
+    NodeVerdict v = checkNode(d, questionOf(ep.options, ep.device));
+    if (!v.taken) {
         ep.verbose(prefix + "left to the next execution provider: " + v.reason);
+    } else if (ep.options.placement == Placement::Auto) {
+        placeAuto(ep, d, v);
     }
+    recordDecision(ep.options.reportId, decisionOf(path, d, v));
     return v.taken;
 }
 
@@ -166,7 +177,7 @@ compileNode(Ep& ep, const OrtGraph* graph, const OrtNode* fused, ComputeInfo& in
     }
     ReadNode read = readNode(ep.api, nodes[0]);
     const NodeDescription& d = read.description;
-    countEvent("ep.compile:" + d.name);
+    countReads("compile", d.name);
     info.prefix = nodePrefix(d.opType, d.name);
     std::vector<std::string> fusedInputs = valueNames(ep.api, fused, true);
     ort::NodeRunner& r = info.runner;

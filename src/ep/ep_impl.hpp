@@ -49,12 +49,11 @@ struct Ep : OrtEp
     std::string costProblem_;
 };
 
-// GetCapability's verdict on a node read (ep.hpp's readNode): the core's checker with the EP's
-// mode and device, then under placement "auto" the cost model, whose choice is logged at
-// verbose level naming the node either way. Without a cost model the device keeps the node
-// and the reason says why.
-NodeVerdict
-verdictOn(Ep& ep, const NodeDescription& node);
+// Placement "auto" on a node the checker took: the cost model's choice (core's placeAuto),
+// logged at verbose level naming the node either way. Without a cost model the device keeps
+// the node and the reason says why.
+void
+placeAuto(Ep& ep, const NodeDescription& node, NodeVerdict& verdict);
 
 // One claimed node: its run, called by ORT from any number of threads at once with the one
 // state CreateState gave (the info itself).
