@@ -94,6 +94,7 @@ NO_DEVICE = {
     "test_plan_pool": None,
     "test_nodeconfig": None,
     "test_node_config_decoder": None,
+    "test_node_check": None,
     "test_native_tables": None,
     "test_fuzz_smoke": {"test_huge_zero_stride_views_are_refused_before_any_copy",
                         "test_activations_of_the_wrong_type_are_a_value_error"},

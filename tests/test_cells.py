@@ -18,7 +18,7 @@ from ortops.activations import ACTIVATIONS
 from ortops.cells import CELLS, Cell, cell
 
 STEP_SHADER = Path(__file__).resolve().parents[1] / "glsl" / "cell.glsl"   # what the step kernels share
-OPSET = 22   # the newest version of the three operators (see rewrite.SUPPORTED_VERSIONS)
+OPSET = 22   # the newest version of the three operators (see ortops.vocabulary.SUPPORTED_VERSIONS)
 
 
 def test_the_three_onnx_cells():

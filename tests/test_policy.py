@@ -210,14 +210,24 @@ def test_placement_script_quick(tmp_path, monkeypatch, capsys):
     assert re.search(r"winner mispredicted for \d+ of 4 shapes", out)
 
 
-def test_auto_without_a_cost_model_keeps_the_device_and_says_why(tmp_path, monkeypatch, caplog):
+def test_auto_without_a_cost_model_keeps_the_device_and_says_why(tmp_path, monkeypatch, caplog, capfd):
+    # The session's report is the EP's: its calibration cannot be measured (shapes it refuses),
+    # so it keeps every node, says why in each node's reason and warns in ONNX Runtime's log.
     monkeypatch.setenv(costmodel.CACHE_ENV, str(tmp_path / "cost.json"))
+    monkeypatch.setenv("ORTOPS_COST_SHAPES", "bogus")
+    why = "no cost model (ortops: ORTOPS_COST_SHAPES must be 'default' or 'small', got 'bogus')"
+    with ortops.InferenceSession(_two_node_model(), providers=["CPUExecutionProvider"], placement="auto") as s:
+        assert [p.where for p in s.placement] == ["gpu", "gpu"]
+        assert s.placement[1].reason.endswith("; " + why)
+    assert why in capfd.readouterr().err
+    # ortops.convert's placement (its calibration measured in Python): the same, in the ortops logger.
+    monkeypatch.delenv("ORTOPS_COST_SHAPES")
 
     def broken(device, *a, **k):
         raise RuntimeError("timer broken")
 
     monkeypatch.setattr(costmodel, "measure", broken)
-    with ortops.InferenceSession(_two_node_model(), providers=["CPUExecutionProvider"], placement="auto") as s:
-        assert [p.where for p in s.placement] == ["gpu", "gpu"]
-        assert s.placement[1].reason.endswith("; no cost model (RuntimeError: timer broken)")
+    places = ortops.ort.session.placement(_two_node_model(), policy="auto")
+    assert [p.where for p in places] == ["gpu", "gpu"]
+    assert places[1].reason.endswith("; no cost model (timer broken)")
     assert "no cost model" in caplog.text

@@ -10,9 +10,14 @@ What is checked, against ONNX Runtime's own graph-assignment report
   to another provider), on every model in tests/models and the recognizer, the control-flow
   bodies, silero-vad's models, the quantized LSTMs, float16 / layout 1 / float64 nodes and 30
   seeded mutants of standard nodes (test_ep's cases: the EP's own checks, here through the
-  session whose report comes from the Python door's call of the same native checker);
+  session whose report is the EP's own recorded decisions);
 - a node the native checker refuses stays on the CPU provider, is reported so, and
   ``require_gpu`` refuses the session;
+- ortops.convert's placement and the EP's agree on every node of those models and the sample
+  models (models/*.onnx), with the same reason text for every node; convert logs each node it
+  leaves unchanged and ``require_gpu`` lists them;
+- the EP reads each node once per GetCapability or Compile call, and each attribute once per
+  read (its getter calls counted in the testing build);
 - a failing node raises ``NodeRunError`` naming it (a DynamicQuantizeLSTM node too), and a
   fault injected into the core reaches the caller as the node's error;
 - threads sharing one session give the serial results bit for bit;
@@ -114,6 +119,114 @@ def test_the_report_agrees_with_onnxruntimes_assignment_on_every_case(every_case
             assert outs and all(np.isfinite(o).all() for o in outs if o.dtype.kind == "f"), name
     print(f"{len(every_case)} cases, {taken} nodes on the EP, {refused_by_stock} refused as by stock ORT")
     assert taken >= 60 and refused_by_stock < len(every_case) // 4, (taken, refused_by_stock)
+
+
+def _sample_models() -> dict:
+    """scripts/make_models.py's models (models/*.onnx, which scripts/setup.sh writes)."""
+    import glob
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = sorted(glob.glob(os.path.join(root, "models", "*.onnx")))
+    assert len(paths) >= 4, "models/*.onnx: run scripts/setup.sh"
+    return {"sample_" + os.path.basename(p)[:-5]: (p, []) for p in paths}
+
+
+def _refused_cases() -> dict:
+    """Models whose nodes the checker refuses for reasons of every kind: float64, an attribute
+    value out of range, a quantized node's zero points ORT refuses, its scale not constant."""
+    import test_quantized as tq
+
+    out = {"float64": (cases._one_node("LSTM", TensorProto.DOUBLE, seed=4)[0], []),
+           "gru_left": (_gru_left_to_cpu()[0], [])}
+    _, zero, _, _ = tq._hand_built("forward", np.int8, True, False, False, False, np.random.default_rng(11))
+    for t in zero.graph.initializer:
+        if t.name == "Wz":
+            t.CopyFrom(numpy_helper.from_array(np.full(list(t.dims), 3, np.int8), "Wz"))
+    _, varying, _, _ = tq._hand_built("forward", np.int8, False, False, False, False, np.random.default_rng(9))
+    rs = next(t for t in varying.graph.initializer if t.name == "Rs")
+    varying.graph.input.append(helper.make_tensor_value_info("Rs", TensorProto.FLOAT, list(rs.dims)))
+    out.update(quant_zero_points=(zero, []), quant_scale_fed=(varying, []))
+    return out
+
+
+def test_convert_and_the_ep_agree_node_for_node_with_the_same_reasons(every_case):
+    """ortops.convert's placement (the core's checker asked from Python) and the EP's (asked in
+    GetCapability; ONNX Runtime's assignment report and the session's report, the EP's recorded
+    decisions) agree on every recurrent node of every model, with the same reason text."""
+    checked = refused = 0
+    for name, (model, _) in {**every_case, **_sample_models(), **_refused_cases()}.items():
+        try:
+            sess = ortops.InferenceSession(model, _recording(), providers=["CPUExecutionProvider"])
+        except Exception as e:
+            assert not isinstance(e, customop.NodeRunError) and _stock_refuses(model), f"{name}: {e}"
+            continue
+        assigned = _assigned(sess)
+        ep = {p.name: p for p in sess.placement}
+        converted = {p.name: p for p in ortops.ort.session.placement(model)}
+        assert set(converted) == set(assigned) == set(ep), name
+        for node, p in converted.items():
+            assert (assigned[node] == EP) == (p.where == "gpu"), f"{name}: {node!r}: convert {p.describe()}"
+            assert ep[node].reason == p.reason, f"{name}: {node!r}: EP {ep[node].reason!r}, convert {p.reason!r}"
+            assert ep[node].where == p.where
+            checked += 1
+            refused += p.where != "gpu"
+    print(f"{checked} nodes, {refused} refused, the same reason from both doors")
+    assert checked >= 75 and refused >= 9, (checked, refused)
+
+
+def test_the_ep_reads_each_attribute_once_per_getcapability_or_compile_call():
+    """The EP's one reader (src/ep/read.cpp) counts its ONNX Runtime getter calls in the testing
+    build: per node, one read per GetCapability call that met it and one per Compile, and per
+    read each attribute's name, type and value read once (a string or list value: ReadOpAttr's
+    size probe, then the read)."""
+    from ortops import _vk
+
+    m, feeds = cases._one_node("LSTM", lens=True, seed=14)
+    extra = {"activations": ["Sigmoid", "Tanh", "Tanh"] * 2, "clip": 9.0, "input_forget": 0}
+    m.graph.node[0].attribute.extend(helper.make_attribute(k, v) for k, v in extra.items())
+    g, _ = cases._one_node("GRU", seed=15)
+    gru = g.graph.node[0]
+    gru.input[0] = "X"
+    for t in g.graph.initializer:
+        t.name = "g" + t.name
+    names = ["g" + i for i in gru.input[1:]]
+    del gru.input[1:], gru.output[:]
+    gru.input.extend(names)
+    gru.output.extend(["gY", "gY_h"])
+    m.graph.initializer.extend(t for t in g.graph.initializer)
+    m.graph.node.append(gru)
+    m.graph.output.append(helper.make_tensor_value_info("gY_h", TensorProto.FLOAT, None))
+    _vk.take_test_counts()
+    sess = ortops.InferenceSession(m, require_gpu=True)
+    counts = _vk.take_test_counts()
+    assert len(sess.run(None, feeds)) == 3
+    for node in m.graph.node:
+        n = node.name
+        reads, found = counts[f"ep.node_reads:{n}"], counts[f"ep.capability:{n}"]
+        assert found >= 1 and counts[f"ep.compile:{n}"] == 1 and reads == found + 1, (n, counts)
+        # ONNX Runtime hands over the model's attributes and the defaults it fills in (a GRU's
+        # linear_before_reset, an INT): k per read.
+        k = counts[f"ep.attributes:{n}"] // reads
+        assert k >= len(node.attribute) and counts[f"ep.attributes:{n}"] == k * reads, (n, counts)
+        for getter in ("OpAttr_GetName", "OpAttr_GetType"):
+            assert counts[f"ep.{getter}:{n}"] == k * reads, (n, getter, counts)
+        lists = sum(a.type not in (onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT) for a in node.attribute)
+        assert counts[f"ep.ReadOpAttr:{n}"] == (k + lists) * reads, (n, counts)
+
+
+def test_convert_logs_each_node_it_leaves_unchanged_and_require_gpu_lists_them(caplog):
+    m, _ = _gru_left_to_cpu()
+    reason = "ortops node config: node 'gru_left': attrs.linear_before_reset must be 0 or 1, got 2"
+    with caplog.at_level("WARNING", logger="ortops"):
+        converted = ortops.convert(m)
+    assert [n.domain for n in converted.graph.node] == ["ortops", ""]
+    left = [r for r in caplog.records if r.name == "ortops" and "gru_left" in r.getMessage()]
+    assert len(left) == 1 and left[0].levelname == "WARNING" and reason in left[0].getMessage()
+    assert "lstm_node" not in caplog.text
+    with pytest.raises(ValueError, match=r"ortops.convert: recurrent node\(s\) not taken by the GPU path: "
+                                         r"#1 'gru_left': .*linear_before_reset must be 0 or 1, got 2"):
+        ortops.convert(m, require_gpu=True)
 
 
 def test_recognizer_nodes_are_on_the_ep_and_the_graph_is_unmodified():

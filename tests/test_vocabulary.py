@@ -30,13 +30,6 @@ PACKAGE = ROOT / "ortops"
 #: The vocabulary's own modules: the generated table and its reader.
 OWN = {"ortops/_tables.py", "ortops/vocabulary.py"}
 
-#: Known copies that other helpers of the same change are removing; the lead empties this at the
-#: merge, and test_known_copies_are_still_there fails for an entry whose file is clean.
-KNOWN = {
-    # Helper A: placement.SUPPORTED_VERSIONS and _DTYPES go (ortops/ort/placement.py).
-    "ortops/ort/placement.py": "helper A",
-}
-
 VOCABULARIES = {
     "mode": vocabulary.MODES,
     "placement": vocabulary.PLACEMENTS,
@@ -96,15 +89,8 @@ def _modules() -> list[str]:
 
 @pytest.mark.parametrize("module", _modules())
 def test_no_module_copies_a_vocabulary(module):
-    if module in KNOWN:
-        pytest.skip(f"known copy, removed by {KNOWN[module]} (KNOWN)")
     found = copies((ROOT / module).read_text())
     assert not found, f"{module} spells a vocabulary of the core again:\n  " + "\n  ".join(found)
-
-
-@pytest.mark.parametrize("module", sorted(KNOWN))
-def test_known_copies_are_still_there(module):
-    assert copies((ROOT / module).read_text()), f"{module} is clean: take it out of KNOWN"
 
 
 @pytest.mark.parametrize("source, what", [

@@ -126,26 +126,3 @@ def layer_kwargs(cfg_attrs: NodeAttrs | Mapping, op: str) -> dict:
     if isinstance(cfg_attrs, NodeAttrs):
         cfg_attrs = cfg_attrs.to_dict()
     return {name: cfg_attrs.get(name, ATTRIBUTE_DEFAULTS.get(name)) for name in sorted(CELLS[op].attributes)}
-
-
-def check_node(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=None, mode=None):
-    """Whether the library's kernel will take a node: its weights and attributes checked by the
-    core as ``RecurrentLayer``'s are (ortops.validation), its mode on the device, and each
-    weight within the device's storage-binding limit (the kernel uploads them whole; the core's
-    check and message). Returns the ``ortops.Device`` it runs on; raises the refusal. Uploads
-    nothing: the kernel does, once, when ONNX Runtime creates it."""
-    import numpy as np
-
-    from ortops import validation
-    from ortops.device import require_mode, select
-    from ortops.modes import check_mode
-
-    tensors = {name: weights.get(name) if name in CELLS[op].inputs else None for name in WEIGHTS}
-    spec = validation.check_layer(op, tensors["W"], tensors["R"], tensors["B"], tensors["P"],
-                                  allowed_dtypes=(np.float32, np.float16), **layer_kwargs(cfg_attrs, op))
-    mode = check_mode(mode, op)
-    dev = select(device)
-    require_mode(dev, mode)
-    validation.check_bindings(spec, tensors, mode=mode, device=dev.name,
-                              storage_range=dev.max_storage_buffer_range)
-    return dev

@@ -1,5 +1,5 @@
 """Writing a taken node: the ``ortops::<OP>`` custom node (``customop.py`` has its contract)
-with its v4 config (:func:`node_config`; ``ortops.ort.nodeconfig``).
+with its v4 config (the core's checked config, ``ortops.ort.placement``; ``ortops.ort.nodeconfig``).
 
 Its inputs are ONNX's, in order (an absent optional one an empty name), its outputs the
 computed ones (the rest empty names). Constant weights, wherever they are defined (an enclosing
@@ -11,18 +11,15 @@ to remove.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ortops import vocabulary
-from ortops.modes import DEFAULT as DEFAULT_MODE
 from ortops.ort import customop, subgraphs
 from ortops.ort.modelinfo import ModelInfo
-from ortops.ort.nodeconfig import NodeAttrs, NodeConfig
-from ortops.ort.placement import Decision, StandardNode, used_parameters
+from ortops.ort.nodeconfig import NodeConfig
+from ortops.ort.placement import Decision, StandardNode
 from ortops.validation import OUTPUTS
 
 _ONNX = {name: helper.np_dtype_to_tensor_dtype(np.dtype(name)) for name in vocabulary.DTYPES}
@@ -65,10 +62,11 @@ class Builder:
 def _custom_inputs(std: StandardNode, d: Decision, b: Builder, folded: set) -> list[str]:
     """The custom node's inputs: the op's inputs in order ("" where absent), constant
     weights from initializers of the node's graph (the chains they replace go to ``folded``)."""
+    assert d.config is not None
     new_in = []
-    for n, src in zip(customop.INPUTS[std.op], std.inputs):
+    for n, src in zip(customop.INPUTS[std.cell], std.inputs):
         if src and d.arrays is not None and n in customop.WEIGHTS:
-            name, new = b.weight(src, d.arrays[n], std.dtype)
+            name, new = b.weight(src, d.arrays[n], d.config.dtype)
             if new:
                 folded.update(o for node in b.info.folder.chain(src) or () for o in node.output)
             new_in.append(name)
@@ -82,7 +80,7 @@ def _custom_inputs(std: StandardNode, d: Decision, b: Builder, folded: set) -> l
 def emit(std: StandardNode, cfg: NodeConfig, d: Decision, b: Builder, folded: set) -> onnx.NodeProto:
     """The custom node replacing ``std``: its outputs are the standard node's computed ones
     ("" for the rest, which are not computed)."""
-    op, name = std.op, std.name
+    op, name = std.cell, std.name
     new_out = []
     for o, s in zip(OUTPUTS[op], std.outputs):
         if o in cfg.outputs:
@@ -91,31 +89,5 @@ def emit(std: StandardNode, cfg: NodeConfig, d: Decision, b: Builder, folded: se
             new_out.append("")
     while new_out and not new_out[-1]:
         new_out.pop()
-    return helper.make_node(customop.op_type(op, std.dtype), _custom_inputs(std, d, b, folded), new_out,
+    return helper.make_node(customop.op_type(op, cfg.dtype), _custom_inputs(std, d, b, folded), new_out,
                             name=name, domain=customop.DOMAIN, config=cfg.to_json())
-
-
-def node_config(std: StandardNode, d: Decision, device, mode: str = DEFAULT_MODE) -> NodeConfig:
-    """The config of a taken node."""
-    return NodeConfig(
-        node=_config_name(std.name), op=std.op, dtype=std.dtype, attrs=used_parameters(d.attrs, std.op),
-        absent=tuple(n for n, s in zip(customop.INPUTS[std.op], std.inputs) if not s),
-        outputs=d.outputs, mode=mode, device=_device_uuid(d, device))
-
-
-#: The config's node name is for messages; the decoder refuses longer ones (nodeconfig.hpp).
-CONFIG_NAME_BYTES = 4096
-
-
-def _config_name(name: str) -> str:
-    """``name`` cut to at most 4096 bytes of UTF-8, on a character boundary."""
-    data = name.encode("utf-8", "backslashreplace")
-    return data[:CONFIG_NAME_BYTES].decode("utf-8", "ignore") if len(data) > CONFIG_NAME_BYTES else name
-
-
-def _device_uuid(d: Decision, device) -> str | None:
-    """How a node names its device: by UUID (two GPUs of one model share a name); None when
-    none was asked for (the library then takes ORTOPS_DEVICE or the default, as here)."""
-    if device is None:
-        return None
-    return d.device.uuid or None

@@ -11,7 +11,10 @@ other input and attribute is LSTM's (no ``layout``: the op is layout 0).
 
 The device path takes such a node as an LSTM whose weights are dequantized once, when its
 layer is built: ``(q - zero_point) * scale`` in float64 (exact: an integer of at most 9 bits
-times a float32), rounded once to float32 and transposed to ai.onnx's layout. The device then
+times a float32), rounded once to float32 and transposed to ai.onnx's layout. The rules (what
+is admitted, with which message) and the formula are the native core's
+(``src/core/config/quantized.hpp``), which the execution provider applies too: :func:`dequantize`
+calls it, and the placement asks the core's node checker (``ortops.ort.placement``). The device then
 computes the dequantized model to float32's tolerance; ORT CPU's own kernel also quantizes
 the activations (X and the hidden state, to uint8 at every step), which the device does not,
 so the two differ by about ORT's activation-quantization error (how the results are judged:
@@ -36,7 +39,6 @@ INPUTS = ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P",
           "W_scale", "W_zero_point", "R_scale", "R_zero_point")
 #: The quantized weights, each with its scale and zero point.
 QUANTIZED = {"W": ("W_scale", "W_zero_point"), "R": ("R_scale", "R_zero_point")}
-_INTEGER = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 def is_quantized(node: onnx.NodeProto) -> bool:
@@ -44,73 +46,39 @@ def is_quantized(node: onnx.NodeProto) -> bool:
     return node.op_type == OP and node.domain == DOMAIN
 
 
-def _shape(a) -> list:
-    return list(np.shape(a))
-
-
 def dequantize(name: str, q: np.ndarray, scale: np.ndarray, zero_point: np.ndarray) -> np.ndarray:
     """The float32 ai.onnx LSTM weight ``[num_directions, 4*hidden, cols]`` of the quantized
     DynamicQuantizeLSTM weight ``name`` (``"W"`` or ``"R"``, ``[num_directions, cols,
-    4*hidden]``): ``(q - zero_point) * scale`` in float64, rounded once to float32.
-
-    Raises ValueError naming the operator, the argument, what was expected and what came.
-    """
-    q, scale, zero_point = np.asarray(q), np.asarray(scale), np.asarray(zero_point)
-    s_name, z_name = QUANTIZED[name]
-    if q.dtype not in _INTEGER or q.ndim != 3:
-        raise ValueError(f"{OP}: {name}: expected an int8 or uint8 tensor [num_directions, rows, 4*hidden], "
-                         f"got {q.dtype} {_shape(q)}")
-    dirs, gates = q.shape[0], q.shape[2]
-    if scale.dtype != np.float32 or _shape(scale) not in ([dirs], [dirs, gates]):
-        raise ValueError(f"{OP}: {s_name}: expected float32 [{dirs}] (per tensor) or [{dirs}, {gates}] "
-                         f"(per channel), got {scale.dtype} {_shape(scale)}")
-    if zero_point.dtype != q.dtype or zero_point.shape != scale.shape:
-        raise ValueError(f"{OP}: {z_name}: expected {q.dtype} {_shape(scale)} (the type of {name}, the "
-                         f"shape of {s_name}), got {zero_point.dtype} {_shape(zero_point)}")
-    if scale.ndim == 2 and q.dtype == np.int8 and zero_point.any():
-        raise ValueError(f"{OP}: {z_name}: expected per-channel int8 zero points all 0 (ONNX Runtime's "
-                         f"kernel refuses others), got {np.unique(zero_point)[:4].tolist()}")
-    if scale.ndim == 2 and q.dtype == np.uint8 and (zero_point != zero_point.flat[0]).any():
-        raise ValueError(f"{OP}: {z_name}: expected per-channel uint8 zero points all equal (ONNX Runtime's "
-                         f"kernel refuses others), got {np.unique(zero_point)[:4].tolist()}")
-    if not np.isfinite(scale).all():
-        raise ValueError(f"{OP}: {s_name}: expected finite scales, got {scale[~np.isfinite(scale)][:3].tolist()}")
-    # [dirs] -> [dirs, 1, 1]; [dirs, gates] -> [dirs, 1, gates] (one scale per output column)
-    bshape = (dirs, 1, gates if scale.ndim == 2 else 1)
-    deq = (q.astype(np.float64) - zero_point.astype(np.float64).reshape(bshape)) \
-        * scale.astype(np.float64).reshape(bshape)
-    return np.ascontiguousarray(deq.astype(np.float32).transpose(0, 2, 1))
+    4*hidden]``): the core's rule (``src/core/config/quantized.hpp``, the EP's too). Raises
+    ValueError naming the operator, the argument, what was expected and what came."""
+    return _native().dequantize_lstm_weight(name, np.asarray(q), np.asarray(scale), np.asarray(zero_point))
 
 
-def describe(q: np.ndarray, scale: np.ndarray) -> str:
-    """``int8 per-channel`` and the like, for the placement report."""
-    return f"{np.asarray(q).dtype} {'per-channel' if np.ndim(scale) == 2 else 'per-tensor'}"
+def _native():
+    from ortops.device import _native as native
+
+    return native()
 
 
 def _padded(node) -> list:
     return list(node.input) + [""] * (len(INPUTS) - len(node.input))
 
 
-def dequantized_weights(node: onnx.NodeProto, constant) -> tuple[dict | None, str]:
-    """``({"W": ..., "R": ...}, description)`` of a DynamicQuantizeLSTM whose quantized weights,
-    scales and zero points are constants (``constant(name)``: its array, or None), ``description``
-    saying e.g. ``int8 per-channel``; or ``(None, why not)``."""
-    inputs = dict(zip(INPUTS, _padded(node)))
-    missing = [n for w, sz in QUANTIZED.items() for n in (w, *sz) if not inputs[n]]
-    if missing:
-        return None, f"{OP} without {', '.join(missing)} (ONNX Runtime's own kernel reports it)"
+def _dequantized_weights(node: onnx.NodeProto, constant) -> dict | None:
+    """``{"W": ..., "R": ...}`` of a DynamicQuantizeLSTM whose quantized weights, scales and zero
+    points are all constants (``constant(name)``: its array, or None) the core's rule admits;
+    else None (the node is kept as it is)."""
+    inputs = dict(zip(INPUTS, list(node.input) + [""] * len(INPUTS)))
     arrays = {}
     for w, (s, z) in QUANTIZED.items():
-        got = [constant(inputs[n]) for n in (w, s, z)]
-        varying = [f"{n} {inputs[n]!r}" for n, a in zip((w, s, z), got) if a is None]
-        if varying:
-            return None, (f"{OP}: {', '.join(varying)} not constant (the device path dequantizes "
-                          "constant weights once)")
+        q, scale, zero = (constant(inputs[n]) if inputs[n] else None for n in (w, s, z))
+        if q is None or scale is None or zero is None:
+            return None
         try:
-            arrays[w] = dequantize(w, *got)
-        except ValueError as e:
-            return None, str(e)
-    return arrays, describe(constant(inputs["W"]), constant(inputs["W_scale"]))
+            arrays[w] = dequantize(w, q, scale, zero)
+        except ValueError:
+            return None
+    return arrays
 
 
 def as_lstm(node: onnx.NodeProto, names: dict) -> onnx.NodeProto:
@@ -148,8 +116,7 @@ def dequantized_model(model: onnx.ModelProto, which=None) -> onnx.ModelProto:
         if which is not None and not which[k - 1]:
             nodes.append(node)
             continue
-        arrays, _ = dequantized_weights(
-            node, lambda n: numpy_helper.to_array(consts[n]) if n in consts else None)
+        arrays = _dequantized_weights(node, lambda n: numpy_helper.to_array(consts[n]) if n in consts else None)
         if arrays is None:
             nodes.append(node)
             continue

@@ -3,10 +3,10 @@
 :func:`rewrite` walks the main graph and every If/Loop/Scan body (``ortops.ort.subgraphs``) and,
 per recurrent node (``com.microsoft.DynamicQuantizeLSTM`` too, ``ortops.ort.quantized``):
 
-* decides where it runs (``ortops.ort.placement``: checked as its kernel will check it, nothing
-  uploaded; under placement ``"auto"`` the calibrated cost model may leave it to ONNX Runtime
-  CPU). A node left there stays the standard node that ORT's own kernel runs;
-  :class:`NodePlacement` records where each node runs and why;
+* decides where it runs (``ortops.ort.placement``: the native core's node checker, the one the
+  execution provider asks, nothing uploaded; under placement ``"auto"`` the calibrated cost
+  model may leave it to ONNX Runtime CPU). A node left there stays the standard node that ORT's
+  own kernel runs; :class:`NodePlacement` records where each node runs and why;
 * writes a taken node as an ``ortops::<OP>`` node with its config (``ortops.ort.emit``), which
   the native custom-op library runs (``customop.py`` has their contract).
 
@@ -26,15 +26,14 @@ import onnx
 from ortops.cells import CELLS
 from ortops.modes import check_mode
 from ortops.ort import policy, quantized, subgraphs
-from ortops.ort.emit import Builder, emit, node_config
+from ortops.ort.emit import Builder, emit
 from ortops.ort.modelinfo import ModelError, ModelInfo, default_opset, load_model, op_version, used_names
 from ortops.ort.nodeconfig import NodeConfig
-from ortops.ort.placement import (SUPPORTED_VERSIONS, Decision, NodePlacement, StandardNode,
-                                  apply_policy, place, place_quantized)
+from ortops.ort.placement import Decision, NodePlacement, StandardNode, path_step, place
 
-__all__ = ["RECURRENT", "SUPPORTED_VERSIONS", "ModelError", "NodePlacement", "Rewritten",
-           "Decision", "default_opset", "emit", "load_model", "node_config", "op_version",
-           "has_recurrent", "place", "rewrite", "survey", "used_names"]
+__all__ = ["RECURRENT", "ModelError", "NodePlacement", "Rewritten", "Decision", "default_opset", "emit",
+           "load_model", "op_version", "has_recurrent", "place", "recurrent_nodes", "rewrite", "survey",
+           "used_names"]
 
 #: The standard op types the rewrite replaces (ortops.cells).
 RECURRENT = tuple(CELLS)
@@ -63,16 +62,23 @@ def has_recurrent(proto: onnx.ModelProto) -> bool:
 def _decide(node, index: int, info: ModelInfo, opset: int, device, scope: subgraphs.Scope, mode: str,
             placement: str) -> tuple[StandardNode, Decision] | None:
     """(the node as read, where it runs) for a recurrent node; None for any other node."""
-    if quantized.is_quantized(node):
-        std, d = place_quantized(node, index, info, opset, device, scope, mode)
-    elif _is_recurrent(node):
-        std = StandardNode.read(node, index, info, scope)
-        d = place(std, info, opset, device, mode)
-    else:
+    if not (_is_recurrent(node) or quantized.is_quantized(node)):
         return None
-    if placement != "gpu" and d.taken:
-        d = apply_policy(d, std, info, device)
-    return std, d
+    std = StandardNode.read(node, index, scope)
+    return std, place(std, info, opset, device, mode, placement)
+
+
+def recurrent_nodes(graph: onnx.GraphProto, scope: subgraphs.Scope = subgraphs.Scope(), path: str = ""):
+    """(node, scope, path) for every recurrent node of ``graph`` and its If/Loop/Scan bodies, in
+    the order :func:`survey` and :func:`rewrite` place them (a body where its node stands);
+    ``path`` names the body holding it as the execution provider's decisions do
+    (placement.path_step: the innermost)."""
+    for node in graph.node:
+        if _is_recurrent(node) or quantized.is_quantized(node):
+            yield node, scope, path
+            continue
+        for a, body in subgraphs.graph_attributes(node):
+            yield from recurrent_nodes(body, scope.inside(node, a.name), path_step(node, body))
 
 
 def survey(proto: onnx.ModelProto, *, device=None, mode: str | None = None, placement: str = "gpu") -> Rewritten:
@@ -80,8 +86,8 @@ def survey(proto: onnx.ModelProto, *, device=None, mode: str | None = None, plac
     core's cost model, as the execution provider decides it), and the config of
     each taken node, decided as :func:`rewrite` decides (the same walk, order and checker),
     writing nothing: ``Rewritten.model`` is ``proto`` itself, unchanged. What
-    ``ortops.InferenceSession`` reports for the execution provider, which checks each node
-    with the same native checker (the core's decoder and spec) when ONNX Runtime offers it."""
+    ``ortops.InferenceSession`` reports where it has no execution provider (the EP, asked the
+    same question of the same native checker, records its own answers otherwise)."""
     mode = check_mode(mode, "ortops")
     info = ModelInfo(proto)
     opset = default_opset(proto)
@@ -95,8 +101,8 @@ def survey(proto: onnx.ModelProto, *, device=None, mode: str | None = None, plac
                 continue
             std, d = decided
             out.placement.append(d.placement)
-            if d.taken:
-                out.configs.append(node_config(std, d, device, mode))
+            if d.config is not None:
+                out.configs.append(d.config)
 
     try:
         walk(proto.graph, subgraphs.Scope())
@@ -137,7 +143,8 @@ def rewrite(model, *, device=None, placement: str = "gpu", mode: str | None = No
             if not d.taken:
                 nodes.append(node)
                 continue
-            cfg = node_config(std, d, device, mode)
+            cfg = d.config
+            assert cfg is not None
             out.configs.append(cfg)
             outer = (b.graph, b.scope)
             b.graph, b.scope = graph, scope

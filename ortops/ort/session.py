@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from typing import TYPE_CHECKING, Any, Sequence, TypeAlias
 
 import numpy as np
@@ -35,8 +36,9 @@ from ortops.ep import EP_NAME, register_ep
 from ortops.modes import check_mode
 from ortops.ort import customop, policy
 from ortops.ort.nodeconfig import NodeConfig
-from ortops.ort.rewrite import (ModelError, NodePlacement, default_opset, has_recurrent, load_model, rewrite,
-                                survey)
+from ortops.ort.placement import node_key, node_name, outputs_key
+from ortops.ort.rewrite import (ModelError, NodePlacement, default_opset, has_recurrent, load_model,
+                                recurrent_nodes, rewrite, survey)
 
 if TYPE_CHECKING:
     import onnx
@@ -78,18 +80,28 @@ def register(sess_options: ort.SessionOptions | None = None) -> ort.SessionOptio
 
 
 def convert(model: ModelIn, *, device: DeviceSpec = None, placement: str = "gpu",
-            mode: str | None = None) -> onnx.ModelProto:
+            mode: str | None = None, require_gpu: bool = False) -> onnx.ModelProto:
     """Return a standalone model whose recurrent nodes run on the GPU.
 
     Any onnxruntime session loads it after :func:`register` of its options (or, from another
     language, after registering :func:`library_path`). Constant weights become initializers
     of the custom nodes, uploaded once per session. Nodes the GPU path cannot take stay
-    standard nodes (see :func:`placement`). ``device``: the device the nodes run on, written
-    by UUID (None: ``ORTOPS_DEVICE`` or the default device where the model runs).
-    ``placement``: ``"gpu"`` or ``"auto"``, as for :class:`InferenceSession`; ``mode``
-    (ortops.modes) is written into every node's config.
+    standard nodes, each reported through the ``ortops`` logger (warning level) with the
+    reason the native checker gave, the reason the execution provider gives for the same node
+    (see :func:`placement`). ``device``: the device the nodes run on, written by UUID (None:
+    ``ORTOPS_DEVICE`` or the default device where the model runs). ``placement``: ``"gpu"`` or
+    ``"auto"``, as for :class:`InferenceSession`; ``mode`` (ortops.modes) is written into every
+    node's config. ``require_gpu``: raise ValueError listing every node left unchanged and why.
     """
-    return rewrite(model, device=_named_device(device), placement=placement, mode=mode).model
+    out = rewrite(model, device=_named_device(device), placement=placement, mode=mode)
+    left = [p for p in out.placement if p.where != "gpu"]
+    for p in left:
+        node = f"{p.path} / {p.op} {p.name!r}" if p.path else f"{p.op} {p.name!r}"
+        log.warning("ortops.convert: %s left unchanged (ONNX Runtime's own kernel runs it): %s", node, p.reason)
+    if require_gpu and left:
+        raise ValueError("ortops.convert: recurrent node(s) not taken by the GPU path: "
+                         + "; ".join(p.describe() for p in left))
+    return out.model
 
 
 def _source(model: ModelIn, proto: onnx.ModelProto):
@@ -174,15 +186,41 @@ def _cpu_device_options() -> ort.SessionOptions:
     return so
 
 
+#: The reason of a recurrent node ONNX Runtime never offered the execution provider.
+NOT_OFFERED = "ONNX Runtime did not offer the node to the ortops execution provider"
+
+
+def _decided(proto: onnx.ModelProto, decisions: list) -> tuple[list[NodePlacement], list[NodeConfig]]:
+    """The placement report of a session with the EP: each recurrent node (every scope, in the
+    survey's order) as the EP decided it (the last decision on it; a node whose path, name and
+    op type another node shares is found by its output names)."""
+    nodes = list(recurrent_nodes(proto.graph))
+    keys = [node_key(path, node) for node, _, path in nodes]
+    by_key = {d["key"]: d for d in decisions}
+    by_outputs = {(d["key"], d["outputs_key"]): d for d in decisions}
+    placements, configs = [], []
+    for index, ((node, scope, _), key) in enumerate(zip(nodes, keys)):
+        d = by_key.get(key) if keys.count(key) == 1 else by_outputs.get((key, outputs_key(node)))
+        if d is None:
+            d = {"taken": False, "reason": NOT_OFFERED, "dtype": None, "direction": "forward", "layout": 0,
+                 "hidden_size": None, "weights": "", "outputs": ()}
+        placements.append(NodePlacement.of(index, node_name(node, index), node.op_type, d, scope.describe()))
+        if d["taken"]:
+            configs.append(NodeConfig.from_json(d["config"]))
+    return placements, configs
+
+
 class InferenceSession:
     """Drop-in ``onnxruntime.InferenceSession`` running RNN/GRU/LSTM on the GPU.
 
     The model goes to ONNX Runtime as it is, with the ortops execution provider
     (``OrtopsExecutionProvider``, ``ortops.ep``) first and the caller's providers after: the
-    EP takes the recurrent nodes its native checker accepts, every other node runs on the
-    next provider. ``placement`` reports each recurrent node from the same checker (the
-    core's config decoder and layer spec, through ``customop.check_node``), asked when the
-    report is first read (at creation under ``require_gpu`` or ``placement="auto"``).
+    EP takes the recurrent nodes the native core's checker accepts, every other node runs on
+    the next provider. ``placement`` reports each recurrent node as the EP decided it: the EP
+    records each decision (taken, or the checker's reason; under ``placement="auto"`` the cost
+    model's) under a key of this session (the EP option ``report_id``), read here once the
+    session is created. Without the EP (no usable device, no recurrent node) the report comes
+    from the same checker asked from Python (:func:`placement`, what :func:`convert` decides).
 
     model: a path, serialized bytes or ``onnx.ModelProto``.
     sess_options, and further keyword arguments go to ``onnxruntime.InferenceSession``
@@ -219,38 +257,36 @@ class InferenceSession:
         # compile would silently leave the device. Off, unless the caller says otherwise.
         kwargs.setdefault("enable_fallback", 0)
         dev = self._device = self._choose_device(device, require_gpu)
-        # The placement report (rewrite.survey: the native checker the EP runs, asked once more
-        # from Python) is made when first read, not here: it was what this constructor added
-        # to the EP's own session creation (1.1-1.9 ms of 7.6-8.6 ms on the H200's GRU models,
-        # 1.1-1.5 ms on lavapipe, 45 ms of the recognizer's ~250; docs/perf.md, "The plugin EP
-        # against the custom-op path"). Its inputs (the model as parsed here, the resolved
-        # device, mode) are fixed, so it reads the same whenever it is made. It is made now
-        # where it decides something before ONNX Runtime builds anything: require_gpu raises
-        # from it, and under "auto" it calibrates the cost model first, the calibration the EP
-        # then reads from the shared cache, so that the two decide alike (the report and the
-        # EP price with one cost model and one calibration, the native core's:
-        # src/core/placement/costmodel.hpp, placement_policy.hpp).
+        # The placement report is the EP's decisions, read when the session is created and made
+        # into the report when first read. Only where the session has no EP does the report
+        # check the nodes from Python (rewrite.survey, when first read: it would add to every
+        # session's creation otherwise).
         self._report_lock = threading.Lock()
         self._survey: tuple | None = (proto, dev, mode, placement)
+        self._decisions: list | None = None
         self._placement: list[NodePlacement] | None = None
         self._node_configs: list[NodeConfig] | None = None
-        eager = require_gpu or placement != "gpu"
-        ep_device = dev if dev is not None and self._ep_may_take(dev, proto, eager, mode) else None
+        # The EP wherever it could take a node: a device the core's device check accepts and a
+        # recurrent node in the model. With no Vulkan device there is none.
+        ep_device = dev if dev is not None and refusal(dev, mode) is None and has_recurrent(proto) else None
         source: Any = _source(model, proto)
         so = register(sess_options) if _has_custom_nodes(proto) else sess_options
         if so is None and dev is not None and dev.type == "cpu":
             so = _cpu_device_options()
+        report_id = None
         if ep_device is not None:
+            report_id = uuid.uuid4().hex
             providers = _ep_providers(providers, kwargs.pop("provider_options", None),
                                       {"device": ep_device.uuid or str(ep_device.index), "mode": mode,
-                                       "placement": placement})
+                                       "placement": placement, "report_id": report_id})
             register_ep()
+        self._create(source, so, providers, kwargs, report_id)
         if require_gpu:
             cpu = [p for p in self.placement if p.where != "gpu"]
             if cpu:
+                self.close()
                 raise ValueError("recurrent node(s) not taken by the GPU path: "
                                  + "; ".join(p.describe() for p in cpu))
-        self._create(source, so, providers, kwargs)
 
     @staticmethod
     def _choose_device(device: DeviceSpec, require_gpu: bool) -> Device | None:
@@ -271,27 +307,19 @@ class InferenceSession:
         """The Vulkan device the recurrent nodes are placed on (None: there is no Vulkan device)."""
         return self._device
 
-    def _ep_may_take(self, dev: Device, proto: onnx.ModelProto, surveyed: bool, mode: str) -> bool:
-        """Whether the session gets the EP: with the report made, where it puts a node on the
-        device. Without it, wherever the EP could take a node (a device the layers can run on,
-        a recurrent node in the model): its GetCapability claims each node the same checker
-        accepts, so the report made later agrees with ONNX Runtime's assignment
-        (tests/test_session_ep.py), and a model whose recurrent nodes the checker all refuses
-        runs with the EP claiming none. A model with no recurrent node, or a device the core's
-        device check refuses, gets no EP."""
-        if surveyed:
-            return any(p.where == "gpu" for p in self.placement)
-        return refusal(dev, mode) is None and has_recurrent(proto)
-
     def _report(self) -> tuple[list[NodePlacement], list[NodeConfig]]:
-        """The placement report and the taken nodes' configs, surveyed on the first call (then
-        the parsed model is dropped: the session no longer holds a second copy of it)."""
+        """The placement report and the taken nodes' configs, made on the first call from the
+        EP's decisions, else surveyed (then the parsed model is dropped: the session no longer
+        holds a second copy of it)."""
         with self._report_lock:
             if self._survey is not None:
                 proto, dev, mode, placement = self._survey
-                plan = survey(proto, device=dev, mode=mode, placement=placement)
-                self._placement, self._node_configs = plan.placement, list(plan.configs)
-                self._survey = None
+                if self._decisions is not None:
+                    self._placement, self._node_configs = _decided(proto, self._decisions)
+                else:
+                    plan = survey(proto, device=dev, mode=mode, placement=placement)
+                    self._placement, self._node_configs = plan.placement, list(plan.configs)
+                self._survey = self._decisions = None
             assert self._placement is not None and self._node_configs is not None
             return self._placement, self._node_configs
 
@@ -307,14 +335,19 @@ class InferenceSession:
         (UUID), mode, outputs computed, per node."""
         return self._report()[1]
 
-    def _create(self, source, so, providers, kwargs) -> None:
-        """The ONNX Runtime session; a node's refusal (its kernel's or the EP's compile) raised
-        as ``NodeRunError``, ORT's own refusal with a note on the nodes left to it."""
+    def _create(self, source, so, providers, kwargs, report_id: str | None) -> None:
+        """The ONNX Runtime session and the EP's decisions (recorded under ``report_id``); a
+        node's refusal (its kernel's or the EP's compile) raised as ``NodeRunError``, ORT's own
+        refusal with a note on the nodes left to it."""
+        from ortops.device import _native
+
         try:
             self._sess = ort.InferenceSession(source, so, providers=providers, **kwargs)
             # What a feed may name, fixed for the session's life (not asked of ORT every run).
             inputs = frozenset(i.name for i in self._sess.get_inputs())
             self._feed_names = (inputs, inputs | {i.name for i in self._sess.get_overridable_initializers()})
+            if report_id is not None:
+                self._decisions = _native().node_decisions(report_id)
         except Exception as e:
             err = customop.node_error(e)
             if err is not None:   # a node's kernel refused (its config, weights or device)
@@ -325,6 +358,9 @@ class InferenceSession:
                 # the node was not on the GPU (keeping ORT's exception type).
                 e.add_note("ortops: recurrent node(s) left to ONNX Runtime: " + "; ".join(left))
             raise
+        finally:
+            if report_id is not None:
+                _native().forget_node_decisions(report_id)
 
     # -- running -------------------------------------------------------------
     #

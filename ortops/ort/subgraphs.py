@@ -145,7 +145,10 @@ class Folder:
         if name in self._cache:
             return self._cache[name]
         if name in self.consts:
-            arr = numpy_helper.to_array(self.consts[name])
+            try:
+                arr = numpy_helper.to_array(self.consts[name])
+            except (KeyError, TypeError, ValueError):   # a tensor onnx cannot read (an unknown data type)
+                arr = None
         else:
             nodes = self.chain(name)
             arr = None if not nodes else self._evaluate(nodes, name)

@@ -2,9 +2,11 @@
 # Fuzz two native targets with libFuzzer, ASan and UBSan (docs/security.md):
 #   nodeconfig  the node-config decoder (src/core/config/nodeconfig.cpp and the strict JSON reader
 #               src/core/config/json*.cpp and utf8.cpp under it), tests/fuzz/fuzz_nodeconfig.cpp;
-#   ep_node     the EP's node reader past ONNX Runtime's graph API (src/ep/node_check.cpp: op,
-#               version, input/output counts, element types, attributes, the config checked
-#               by the decoder and the layer's spec), tests/fuzz/fuzz_ep_node.cpp.
+#   ep_node     the core's node checker, which the EP runs on what ONNX Runtime's graph API
+#               gives it (src/core/placement/node_check.cpp: op, version, input/output counts,
+#               attributes' names, types and values, element types, the quantized op's inputs,
+#               the config's rules, the layer's spec and storage bindings),
+#               tests/fuzz/fuzz_ep_node.cpp.
 #
 #   scripts/ci/fuzz.sh [SECONDS]     build both, replay their corpora and tests/fuzz/regressions/,
 #                                 then fuzz each for half of SECONDS (default 60: 30 s each, the
@@ -17,7 +19,7 @@
 #                                 unit test)
 #
 # It installs nothing: the fuzzing mode needs clang with libFuzzer (Debian/Ubuntu:
-# apt-get install clang; clang 14 has it). Only the files of src/core/ and src/ep/ below
+# apt-get install clang; clang 14 has it). Only the files of src/core/ below
 # (sources) are built, no ONNX Runtime, Vulkan, Kompute or Python; each once, shared by both
 # targets (FUZZ_JOBS compilers at a time, default 2). Build output goes to build/fuzz/
 # (FUZZ_BUILD to change). A crash leaves its input in build/fuzz/artifacts/; minimise it (the
@@ -32,8 +34,10 @@ build=${FUZZ_BUILD:-$root/build/fuzz}
 jobs=${FUZZ_JOBS:-2}
 mkdir -p "$build"
 sources=(src/core/config/json.cpp src/core/config/json_number.cpp src/core/config/json_write.cpp src/core/config/utf8.cpp
-         src/core/config/nodeconfig.cpp src/core/config/activations.cpp src/core/rnn/spec.cpp src/core/rnn/specialization.cpp
-         src/ep/node_check.cpp)
+         src/core/config/nodeconfig.cpp src/core/config/nodeconfig_decode.cpp src/core/config/activations.cpp
+         src/core/config/quantized.cpp src/core/rnn/spec.cpp src/core/rnn/specialization.cpp src/core/rnn/limits.cpp
+         src/core/rnn/layer_check.cpp src/core/rnn/device_check.cpp src/core/placement/node_check.cpp src/core/placement/placement_policy.cpp
+         src/core/placement/costmodel.cpp)
 targets=(nodeconfig ep_node)
 # target -> "seed corpus:regressions"
 declare -A inputs=([nodeconfig]="tests/fuzz/corpus/nodeconfig:tests/fuzz/regressions"

@@ -49,21 +49,15 @@ Ep::costModel(std::string& why)
     return cost_ ? &*cost_ : nullptr;
 }
 
-bool
-autoKeeps(Ep& ep, const NodeSpec& spec, const NodeConfig& config)
+void
+placeAuto(Ep& ep, const NodeDescription& node, NodeVerdict& verdict)
 {
-    std::string prefix = prefixFor(spec.opType, spec.name);
-    std::string why;
-    const Calibration* cal = ep.costModel(why);
-    if (cal == nullptr) {
-        ep.verbose(prefix + "taken under placement auto: " + why);
-        return true;
-    }
-    NodeShapeAttrs attrs{ spec.cell->gates, config.attrs.hiddenSize, config.attrs.layout, config.attrs.directions() };
-    PlacementChoice choice = choosePlacement(nodeWork(attrs, spec.dims[ort::IN_X], spec.dims[ort::IN_W]), *cal);
-    ep.verbose(prefix + (choice.device ? "taken under placement auto: " : "left to the next execution provider under placement auto: ") +
-               choice.why);
-    return choice.device;
+    std::string problem;
+    const Calibration* cal = ep.costModel(problem);
+    std::string why = ortops::placeAuto(verdict, cal, problem);
+    ep.verbose(nodePrefix(node.opType, node.name) +
+               (verdict.taken ? "taken under placement auto: " : "left to the next execution provider under placement auto: ") +
+               why);
 }
 
 } // namespace ortops::ep

@@ -16,6 +16,15 @@ using ort::NodeError;
 
 namespace {
 
+// GetCapability's and Compile's reads of a node, counted for the tests (read.cpp's tally).
+void
+countReads([[maybe_unused]] const char* call, [[maybe_unused]] const std::string& node)
+{
+#ifdef ORTOPS_TESTING
+    countEvent(std::string("ep.") + call + ":" + node);
+#endif
+}
+
 Ep*
 self(OrtEp* ep)
 {
@@ -40,31 +49,30 @@ graphNodes(const OrtApi* api, const OrtGraph* graph)
     return nodes;
 }
 
-// Whether the EP takes the node: the core can run it and, under placement "auto", the cost
-// model gives it to the device; why not in `why` (the cost model logs its own reason).
+// Whether the EP takes the node: the node read once, the core's verdict (under placement
+// "auto" the cost model's too) recorded under the session's report_id; why not logged at
+// verbose level.
 bool
-takes(Ep& ep, const OrtNode* node, std::string& why)
+takes(Ep& ep, const OrtNode* node, const std::string& path)
 {
+    NodeDescription d;
     std::string prefix = "ortops: recurrent node: ";
-    NodeSpec spec;
-    NodeConfig config;
     try {
-        const char* name = nullptr;
-        const char* op = nullptr;
-        check(ep.api, ep.api->Node_GetName(node, &name), "Node_GetName");
-        check(ep.api, ep.api->Node_GetOperatorType(node, &op), "Node_GetOperatorType");
-        prefix = prefixFor(op ? op : "?", name ? name : "");
-        spec = readNode(ep.api, node);
-        std::vector<std::string> outputs = namedOutputs(spec);
-        if (outputs.empty()) {
-            throw NodeError("the node names no output");
-        }
-        config = nodeConfig(spec, outputs, ep.options, ep.device);
+        d = readNode(ep.api, node).description;
+        prefix = nodePrefix(d.opType, d.name);
+        countReads("capability", d.name);
     } catch (const std::exception& e) {
-        why = prefix + "left to the next execution provider: " + e.what();
+        ep.verbose(prefix + "left to the next execution provider: " + e.what());
         return false;
     }
-    return ep.options.placement != Placement::Auto || autoKeeps(ep, spec, config);
+    NodeVerdict v = checkNode(d, questionOf(ep.options, ep.device));
+    if (!v.taken) {
+        ep.verbose(prefix + "left to the next execution provider: " + v.reason);
+    } else if (ep.options.placement == Placement::Auto) {
+        placeAuto(ep, d, v);
+    }
+    recordDecision(ep.options.reportId, decisionOf(path, d, v));
+    return v.taken;
 }
 
 OrtStatus* ORT_API_CALL
@@ -72,15 +80,9 @@ getCapability(OrtEp* thisEp, const OrtGraph* graph, OrtEpGraphSupportInfo* info)
 {
     Ep* ep = self(thisEp);
     return ort::guarded(ep->api, "ortops: GetCapability: ", [&] {
+        std::string path = ep->options.reportId.empty() ? "" : graphPath(ep->api, graph);
         for (const OrtNode* node : graphNodes(ep->api, graph)) {
-            if (!isRecurrent(ep->api, node)) {
-                continue;
-            }
-            std::string why;
-            if (!takes(*ep, node, why)) {
-                if (!why.empty()) {
-                    ep->verbose(why);
-                }
+            if (!isRecurrent(ep->api, node) || !takes(*ep, node, path)) {
                 continue;
             }
             // One node per fused node; the constant initializers stay inputs (the compute
@@ -94,7 +96,7 @@ getCapability(OrtEp* thisEp, const OrtGraph* graph, OrtEpGraphSupportInfo* info)
     });
 }
 
-// The index of each name among a fused node's inputs or outputs (-1: not there).
+// The names of a fused node's inputs or outputs, in its order.
 std::vector<std::string>
 valueNames(const OrtApi* api, const OrtNode* node, bool inputs)
 {
@@ -117,6 +119,7 @@ valueNames(const OrtApi* api, const OrtNode* node, bool inputs)
     return names;
 }
 
+// The index of a name among a fused node's inputs or outputs (-1: not there).
 int
 indexOf(const std::vector<std::string>& names, const std::string& name)
 {
@@ -124,71 +127,86 @@ indexOf(const std::vector<std::string>& names, const std::string& name)
     return (name.empty() || it == names.end()) ? -1 : static_cast<int>(it - names.begin());
 }
 
-// The compute of one claimed node: its inputs and outputs mapped by name onto the fused
-// node's (ORT may order them otherwise, e.g. Y_h before Y), its layer built now from
-// constant weights.
-void
-compileNode(const Ep& ep, const OrtGraph* graph, const OrtNode* fused, ComputeInfo& info)
+// The outputs the fused node has (ORT may order them otherwise, e.g. Y_h before Y), mapped
+// into the runner; the cell's names of those computed (when the graph reads none, the first
+// named one, computed and dropped).
+std::vector<std::string>
+mapOutputs(const NodeDescription& d, const Cell& cell, const std::vector<std::string>& fused, ort::NodeRunner& r)
 {
-    std::vector<const OrtNode*> nodes = graphNodes(ep.api, graph);
-    if (nodes.size() != 1 || !isRecurrent(ep.api, nodes[0])) {
-        throw NodeError("Compile was given " + std::to_string(nodes.size()) + " nodes; the EP fuses one recurrent node");
-    }
-    NodeSpec spec = readNode(ep.api, nodes[0]);
-    info.prefix = prefixFor(spec.opType, spec.name);
-    const Cell& cell = *spec.cell;
-    std::vector<std::string> fusedInputs = valueNames(ep.api, fused, true);
-    std::vector<std::string> fusedOutputs = valueNames(ep.api, fused, false);
-    ort::NodeRunner& r = info.runner;
-    std::vector<std::string> computed;
-    for (uint32_t i = 0; i < cell.outputCount; ++i) {
-        r.outputAt[i] = indexOf(fusedOutputs, spec.outputs[i]);
+    std::vector<std::string> computed, named;
+    for (uint32_t i = 0; i < cell.outputCount && i < d.outputs.size(); ++i) {
+        r.outputAt[i] = indexOf(fused, d.outputs[i]);
         if (r.outputAt[i] >= 0) {
             computed.emplace_back(cell.outputs[i]);
         }
+        if (!d.outputs[i].empty()) {
+            named.emplace_back(cell.outputs[i]);
+        }
     }
-    if (computed.empty()) {    // nothing read: still compute the first named output, dropped
-        computed = namedOutputs(spec);
-        computed.resize(std::min<size_t>(computed.size(), 1));
+    if (computed.empty() && !named.empty()) {
+        computed.push_back(named.front());
     }
+    return computed;
+}
+
+// A DynamicQuantizeLSTM's W (which 0) or R (1) dequantized from the constants read.
+HostTensor
+dequantized(const NodeDescription& d, size_t which, std::vector<float>& storage)
+{
+    auto tensor = [&](size_t i) {
+        const NodeInput& in = d.inputs[i];
+        return QuantTensor{ in.element, in.shape().value_or(std::vector<int64_t>{}), in.data };
+    };
+    size_t q = which == 0 ? ort::IN_W : ort::IN_R, params = which == 0 ? 8 : 10;
+    HostTensor t;
+    storage = dequantizeWeight(which == 0 ? "W" : "R", tensor(q), tensor(params), tensor(params + 1), t.shape);
+    t.data = storage.data();
+    t.type = ElementType::Float32;
+    return t;
+}
+
+// The compute of one claimed node: its inputs and outputs mapped by name onto the fused
+// node's, its layer built now from constant weights (a DynamicQuantizeLSTM's dequantized here,
+// once).
+void
+compileNode(Ep& ep, const OrtGraph* graph, const OrtNode* fused, ComputeInfo& info)
+{
+    std::vector<const OrtNode*> nodes = graphNodes(ep.api, graph);
+    if (nodes.size() != 1 || !isRecurrent(ep.api, nodes[0])) {    // (recurrentCell below is then not null)
+        throw NodeError("Compile was given " + std::to_string(nodes.size()) + " nodes; the EP fuses one recurrent node");
+    }
+    ReadNode read = readNode(ep.api, nodes[0]);
+    const NodeDescription& d = read.description;
+    countReads("compile", d.name);
+    info.prefix = nodePrefix(d.opType, d.name);
+    std::vector<std::string> fusedInputs = valueNames(ep.api, fused, true);
+    ort::NodeRunner& r = info.runner;
+    const Cell* op = recurrentCell(d.domain, d.opType);
+    NodeVerdict v = checkNode(d, questionOf(ep.options, ep.device, mapOutputs(d, *op, valueNames(ep.api, fused, false), r)));
+    if (!v.taken) {    // GetCapability took it: the node changed since
+        throw NodeError(v.reason);
+    }
+    const Cell& cell = *v.cell;
+    std::array<ort::WeightSource, 4> weights;
+    std::array<std::vector<float>, 2> storage;    // a DynamicQuantizeLSTM's W and R, until uploaded
     for (uint32_t i = 0; i < cell.inputCount; ++i) {
-        r.inputAt[i] = indexOf(fusedInputs, spec.inputs[i]);
-        if (!spec.inputs[i].empty() && r.inputAt[i] < 0 && spec.constants[i] == nullptr) {
-            throw NodeError("input " + std::string(cell.inputs[i]) + " ('" + spec.inputs[i] +
+        bool present = i < d.inputs.size() && d.inputs[i].present();
+        r.inputAt[i] = present ? indexOf(fusedInputs, d.inputs[i].name) : -1;
+        if (present && r.inputAt[i] < 0 && read.constants[i] == nullptr) {
+            throw NodeError("input " + std::string(cell.inputs[i]) + " ('" + d.inputs[i].name +
                             "') is not among the fused node's inputs");
+        }
+        auto w = std::find(ort::WEIGHT_INPUTS.begin(), ort::WEIGHT_INPUTS.end(), i) - ort::WEIGHT_INPUTS.begin();
+        if (present && w < 4) {
+            weights[w] = v.quantized && w < 2 ? ort::WeightSource{ true, dequantized(d, w, storage[w]) }
+                                              : ort::weightSource(ep.api, read.constants[i], cell.inputs[i], v.config.dtype);
         }
     }
     r.api = ep.api;
     r.cell = &cell;
-    r.dtype = spec.dtype;
-    r.config = nodeConfig(spec, computed, ep.options, ep.device);
-
-    std::array<std::optional<HostTensor>, 4> weights;
-    std::array<std::vector<float>, 2> dequantized;    // DynamicQuantizeLSTM's W and R, until uploaded
-    bool constant = true;
-    for (size_t w = 0; w < ort::WEIGHT_INPUTS.size(); ++w) {
-        size_t i = ort::WEIGHT_INPUTS[w];
-        if (i >= cell.inputCount || spec.inputs[i].empty()) {
-            continue;
-        }
-        if (spec.quantized && w < 2) {
-            HostTensor t;
-            dequantized[w] = dequantize(ep.api, spec, w, t.shape);
-            t.data = dequantized[w].data();
-            t.type = ElementType::Float32;
-            weights[w] = t;
-            continue;
-        }
-        if (spec.constants[i] == nullptr) {
-            constant = false;
-            break;
-        }
-        weights[w] = ort::hostTensor(ep.api, spec.constants[i], cell.inputs[i], spec.dtype);
-    }
-    if (constant) {
-        r.layer = std::make_shared<Layer>(r.config, ort::weightsOf(weights));
-    }
-    r.constantWeights = constant;
+    r.dtype = v.config.dtype;
+    r.config = v.config;
+    r.useWeights(weights);
 }
 
 OrtStatus* ORT_API_CALL

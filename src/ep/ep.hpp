@@ -9,11 +9,11 @@
 //                device; a GPU to the GPU device ORT discovered with its PCI ids, else to one
 //                the factory creates with them (ORT's discovery finds no GPU where
 //                /sys/class/drm is missing); CreateEp reads the EP options (EP_OPTIONS).
-//   node.cpp     a graph node read through ORT's graph API (attributes typed, inputs,
-//                outputs, constant initializers) into the core's node config, checked by the
-//                core's checkers (the config decoder and the layer's spec checks): the
-//                checks that need no ORT are node_check.cpp's (fuzzed on their own).
-//   quantized.cpp  com.microsoft DynamicQuantizeLSTM's int8/uint8 weights dequantized.
+//   read.cpp     a graph node read through ORT's graph API, once per GetCapability or
+//                Compile call, into the core's typed description (its op, version, inputs with
+//                their element types, dims and constant values, outputs, attributes with their
+//                types and values: core/placement/node_check.hpp), which the core's one node
+//                checker answers (checkNode: taken with the checked config, or the reason).
 //   auto_placement.cpp  placement "auto": the core's cost model (placement_policy.hpp) with
 //                the device's calibration, cached (costcache.hpp) or measured here;
 //                cpu_side.cpp and onnx_model.cpp measure the ORT CPU side through the C API
@@ -21,7 +21,12 @@
 //   ep.cpp       the OrtEp: GetCapability claims each node the core takes, one fused node per
 //                call of EpGraphSupportInfo_AddNodesToFuse (AddSingleNode looks for a kernel
 //                at API 23), in the main graph and in every If/Loop/Scan body (ORT asks per
-//                body); Compile makes one NodeRunner per node.
+//                body), and records each decision under the session's report_id
+//                (core/placement/decisions.hpp, keyed by the node's path, name and op type);
+//                Compile reads and checks the node again (ORT hands it a graph of its own;
+//                nothing is kept on node pointers between calls),
+//                dequantizes a DynamicQuantizeLSTM's weights (config/quantized.hpp) and makes
+//                one NodeRunner per node.
 //
 // API: a fixed OrtApi version, EP_API_VERSION (23, the first with the EP graph API's
 // GetCapability/Compile; onnxruntime >= 1.29 is admitted); OrtEpApi::CreateHardwareDevice
@@ -38,7 +43,6 @@
 #include <string>
 #include <vector>
 
-#include "ep/node_check.hpp"   // NodeSpec and the checks that need no ORT
 #include "ort/core.hpp"
 
 namespace ortops::ep {
@@ -62,13 +66,16 @@ inline constexpr const char* META_PCI_BUS_ID = "pci_bus_id";    // where VK_EXT_
 // takes; default: the device of the OrtEpDevice chosen, which the factory lists
 // CUDA_VISIBLE_DEVICES' first: visible.hpp), mode (the core's MODES), placement (the core's
 // PLACEMENTS: gpu | auto, where the cost model of placement_policy.hpp leaves a node to the
-// next provider where ORT CPU is predicted faster; default: the device's, defaultPlacement).
+// next provider where ORT CPU is predicted faster; default: the device's, defaultPlacement),
+// report_id (a key of the caller's: the EP records its decision on each recurrent node under
+// it, decisions.hpp; ortops.InferenceSession builds its placement report from them).
 struct EpOptions
 {
     std::optional<std::string> device;
     std::string mode = modeName(Mode::Deterministic);
     Placement placement = Placement::Gpu;
     bool placementGiven = false;    // else CreateEp sets the device's default placement
+    std::string reportId;
 };
 
 // The Vulkan devices an EP may run on: those the core enumerates that preserve NaN/Inf/-0 in
@@ -89,29 +96,35 @@ ortMinorAtLeast(const std::string& version, int minor);
 const DeviceDescription&
 defaultDevice();
 
-// Whether ORT may hand the node to this EP: a standard-domain LSTM, GRU or RNN.
+// Whether the node is one the core's checker answers for (an ai.onnx LSTM, GRU or RNN, a
+// com.microsoft DynamicQuantizeLSTM).
 bool
 isRecurrent(const OrtApi* api, const OrtNode* node);
 
-// Read the node; throws ortops::ort::NodeError saying why the EP leaves it (opset version,
-// element types, attribute types) or OrtCallError for a failed ORT call.
-NodeSpec
+// A node as read through ORT's graph API: the core's description and, by input position, the
+// value of each constant initializer (nullptr: not one), which Compile builds the layer from.
+struct ReadNode
+{
+    NodeDescription description;
+    std::vector<const OrtValue*> constants;
+};
+
+// Read the node once: every attribute through OpAttr_GetName, OpAttr_GetType and ReadOpAttr
+// once (counted under ORTOPS_TESTING: base/test_counts.hpp), every input's type, dims and
+// constness. OrtCallError for a failed ORT call.
+ReadNode
 readNode(const OrtApi* api, const OrtNode* node);
 
-// The node's config, decoded and checked by the core (node_check.hpp's checkedConfig, with
-// the EP's mode and its device's limits). `outputs`: the ONNX outputs computed.
-inline NodeConfig
-nodeConfig(const NodeSpec& spec, const std::vector<std::string>& outputs, const EpOptions& options,
-           const DeviceDescription& device)
-{
-    return checkedConfig(spec, outputs, options.mode, { device.uuid, device.name, device.maxStorageBufferRange });
-}
+// Where a graph ORT hands GetCapability is (decisions.hpp's path: the If/Loop/Scan node and
+// body graph holding it; "" for the main graph). Only the innermost: the graph ORT hands for
+// a body's own If/Loop node knows no parent of its own (onnxruntime 1.32).
+std::string
+graphPath(const OrtApi* api, const OrtGraph* graph);
 
-// A DynamicQuantizeLSTM weight (`which` 0: W, 1: R; [dirs, cols, 4*hidden] int8/uint8) as
-// ai.onnx LSTM's float32 [dirs, 4*hidden, cols]: (q - zero_point) * scale in float64, rounded
-// once. NodeError naming the argument, what was expected and what came (also for the
-// per-channel zero points ORT's kernel refuses).
-std::vector<float>
-dequantize(const OrtApi* api, const NodeSpec& spec, size_t which, std::vector<int64_t>& shape);
+// What the EP asks the checker with a node: its mode and device; `computed`: the outputs the
+// fused node has (Compile), else every named one.
+NodeQuestion
+questionOf(const EpOptions& options, const DeviceDescription& device,
+           std::optional<std::vector<std::string>> computed = std::nullopt);
 
 } // namespace ortops::ep

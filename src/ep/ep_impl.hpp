@@ -58,11 +58,11 @@ struct Ep : OrtEp
     std::string costProblem_;
 };
 
-// Under placement "auto": whether the device takes a node the core can run (the cost model's
-// choice, logged at verbose level naming the node either way). Without a cost model the
-// device takes it and the warning says why.
-bool
-autoKeeps(Ep& ep, const NodeSpec& spec, const NodeConfig& config);
+// Placement "auto" on a node the checker took: the cost model's choice (core's placeAuto),
+// logged at verbose level naming the node either way. Without a cost model the device keeps
+// the node and the reason says why.
+void
+placeAuto(Ep& ep, const NodeDescription& node, NodeVerdict& verdict);
 
 // One claimed node: its run, called by ORT from any number of threads at once with the one
 // state CreateState gave (the info itself).

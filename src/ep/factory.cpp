@@ -292,6 +292,7 @@ const OptionKey EP_OPTIONS[] = {
     { "device", [](EpOptions& o, const std::string& v) { o.device = deviceOption(v); } },
     { "mode", [](EpOptions& o, const std::string& v) { o.mode = modeName(named(MODES, modeName, v)); } },
     { "placement", [](EpOptions& o, const std::string& v) { o.placement = named(PLACEMENTS, placementName, v); o.placementGiven = true; } },
+    { "report_id", [](EpOptions& o, const std::string& v) { o.reportId = v; } },    // decisions.hpp
 };
 
 std::string

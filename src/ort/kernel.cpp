@@ -128,8 +128,7 @@ Kernel::buildConstantLayer(const OrtKernelInfo* info)
     for (size_t i = 0; i < cell.outputCount; ++i) {
         runner.outputAt[i] = hasOutput[i] ? static_cast<int>(i) : -1;
     }
-    std::array<std::optional<HostTensor>, 4> weights;
-    bool constant = true;
+    std::array<WeightSource, 4> weights;
     for (size_t w = 0; w < WEIGHT_INPUTS.size(); ++w) {
         size_t i = WEIGHT_INPUTS[w];
         if (i >= cell.inputCount || !hasInput[i]) {
@@ -139,16 +138,9 @@ Kernel::buildConstantLayer(const OrtKernelInfo* info)
         const OrtValue* value = nullptr;
         check(api, api->KernelInfoGetConstantInput_tensor(info, i, &isConstant, &value),
               "KernelInfoGetConstantInput_tensor");
-        if (!isConstant || value == nullptr) {
-            constant = false;
-            break;
-        }
-        weights[w] = hostTensor(api, value, cell.inputs[i], op->dtype);
+        weights[w] = weightSource(api, isConstant ? value : nullptr, cell.inputs[i], op->dtype);
     }
-    if (constant) {
-        runner.layer = std::make_shared<Layer>(config, weightsOf(weights));
-    }
-    runner.constantWeights = constant;
+    runner.useWeights(weights);
 }
 
 void

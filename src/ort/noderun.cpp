@@ -60,6 +60,33 @@ weightsOf(const std::array<std::optional<HostTensor>, 4>& w)
     return weights;
 }
 
+WeightSource
+weightSource(const OrtApi* api, const OrtValue* value, std::string_view name, ElementType type)
+{
+    WeightSource w;
+    w.present = true;
+    if (value != nullptr) {
+        w.constant = hostTensor(api, value, name, type);
+    }
+    return w;
+}
+
+void
+NodeRunner::useWeights(const std::array<WeightSource, 4>& weights)
+{
+    std::array<std::optional<HostTensor>, 4> constant;
+    constantWeights = true;
+    for (size_t w = 0; w < weights.size(); ++w) {
+        if (weights[w].present && !weights[w].constant) {
+            constantWeights = false;
+        }
+        constant[w] = weights[w].constant;
+    }
+    if (constantWeights) {
+        layer = std::make_shared<Layer>(config, weightsOf(constant));
+    }
+}
+
 // The input at cell position `i` (nullopt: the node has none there).
 std::optional<HostTensor>
 NodeRunner::input(OrtKernelContext* context, size_t count, size_t i, ElementType type) const

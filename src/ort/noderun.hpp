@@ -41,6 +41,20 @@ struct HeldWeight
 Weights
 weightsOf(const std::array<std::optional<HostTensor>, 4>& w);
 
+// A weight (W, R, B or P) as a door finds the node's: absent (an optional one), a constant (a
+// host tensor on its value's data, or one the door made: a DynamicQuantizeLSTM's dequantized W
+// and R), or fed at run time (neither).
+struct WeightSource
+{
+    bool present = false;
+    std::optional<HostTensor> constant;
+};
+
+// The source of a present weight whose constant value is `value` (nullptr: fed at run time),
+// of element type `type` (InputError naming `name` otherwise).
+WeightSource
+weightSource(const OrtApi* api, const OrtValue* value, std::string_view name, ElementType type);
+
 struct NodeRunner
 {
     const OrtApi* api = nullptr;
@@ -56,6 +70,11 @@ struct NodeRunner
     std::shared_ptr<Layer> layer;           // set before runs when constantWeights
     std::mutex weightsLock;                 // guards layer and held when !constantWeights
     std::array<HeldWeight, 4> held;         // W, R, B, P as last built
+
+    // Both doors' last step before any run: with every present weight constant, the layer is
+    // built now from them (uploaded once); otherwise the runs build it from what they are fed.
+    // `config`, `cell` and `dtype` are set before.
+    void useWeights(const std::array<WeightSource, 4>& weights);
 
     // Throws (the callers turn it into a status, status.hpp).
     void run(OrtKernelContext* context);

@@ -10,6 +10,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "base/test_counts.hpp"
+
 #include <cstring>
 
 #include "config/activations.hpp"
@@ -34,7 +36,8 @@ using door::tensor;
 namespace {
 
 constexpr const char* TEST_HOOKS[] = { "inject_fault", "batched_r", "exact_r", "tables", "encode_node_config",
-                                       "resolve_activations", "Layer.run_coalesced", "Context.simulate_loss" };
+                                       "resolve_activations", "Layer.run_coalesced", "Context.simulate_loss",
+                                       "take_test_counts" };
 
 py::array
 batchedRArray(const py::array& R)
@@ -178,6 +181,9 @@ bindTesting(py::module_& m)
     m.def("exact_r", &exactRArray, py::arg("R"),
           "Test hook: R as exact mode uploads it (layer.hpp's exactR): the float32 bits, as uint32.");
     m.def("tables", &tables, "Test hook: the native core's tables (cells, activations, specialization).");
+    m.def("take_test_counts", &takeEventCounts,
+          "Test hook: the events the doors counted since the last call (base/test_counts.hpp: the EP's "
+          "reads of each node and of its attributes through ONNX Runtime's getters), and clear them.");
     bindNodeConfigTesting(m);
     auto layer = py::reinterpret_borrow<py::class_<Layer>>(m.attr("Layer"));
     layer.def("run_coalesced", &runCoalesced, py::arg("requests"), py::arg("pad_to") = 0,

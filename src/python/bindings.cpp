@@ -7,6 +7,8 @@
 //   bind_variants.cpp    the kernel-variant heuristics
 //   bind_layer.cpp       ortops::Layer, and the door's one check of a layer (check_layer)
 //   bind_nodeconfig.cpp  the node-config decoder
+//   bind_nodecheck.cpp   the node checker (the EP's question), the EP's recorded decisions,
+//                        DynamicQuantizeLSTM's dequantization
 //   bind_visible.cpp     CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES -> Vulkan devices
 //   bind_costmodel.cpp   placement "auto"'s cost model, its decision and its cache
 //   bind_rows.cpp        ortops.serve's stacking of requests' rows and splitting them back
@@ -25,6 +27,7 @@ void bindSettings(pybind11::module_& m);     // bind_settings.cpp
 void bindVariants(pybind11::module_& m);     // bind_variants.cpp
 void bindLayer(pybind11::module_& m);        // bind_layer.cpp
 void bindNodeConfig(pybind11::module_& m);   // bind_nodeconfig.cpp
+void bindNodeCheck(pybind11::module_& m);    // bind_nodecheck.cpp
 void bindVisible(pybind11::module_& m);      // bind_visible.cpp
 void bindCostModel(pybind11::module_& m);    // bind_costmodel.cpp
 void bindRows(pybind11::module_& m);         // bind_rows.cpp
@@ -48,6 +51,7 @@ PYBIND11_MODULE(_vk, m)
     ortops::bindVariants(m);
     ortops::bindLayer(m);
     ortops::bindNodeConfig(m);
+    ortops::bindNodeCheck(m);
     ortops::bindVisible(m);
     ortops::bindCostModel(m);
     ortops::bindRows(m);

@@ -1,40 +1,34 @@
-// libFuzzer target for the EP's node reader (src/ep/node.cpp) past ONNX Runtime's graph API:
-// the checks of src/ep/node_check.hpp, run on fuzzed nodes in the order readNode and the EP's
-// GetCapability (src/ep/ep.cpp, takes) run them on what ORT gives. Built by scripts/ci/fuzz.sh
-// with -fsanitize=fuzzer,address,undefined; tests/fuzz/replay.cpp --ep replays the corpus
-// without libFuzzer. The bytes decode (Reader below; tests/fuzz/make_corpus.py writes the seeds
-// from the recurrent nodes of tests/models/*.onnx in the same layout) into what ORT would hand
-// over: op type and name, opset version, input and output counts (any: missing and extra
-// ones), per input its presence, name, ONNX element type and dims, per output its presence,
-// the attributes as (name, ORT attribute type, value: an int64, a float incl. NaN and Inf, or
-// bytes: strings, NUL-separated string lists, float lists of any length), the EP's mode and
-// the device's storage-binding limit. For any bytes:
-//   - the node is taken (a config the core decoded and checked), or refused with the EP's
-//     typed errors (ort::NodeError, the core's ConfigError, InputError,
-//     UnsupportedLayerError), the message GetCapability logs naming the node; anything else
-//     escaping (another exception type), a crash, a leak or undefined behaviour is a finding;
+// libFuzzer target for the core's node checker (src/core/placement/node_check.hpp), which the
+// EP runs on what ONNX Runtime's graph API gives it (src/ep/read.cpp builds the description) and
+// ortops.convert on what onnx gives it. Built by scripts/ci/fuzz.sh with
+// -fsanitize=fuzzer,address,undefined; tests/fuzz/replay.cpp --ep replays the corpus without
+// libFuzzer. The bytes decode (Reader below; tests/fuzz/make_ep_corpus.py writes the seeds from
+// the recurrent nodes of tests/models/*.onnx in the same layout) into a NodeDescription: op
+// type, domain, name, operator version, inputs (any count) each with its presence, ONNX element
+// type, dims and constness (a constant's elements follow when it is at most 64 KiB: the
+// checker reads a quantized node's scales and zero points), outputs, the attributes with their
+// ONNX attribute types and values (an int64, a float incl. NaN and Inf, a string, lists of any
+// length); then the mode and the device (name, UUID or none, storage-binding limit, NaN
+// preservation). For any bytes:
+//   - the node is taken (a config the core validated and checked) or refused with a reason;
+//     anything escaping checkNode, a crash, a leak or undefined behaviour is a finding;
 //   - a taken node's config is the node's (op, dtype, outputs, absent inputs, mode) and encodes
 //     to text that the core's decoder (the custom-op door's) accepts and encodes to the same text.
-// DynamicQuantizeLSTM's int8 weights and quantization parameters are read through ORT
-// (readQuantized, dequantize): not here; its W and R shapes are taken as given.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/base/errors.hpp"
 #include "core/config/nodeconfig.hpp"
-#include "ep/node_check.hpp"
+#include "core/placement/node_check.hpp"
 
 namespace {
 
 using namespace ortops;
-using ortops::ep::NodeSpec;
 
 [[noreturn]] void
 finding(const char* what, const std::string& detail)
@@ -67,132 +61,153 @@ struct Reader
         std::memcpy(&f, &u, sizeof f);
         return f;
     }
-    std::string str()    // u16 length, then the bytes
+    std::string raw(size_t n)    // n bytes, zeros past the end
     {
-        size_t n = static_cast<size_t>(bytes(2));
-        n = n < size ? n : size;
-        std::string s(reinterpret_cast<const char*>(data), n);
-        data += n;
-        size -= n;
+        std::string s(n, '\0');
+        size_t have = n < size ? n : size;
+        std::memcpy(s.data(), data, have);
+        data += have;
+        size -= have;
         return s;
     }
+    std::string str() { return raw(static_cast<size_t>(bytes(2))); }    // u16 length, then the bytes
 };
 
-struct Attr
+template<typename T>
+std::vector<T>
+elements(const std::string& bytes)
 {
-    std::string name;
-    int type;
-    ep::AttrValue value;
-};
+    std::vector<T> out(bytes.size() / sizeof(T));
+    if (!out.empty()) {
+        std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+    }
+    return out;
+}
 
-// What ORT hands over for one node, decoded from the bytes.
+size_t
+elementBytes(int element)
+{
+    switch (element) {
+        case onnx::UINT8: case onnx::INT8: case onnx::BOOL: return 1;
+        case onnx::UINT16: case onnx::INT16: case onnx::FLOAT16: case onnx::BFLOAT16: return 2;
+        case onnx::FLOAT: case onnx::INT32: case onnx::UINT32: return 4;
+        default: return 8;
+    }
+}
+
+// The description, and the constants' elements it points into (kept alive with it).
 struct FuzzNode
 {
-    std::string op, name, mode;
-    int version = 0;
-    size_t inputs = 0, outputs = 0;
-    struct Input { bool present, named; int element; std::optional<std::vector<int64_t>> dims; };
-    std::vector<Input> in;
-    std::vector<bool> out;
-    std::vector<Attr> attrs;
-    ep::DeviceLimits device;
+    NodeDescription node;
+    NodeQuestion question;
+    std::vector<std::string> storage;
 };
+
+void
+readInput(Reader& r, FuzzNode& n, NodeInput& in, size_t i)
+{
+    uint8_t flags = r.u8();
+    in.element = r.i32();
+    uint8_t rank = r.u8();
+    if (rank != 0xFF) {
+        in.dims.emplace();
+        for (uint8_t d = 0; d < rank && d < 8; ++d) {
+            in.dims->push_back(r.i64());
+        }
+    }
+    in.name = (flags & 3) == 0 ? "in" + std::to_string(i) : "";    // bit 0: a null value info, 1: no name
+    in.constant = (flags & 4) != 0;
+    std::optional<std::vector<int64_t>> shape = in.shape();
+    if (in.present() && in.constant && shape) {
+        constexpr uint64_t LIMIT = uint64_t(1) << 16;
+        uint64_t count = 1;
+        for (int64_t d : *shape) {
+            count = (d != 0 && count > LIMIT / static_cast<uint64_t>(d)) ? LIMIT + 1 : count * static_cast<uint64_t>(d);
+        }
+        uint64_t bytes = count * elementBytes(in.element);
+        if (count <= LIMIT && bytes <= LIMIT) {
+            n.storage.push_back(r.raw(static_cast<size_t>(bytes)));
+            n.storage.back().reserve(1);    // a non-null data pointer for 0 bytes too
+            in.data = n.storage.back().data();
+        }
+    }
+}
+
+NodeAttribute
+readAttr(Reader& r)
+{
+    NodeAttribute a;
+    a.name = r.str();
+    a.type = r.u8();
+    if (a.type == onnx::ATTR_INT) {
+        a.i = r.i64();
+    } else if (a.type == onnx::ATTR_FLOAT) {
+        a.f = r.f32();
+    } else if (a.type == onnx::ATTR_STRING) {
+        a.s = r.str();
+    } else if (a.type == onnx::ATTR_STRINGS) {
+        std::string bytes = r.str();
+        for (size_t start = 0; start < bytes.size();) {
+            size_t end = std::min(bytes.find('\0', start), bytes.size());
+            a.strings.push_back(bytes.substr(start, end - start));
+            start = end + 1;
+        }
+    } else if (a.type == onnx::ATTR_FLOATS) {
+        a.floats = elements<float>(r.str());
+    } else if (a.type == onnx::ATTR_INTS) {
+        a.ints = elements<int64_t>(r.str());
+    } else {
+        (void)r.str();
+    }
+    return a;
+}
 
 FuzzNode
 decode(Reader r)
 {
-    static const char* const modes[] = { "deterministic", "exact", "fast" };
     FuzzNode n;
-    n.op = r.str();
-    n.name = r.str();
-    n.version = r.i32();
-    n.inputs = r.u8();
-    n.outputs = r.u8();
-    for (size_t i = 0; i < n.inputs && i < 12; ++i) {
-        uint8_t flags = r.u8();
-        FuzzNode::Input input{ (flags & 1) == 0, (flags & 2) == 0, r.i32(), std::nullopt };
-        uint8_t rank = r.u8();
-        if (rank != 0xFF) {
-            n.in.emplace_back(input);
-            n.in.back().dims.emplace();
-            for (uint8_t d = 0; d < rank && d < 8; ++d) {
-                n.in.back().dims->push_back(r.i64());
-            }
-            continue;
-        }
-        n.in.push_back(input);
+    n.storage.reserve(16);    // the constants' data pointers stay valid
+    NodeDescription& d = n.node;
+    d.opType = r.str();
+    d.domain = r.str();
+    d.name = r.str();
+    d.sinceVersion = r.i32();
+    size_t inputs = std::min<size_t>(r.u8(), 16), outputs = std::min<size_t>(r.u8(), 4);
+    d.inputs.resize(inputs);
+    for (size_t i = 0; i < inputs; ++i) {
+        readInput(r, n, d.inputs[i], i);
     }
-    for (size_t i = 0; i < n.outputs && i < 3; ++i) {
-        n.out.push_back(r.u8() == 0);
+    for (size_t i = 0; i < outputs; ++i) {
+        d.outputs.push_back(r.u8() == 0 ? "out" + std::to_string(i) : "");
     }
-    uint8_t attrs = r.u8();
-    for (uint8_t k = 0; k < attrs && k < 16; ++k) {
-        Attr a{ r.str(), r.u8(), {} };
-        if (a.type == ep::ATTR_INT) {
-            a.value.integer = r.i64();
-        } else if (a.type == ep::ATTR_FLOAT) {
-            a.value.real = r.f32();
-        } else {
-            a.value.bytes = r.str();
-        }
-        n.attrs.push_back(std::move(a));
+    for (uint8_t k = 0, count = r.u8(); k < count && k < 16; ++k) {
+        d.attributes.push_back(readAttr(r));
     }
-    n.mode = modes[r.u8() % 3];    // CreateEp admits these three only (factory.cpp, readOptions)
-    n.device.maxStorageBufferRange = static_cast<uint32_t>(r.bytes(4));
-    n.device.name = "fuzz device";
-    n.device.uuid = r.u8() ? "0123abcd-4567-89ef-0a1b-2c3d4e5f6a7b" : "";
+    n.question.mode = MODES[r.u8() % 3];
+    DeviceFacts device{ "fuzz device", "", static_cast<uint32_t>(r.bytes(4)), true };
+    uint8_t flags = r.u8();
+    device.uuid = (flags & 1) ? "0123abcd-4567-89ef-0a1b-2c3d4e5f6a7b" : "";
+    device.nanPreserveFloat32 = (flags & 2) == 0;
+    if ((flags & 4) == 0) {
+        n.question.device = device;
+    } else {
+        n.question.noDevice = "no Vulkan device (fuzzed)";
+    }
     return n;
 }
 
-// readNode's reads, then GetCapability's (takes), on the decoded node.
-NodeConfig
-take(const FuzzNode& n, NodeSpec& spec, std::vector<std::string>& outputs)
-{
-    spec.name = n.name;
-    spec.opType = n.op;
-    ep::setCell(spec);
-    ep::checkVersion(spec, n.version);
-    ep::checkCounts(spec, n.inputs, n.outputs);
-    for (size_t i = 0; i < n.out.size(); ++i) {
-        spec.outputs[i] = n.out[i] ? "out" + std::to_string(i) : "";
-    }
-    for (size_t i = 0; i < n.in.size() && i < spec.cell->inputCount; ++i) {
-        if (!n.in[i].present || !n.in[i].named) {
-            continue;    // a null value info, or an empty name: the input is absent
-        }
-        spec.inputs[i] = "in" + std::to_string(i);
-        const auto& dims = n.in[i].dims;
-        bool known = dims && std::all_of(dims->begin(), dims->end(), [](int64_t d) { return d >= 0; });
-        spec.shapes[i] = known ? dims : std::nullopt;
-        spec.dims[i] = dims ? *dims : std::vector<int64_t>{};
-        ep::checkElement(spec, i, n.in[i].element);
-    }
-    if (spec.quantized && spec.dtype != ElementType::Float32) {    // readQuantized's first check
-        throw ort::NodeError("DynamicQuantizeLSTM: X must be float32");
-    }
-    ep::checkRequired(spec);
-    ep::RawAttrs raw;
-    for (const Attr& a : n.attrs) {
-        ep::checkAttr(*spec.cell, a.name, a.type);
-        ep::setAttr(raw, a.name, a.value);
-    }
-    spec.attrsJson = ep::attrsJson(raw, *spec.cell);
-    outputs = ep::namedOutputs(spec);
-    if (outputs.empty()) {
-        throw ort::NodeError("the node names no output");
-    }
-    return ep::checkedConfig(spec, outputs, n.mode, n.device);
-}
-
 void
-checkTaken(const FuzzNode& n, const NodeSpec& spec, const std::vector<std::string>& outputs, const NodeConfig& config)
+checkTaken(const FuzzNode& n, const NodeVerdict& v)
 {
-    if (config.cell != spec.cell || config.outputs != outputs || config.dtype != spec.dtype ||
-        config.mode != parseMode(n.mode)) {
+    const NodeConfig& config = v.config;
+    const NodeDescription& d = n.node;
+    if (v.cell == nullptr || config.cell != v.cell || config.mode != n.question.mode || config.outputs.empty() ||
+        elementTypeName(config.dtype) != v.dtype) {
         finding("a taken node's config is not the node's", encodeNodeConfig(config));
     }
-    for (uint32_t i = ort::IN_B; i < spec.cell->inputCount; ++i) {
-        if (config.isAbsent(std::string(spec.cell->inputs[i])) != spec.inputs[i].empty()) {
+    for (uint32_t i = 3; i < v.cell->inputCount; ++i) {
+        bool absent = i >= d.inputs.size() || !d.inputs[i].present();
+        if (config.isAbsent(std::string(v.cell->inputs[i])) != absent) {
             finding("a taken node's config has other inputs absent", encodeNodeConfig(config));
         }
     }
@@ -215,46 +230,23 @@ verbose()
     return on;
 }
 
-// The message GetCapability logs for a refused node (ep.cpp, takes) names it and says why.
-void
-refused(const std::string& prefix, const char* what)
-{
-    if (what == nullptr || *what == '\0') {
-        finding("a refusal without a reason", prefix);
-    }
-    if (verbose()) {
-        std::fprintf(stderr, "%sleft to the next execution provider: %s\n", prefix.c_str(), what);
-    }
-}
-
 } // namespace
 
 extern "C" int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     FuzzNode n = decode(Reader{ data, size });
-    NodeSpec spec;
-    std::vector<std::string> outputs;
-    std::string prefix = ep::prefixFor(n.op, n.name);
-    NodeConfig config;
-    try {
-        config = take(n, spec, outputs);
-    } catch (const ort::NodeError& e) {
-        refused(prefix, e.what());
-        return 0;
-    } catch (const ConfigError& e) {
-        refused(prefix, e.what());
-        return 0;
-    } catch (const InputError& e) {
-        refused(prefix, e.what());
-        return 0;
-    } catch (const UnsupportedLayerError& e) {
-        refused(prefix, e.what());
-        return 0;
+    NodeVerdict v = checkNode(n.node, n.question);
+    std::string prefix = nodePrefix(n.node.opType, n.node.name);
+    if (v.reason.empty()) {
+        finding(v.taken ? "a taken node without its device's name" : "a refusal without a reason", prefix);
     }
-    checkTaken(n, spec, outputs, config);
+    if (v.taken) {
+        checkTaken(n, v);
+    }
     if (verbose()) {
-        std::fprintf(stderr, "%staken\n", prefix.c_str());
+        std::fprintf(stderr, "%s%s%s\n", prefix.c_str(), v.taken ? "taken: " : "left to the next execution provider: ",
+                     v.reason.c_str());
     }
     return 0;
 }

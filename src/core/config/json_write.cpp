@@ -1,11 +1,9 @@
 // The canonical JSON writer (json.hpp: what Python's json.dumps(sort_keys=True,
 // separators=(",", ":"), allow_nan=False) writes) and Python's float repr.
 //
-// Why it is in the shipping build, not only the tests': the EP (src/ep/node.cpp) writes each
-// node's attributes and config with it, so that the EP's nodes go through the one decoder
-// (decodeNodeConfig) as the custom-op library's do, with the same checks and messages; and the
-// decoder's messages show numbers with formatDouble. encodeNodeConfig and the fuzzers' round
-// trips use it too.
+// Why it is in the shipping build, not only the tests': encodeNodeConfig writes with it (the
+// config of each node the EP takes, for the placement report: placement/decisions.hpp), and the
+// config's messages show numbers with formatDouble. The fuzzers' round trips use it too.
 //
 // Numbers are written with std::to_chars, which is exact and, unlike printf, does not depend on
 // the process's locale. libstdc++ has had it for double since GCC 11 (GLIBCXX_3.4.29).

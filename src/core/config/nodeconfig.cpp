@@ -1,55 +1,31 @@
-// decodeNodeConfig / encodeNodeConfig (nodeconfig.hpp holds the v4 format). The decoder is
-// strict: a config is refused unless it is one JSON object (json.hpp's strict reader) with
-// exactly the keys of v4 at both levels, each of the type and in the range the format says;
-// activations are checked by resolveActivations (activations.hpp), so names and counts follow
-// the one activation table. Every message starts "ortops node config: " and, once the node's
-// name has been read, names the node (escaped and cut: the name is untrusted text).
+// The node config's rules (validateNodeConfig: nodeconfig.hpp holds the v4 format) and its
+// encoder. Both readers of a config end here: the JSON decoder (nodeconfig_decode.cpp, for the
+// custom-op library's `config` attribute and the Python layer API) and a door's typed reading of
+// a standard node (placement/node_check.cpp, for the EP and ortops.convert). Activations are
+// checked by resolveActivations (activations.hpp), so names and counts follow the one
+// activation table. Every message starts "ortops node config: node '<name>': " (the name
+// escaped and cut: it is untrusted text).
 #include "config/nodeconfig.hpp"
 
 #include <algorithm>
-#include <array>
-#include <iterator>
 #include <cmath>
-#include <limits>
 
 #include "config/activations.hpp"
 #include "config/json.hpp"
+#include "config/nodeconfig_text.hpp"
 
 namespace ortops {
 
+namespace configtext {
+
 namespace {
-
-constexpr size_t NODE_NAME_MAX_BYTES = 4096;
-constexpr int64_t HIDDEN_SIZE_MAX = int64_t(1) << 20;
-constexpr size_t PARAMETER_LIST_MAX = 64;
-
-constexpr std::string_view TOP_KEYS[] = { "absent", "attrs", "device", "dtype", "mode", "node", "op", "outputs", "v" };
-constexpr std::string_view ATTR_KEYS[] = { "activation_alpha", "activation_beta", "activations", "clip", "direction",
-                                           "hidden_size", "input_forget", "layout", "linear_before_reset" };
-
-// The names a vocabulary of types.hpp may have, in its order.
-template<typename T, size_t N, typename Name>
-std::array<std::string_view, N>
-namesOf(const T (&values)[N], Name name)
-{
-    std::array<std::string_view, N> out;
-    for (size_t i = 0; i < N; ++i) {
-        out[i] = name(values[i]);
-    }
-    return out;
-}
-
-const auto DTYPE_NAMES = namesOf(LAYER_TYPES, elementTypeName);
-const auto DIRECTION_NAMES = namesOf(DIRECTIONS, directionName);
-const auto MODE_NAMES = namesOf(MODES, modeName);
 
 const char* HEX = "0123456789abcdef";
 
-// Untrusted text for a message: between single quotes, printable ASCII as is, the quote and
-// the backslash escaped, every other byte sequence as \xNN / \uNNNN / \UNNNNNNNN (valid UTF-8
-// decoded; a stray byte as \xNN), cut after `limit` characters with "..." and the size.
+} // namespace
+
 std::string
-quoted(std::string_view s, size_t limit = 64)
+quoted(std::string_view s, size_t limit)
 {
     std::string out = "'";
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -96,262 +72,205 @@ quoted(std::string_view s, size_t limit = 64)
     return out;
 }
 
-// A value as a message shows it: scalars by their text, strings quoted and cut.
 std::string
-describe(const json::Value& v)
+describeText(std::string_view s)
 {
-    switch (v.type) {
-        case json::Type::Null: return "null";
-        case json::Type::Bool: return v.boolean ? "true" : "false";
-        case json::Type::Integer: return std::to_string(v.integer);
-        case json::Type::Number: return json::formatDouble(v.number);
-        case json::Type::String: return "the string " + quoted(v.string, 40);
-        case json::Type::Array: return "a list of " + std::to_string(v.items.size());
-        case json::Type::Object: return "an object";
-    }
-    return "?";
+    return "the string " + quoted(s, 40);
 }
 
-template<typename Names>
 std::string
-choices(const Names& names, const char* last = " or ")
+describeInteger(int64_t i)
 {
-    const size_t N = std::size(names);
+    return std::to_string(i);
+}
+
+std::string
+describeNumber(double d)
+{
+    if (std::isnan(d)) {
+        return "nan";
+    }
+    if (std::isinf(d)) {
+        return d > 0 ? "inf" : "-inf";
+    }
+    return json::formatDouble(d);
+}
+
+std::string
+describeList(size_t n)
+{
+    return "a list of " + std::to_string(n);
+}
+
+std::string
+choices(const std::vector<std::string_view>& names, const char* last)
+{
     std::string out;
-    for (size_t i = 0; i < N; ++i) {
-        out += i == 0 ? "" : (i + 1 == N ? last : ", ");
+    for (size_t i = 0; i < names.size(); ++i) {
+        out += i == 0 ? "" : (i + 1 == names.size() ? last : ", ");
         out += "'" + std::string(names[i]) + "'";
     }
     return out;
 }
 
-template<typename Names>
+} // namespace configtext
+
+namespace {
+
+using namespace configtext;
+
+constexpr size_t NODE_NAME_MAX_BYTES = 4096;
+constexpr int64_t HIDDEN_SIZE_MAX = int64_t(1) << 20;
+constexpr size_t PARAMETER_LIST_MAX = 64;
+
 bool
-oneOf(std::string_view s, const Names& names)
+isUuid(std::string_view s)
 {
-    return std::find(std::begin(names), std::end(names), s) != std::end(names);
+    if (s.size() != 36) {
+        return false;
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+        char c = s[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-') {
+                return false;
+            }
+        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return false;
+        }
+    }
+    return true;
 }
 
-class Decoder
+template<typename T, size_t N>
+std::vector<std::string_view>
+namesOf(const T (&values)[N], const char* (*name)(T))
+{
+    std::vector<std::string_view> out;
+    for (T v : values) {
+        out.emplace_back(name(v));
+    }
+    return out;
+}
+
+// The rules, in the order a config is read (so that the decoder reports what it reported).
+class Rules
 {
   public:
-    explicit Decoder(std::string_view text)
-      : text_(text)
+    explicit Rules(const NodeConfigDraft& d)
+      : d_(d)
     {
     }
 
     NodeConfig run()
     {
-        if (text_.size() > NODE_CONFIG_MAX_BYTES) {
-            fail("the config is " + std::to_string(text_.size()) + " bytes, more than the limit of " +
-                 std::to_string(NODE_CONFIG_MAX_BYTES));
-        }
-        json::Value root;
-        try {
-            json::ParseOptions options;
-            options.maxBytes = NODE_CONFIG_MAX_BYTES;
-            options.captureKey = "node";
-            root = json::parse(text_, options);
-        } catch (const json::Error& e) {
-            if (e.captured) {
-                name_ = e.captured;
-            }
-            fail(std::string("not valid JSON: ") + e.what());
-        }
-        if (root.type != json::Type::Object) {
-            fail(std::string("the config must be a JSON object, got ") + describe(root));
-        }
-        // The name first, so that every later message can name the node.
-        const json::Value* node = root.find("node");
-        if (node && node->type == json::Type::String) {
-            name_ = node->string;
-        }
         NodeConfig c;
-        const json::Value* v = root.find("v");
-        if (!v) {
-            fail("the config lacks the version 'v'");
-        }
-        if (v->type != json::Type::Integer) {
-            fail("v (the config version) must be the integer " + std::to_string(NODE_CONFIG_VERSION) + ", got " +
-                 describe(*v));
-        }
-        if (v->integer != NODE_CONFIG_VERSION) {
-            fail("config version " + describe(*v) + " is not the supported version " +
-                 std::to_string(NODE_CONFIG_VERSION));
-        }
-        c.version = NODE_CONFIG_VERSION;
-        exactKeys(root, TOP_KEYS, "the config");
-
-        if (node->type != json::Type::String) {
-            fail("node must be a string, got " + describe(*node));
-        }
-        if (node->string.size() > NODE_NAME_MAX_BYTES) {
+        if (d_.node.size() > NODE_NAME_MAX_BYTES) {
             fail("node (the name) must be at most " + std::to_string(NODE_NAME_MAX_BYTES) + " bytes, got " +
-                 std::to_string(node->string.size()));
+                 std::to_string(d_.node.size()));
         }
-        c.node = node->string;
-
-        const json::Value& op = *root.find("op");
-        if (op.type != json::Type::String || !findCell(op.string)) {
-            fail("op must be 'LSTM', 'GRU' or 'RNN', got " + describe(op));
+        c.node = d_.node;
+        c.cell = findCell(d_.op);
+        if (c.cell == nullptr) {
+            fail(mustBe("op") + ", got " + describeText(d_.op));
         }
-        c.cell = findCell(op.string);
-
-        c.dtype = *parseElementType(oneString(root, "dtype", DTYPE_NAMES));
-        attrs(*root.find("attrs"), *c.cell, c.attrs);
-        c.absent = nameList(*root.find("absent"), "absent", *c.cell, false);
-        c.outputs = nameList(*root.find("outputs"), "outputs", *c.cell, true);
-
-        const json::Value& device = *root.find("device");
-        if (device.type != json::Type::Null) {
-            if (device.type != json::Type::String || !isUuid(device.string)) {
-                fail("device must be null or a Vulkan device UUID (36 lower-case characters, 8-4-4-4-12 "
-                     "hex digits), got " + describe(device));
+        std::optional<ElementType> dtype = parseElementType(d_.dtype);
+        if (!dtype || std::find(std::begin(LAYER_TYPES), std::end(LAYER_TYPES), *dtype) == std::end(LAYER_TYPES)) {
+            fail(mustBe("dtype") + ", got " + describeText(d_.dtype));
+        }
+        c.dtype = *dtype;
+        attrs(*c.cell, c.attrs);
+        c.absent = names(d_.absent, "absent", *c.cell, false);
+        c.outputs = names(d_.outputs, "outputs", *c.cell, true);
+        if (d_.device) {
+            if (!isUuid(*d_.device)) {
+                fail(mustBe("device") + ", got " + describeText(*d_.device));
             }
-            c.device = device.string;
+            c.device = d_.device;
         }
-        c.mode = *parseMode(oneString(root, "mode", MODE_NAMES));
+        std::optional<Mode> mode = parseMode(d_.mode);
+        if (!mode) {
+            fail(mustBe("mode") + ", got " + describeText(d_.mode));
+        }
+        c.mode = *mode;
         return c;
     }
 
   private:
     [[noreturn]] void fail(const std::string& what) const
     {
-        std::string message = "ortops node config: ";
-        if (name_) {
-            message += "node " + quoted(*name_) + ": ";
-        }
-        throw ConfigError(message + what);
+        throw ConfigError("ortops node config: node " + quoted(d_.node) + ": " + what);
     }
 
-    template<typename Names>
-    void exactKeys(const json::Value& object, const Names& keys, const std::string& where) const
+    void flag(int64_t value, const char* key) const
     {
-        for (const auto& [key, value] : object.members) {
-            if (!oneOf(key, keys)) {
-                fail(where + " has the unknown key " + quoted(key, 40) + " (its keys are exactly " + choices(keys, " and ") +
-                     ")");
-            }
+        if (value != 0 && value != 1) {
+            fail(mustBe(std::string("attrs.") + key) + ", got " + describeInteger(value));
         }
-        for (std::string_view key : keys) {
-            if (!object.find(key)) {
-                fail(where + " lacks the key '" + std::string(key) + "'");
-            }
-        }
-    }
-
-    template<typename Names>
-    std::string oneString(const json::Value& object, const char* key, const Names& names,
-                          const char* prefix = "") const
-    {
-        const json::Value& v = *object.find(key);
-        if (v.type != json::Type::String || !oneOf(v.string, names)) {
-            fail(std::string(prefix) + key + " must be " + choices(names) + ", got " + describe(v));
-        }
-        return v.string;
-    }
-
-    int64_t flag(const json::Value& attrs, const char* key) const
-    {
-        const json::Value& v = *attrs.find(key);
-        if (v.type != json::Type::Integer || (v.integer != 0 && v.integer != 1)) {
-            fail(std::string("attrs.") + key + " must be 0 or 1, got " + describe(v));
-        }
-        return v.integer;
     }
 
     // A float attribute's value: finite, and finite as the float32 an ONNX attribute holds.
-    double finite32(const json::Value& v, const std::string& what) const
+    void finite32(double d, const std::string& what) const
     {
-        if (!v.isNumeric()) {
-            fail(what + " must be a number, got " + describe(v));
-        }
-        double d = v.number;
         if (!std::isfinite(d) || std::fabs(d) >= 0x1.ffffffp127) {
-            fail(what + " must be a finite float32 value, got " + describe(v));
+            fail(what + " must be a finite float32 value, got " + describeNumber(d));
         }
-        return d;
     }
 
-    std::optional<std::vector<double>> parameters(const json::Value& attrs, const char* key) const
+    void parameters(const std::optional<std::vector<double>>& values, const char* key) const
     {
-        const json::Value& v = *attrs.find(key);
-        if (v.type == json::Type::Null) {
-            return std::nullopt;
+        if (!values) {
+            return;
         }
         std::string what = std::string("attrs.") + key;
-        if (v.type != json::Type::Array) {
-            fail(what + " must be null or a list of numbers, got " + describe(v));
-        }
-        if (v.items.size() > PARAMETER_LIST_MAX) {
+        if (values->size() > PARAMETER_LIST_MAX) {
             fail(what + " must list at most " + std::to_string(PARAMETER_LIST_MAX) + " numbers, got " +
-                 std::to_string(v.items.size()));
+                 std::to_string(values->size()));
         }
-        std::vector<double> out;
-        for (size_t i = 0; i < v.items.size(); ++i) {
-            out.push_back(finite32(v.items[i], what + "[" + std::to_string(i) + "]"));
+        for (size_t i = 0; i < values->size(); ++i) {
+            finite32((*values)[i], what + "[" + std::to_string(i) + "]");
         }
-        return out;
     }
 
-    void attrs(const json::Value& a, const Cell& cell, NodeAttrs& out) const
+    void attrs(const Cell& cell, NodeAttrs& out) const
     {
-        if (a.type != json::Type::Object) {
-            fail("attrs must be an object, got " + describe(a));
+        const NodeConfigDraft::Attrs& a = d_.attrs;
+        if (a.hiddenSize && (*a.hiddenSize < 1 || *a.hiddenSize > HIDDEN_SIZE_MAX)) {
+            fail(mustBe("attrs.hidden_size") + ", got " + describeInteger(*a.hiddenSize));
         }
-        exactKeys(a, ATTR_KEYS, "attrs");
-
-        const json::Value& hidden = *a.find("hidden_size");
-        if (hidden.type != json::Type::Null) {
-            if (hidden.type != json::Type::Integer || hidden.integer < 1 || hidden.integer > HIDDEN_SIZE_MAX) {
-                fail("attrs.hidden_size must be null or an integer from 1 to " + std::to_string(HIDDEN_SIZE_MAX) +
-                     ", got " + describe(hidden));
+        out.hiddenSize = a.hiddenSize;
+        std::optional<Direction> direction = parseDirection(a.direction);
+        if (!direction) {
+            fail(mustBe("attrs.direction") + ", got " + describeText(a.direction));
+        }
+        out.direction = *direction;
+        if (a.layout != 0 && a.layout != 1) {
+            fail(mustBe("attrs.layout") + ", got " + describeInteger(a.layout));
+        }
+        out.layout = a.layout;
+        out.activations = a.activations;
+        parameters(a.activationAlpha, "activation_alpha");
+        parameters(a.activationBeta, "activation_beta");
+        out.activationAlpha = a.activationAlpha;
+        out.activationBeta = a.activationBeta;
+        if (a.clip) {
+            finite32(*a.clip, "attrs.clip");
+            if (!(*a.clip > 0.0) || static_cast<float>(*a.clip) == 0.0f) {
+                fail("attrs.clip must be null or a positive number (positive as a float32), got " +
+                     describeNumber(*a.clip));
             }
-            out.hiddenSize = hidden.integer;
+            out.clip = a.clip;
         }
-        out.direction = *parseDirection(oneString(a, "direction", DIRECTION_NAMES, "attrs."));
-        const json::Value& layout = *a.find("layout");
-        if (layout.type != json::Type::Integer || (layout.integer != 0 && layout.integer != 1)) {
-            fail("attrs.layout must be 0 or 1, got " + describe(layout));
-        }
-        out.layout = layout.integer;
-
-        const json::Value& names = *a.find("activations");
-        if (names.type != json::Type::Null) {
-            if (names.type != json::Type::Array) {
-                fail("attrs.activations must be null or a list of names, got " + describe(names));
-            }
-            std::vector<std::string> list;
-            for (size_t i = 0; i < names.items.size(); ++i) {
-                const json::Value& n = names.items[i];
-                if (n.type != json::Type::String) {
-                    fail("attrs.activations[" + std::to_string(i) + "] must be a string, got " + describe(n));
-                }
-                list.push_back(n.string);
-            }
-            out.activations = std::move(list);
-        }
-        out.activationAlpha = parameters(a, "activation_alpha");
-        out.activationBeta = parameters(a, "activation_beta");
-
-        const json::Value& clip = *a.find("clip");
-        if (clip.type != json::Type::Null) {
-            double d = finite32(clip, "attrs.clip");
-            if (!(d > 0.0) || static_cast<float>(d) == 0.0f) {
-                fail("attrs.clip must be null or a positive number (positive as a float32), got " + describe(clip));
-            }
-            out.clip = d;
-        }
-
-        out.inputForget = flag(a, "input_forget");
-        if (out.inputForget && !cell.inputForget) {
+        flag(a.inputForget, "input_forget");
+        if (a.inputForget && !cell.inputForget) {
             fail("attrs.input_forget is only defined for LSTM, got 1 on " + std::string(cell.name));
         }
-        out.linearBeforeReset = flag(a, "linear_before_reset");
-        if (out.linearBeforeReset && !cell.linearBeforeReset) {
+        out.inputForget = a.inputForget;
+        flag(a.linearBeforeReset, "linear_before_reset");
+        if (a.linearBeforeReset && !cell.linearBeforeReset) {
             fail("attrs.linear_before_reset is only defined for GRU, got 1 on " + std::string(cell.name));
         }
-
+        out.linearBeforeReset = a.linearBeforeReset;
         try {
             resolveActivations(cell, out.directions(), out.activations, out.activationAlpha, out.activationBeta);
         } catch (const std::invalid_argument& e) {
@@ -361,82 +280,35 @@ class Decoder
 
     // absent (outputs = false): distinct optional inputs of the cell, any order; outputs:
     // distinct outputs of the cell in ONNX's order, at least one.
-    std::vector<std::string> nameList(const json::Value& v, const char* key, const Cell& cell, bool outputs) const
+    std::vector<std::string> names(const std::vector<std::string>& list, const char* key, const Cell& cell,
+                                   bool outputs) const
     {
-        std::string allowed;
-        if (outputs) {
-            for (uint32_t i = 0; i < cell.outputCount; ++i) {
-                allowed += (i ? ", " : "") + std::string(cell.outputs[i]);
-            }
-        } else {
-            for (uint32_t i = 3; i < cell.inputCount; ++i) {
-                allowed += (i > 3 ? ", " : "") + std::string(cell.inputs[i]);
-            }
-        }
-        if (v.type != json::Type::Array) {
-            fail(std::string(key) + " must be a list of names, got " + describe(v));
-        }
-        if (outputs && v.items.empty()) {
+        std::string allowed = nameChoices(cell, outputs);
+        if (outputs && list.empty()) {
             fail("outputs must name at least one output of " + std::string(cell.name) + " (" + allowed + ")");
         }
         std::vector<std::string> out;
         int64_t last = -1;
-        for (size_t i = 0; i < v.items.size(); ++i) {
-            const json::Value& item = v.items[i];
-            std::string where = std::string(key) + "[" + std::to_string(i) + "]";
-            int64_t index = -1;
-            if (item.type == json::Type::String) {
-                if (outputs) {
-                    for (uint32_t k = 0; k < cell.outputCount; ++k) {
-                        if (cell.outputs[k] == item.string) {
-                            index = k;
-                        }
-                    }
-                } else {
-                    for (uint32_t k = 3; k < cell.inputCount; ++k) {
-                        if (cell.inputs[k] == item.string) {
-                            index = k;
-                        }
-                    }
-                }
-            }
+        for (size_t i = 0; i < list.size(); ++i) {
+            const std::string& item = list[i];
+            int64_t index = nameIndex(cell, item, outputs);
             if (index < 0) {
-                fail(where + " must be " + (outputs ? "an output" : "an optional input") + " of " +
-                     std::string(cell.name) + " (" + allowed + "), got " + describe(item));
+                fail(nameItemMessage(cell, key, i, outputs, describeText(item)));
             }
-            if (std::find(out.begin(), out.end(), item.string) != out.end()) {
-                fail(where + " repeats " + quoted(item.string));
+            if (std::find(out.begin(), out.end(), item) != out.end()) {
+                fail(std::string(key) + "[" + std::to_string(i) + "] repeats " + quoted(item));
             }
             if (outputs && index < last) {
-                fail("outputs must be in ONNX's order (" + allowed + "), got " + quoted(item.string) + " after " +
+                fail("outputs must be in ONNX's order (" + allowed + "), got " + quoted(item) + " after " +
                      quoted(out.back()));
             }
             last = index;
-            out.push_back(item.string);
+            out.push_back(item);
         }
         return out;
     }
 
-    static bool isUuid(std::string_view s)
-    {
-        if (s.size() != 36) {
-            return false;
-        }
-        for (size_t i = 0; i < s.size(); ++i) {
-            char c = s[i];
-            if (i == 8 || i == 13 || i == 18 || i == 23) {
-                if (c != '-') {
-                    return false;
-                }
-            } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    std::string_view text_;
-    std::optional<std::string> name_;
+    const NodeConfigDraft& d_;
 };
 
 json::Value
@@ -464,6 +336,77 @@ numberList(const std::optional<std::vector<double>>& values)
 
 } // namespace
 
+namespace configtext {
+
+std::string
+nameChoices(const Cell& cell, bool outputs)
+{
+    std::string allowed;
+    if (outputs) {
+        for (uint32_t i = 0; i < cell.outputCount; ++i) {
+            allowed += (i ? ", " : "") + std::string(cell.outputs[i]);
+        }
+    } else {
+        for (uint32_t i = 3; i < cell.inputCount; ++i) {
+            allowed += (i > 3 ? ", " : "") + std::string(cell.inputs[i]);
+        }
+    }
+    return allowed;
+}
+
+int64_t
+nameIndex(const Cell& cell, std::string_view name, bool outputs)
+{
+    if (outputs) {
+        for (uint32_t k = 0; k < cell.outputCount; ++k) {
+            if (cell.outputs[k] == name) {
+                return k;
+            }
+        }
+        return -1;
+    }
+    for (uint32_t k = 3; k < cell.inputCount; ++k) {
+        if (cell.inputs[k] == name) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+std::string
+nameItemMessage(const Cell& cell, const char* key, size_t i, bool outputs, const std::string& got)
+{
+    return std::string(key) + "[" + std::to_string(i) + "] must be " + (outputs ? "an output" : "an optional input") +
+           " of " + std::string(cell.name) + " (" + nameChoices(cell, outputs) + "), got " + got;
+}
+
+std::string
+mustBe(std::string_view key)
+{
+    std::string k(key);
+    if (key == "op") {
+        return k + " must be 'LSTM', 'GRU' or 'RNN'";
+    }
+    if (key == "dtype") {
+        return k + " must be " + choices(namesOf(LAYER_TYPES, elementTypeName));
+    }
+    if (key == "mode") {
+        return k + " must be " + choices(namesOf(MODES, modeName));
+    }
+    if (key == "attrs.direction") {
+        return k + " must be " + choices(namesOf(DIRECTIONS, directionName));
+    }
+    if (key == "device") {
+        return k + " must be null or a Vulkan device UUID (36 lower-case characters, 8-4-4-4-12 hex digits)";
+    }
+    if (key == "attrs.hidden_size") {
+        return k + " must be null or an integer from 1 to " + std::to_string(HIDDEN_SIZE_MAX);
+    }
+    return k + " must be 0 or 1";    // attrs.layout, attrs.input_forget, attrs.linear_before_reset
+}
+
+} // namespace configtext
+
 bool
 NodeConfig::isAbsent(std::string_view input) const
 {
@@ -477,9 +420,9 @@ NodeConfig::wants(std::string_view output) const
 }
 
 NodeConfig
-decodeNodeConfig(std::string_view text)
+validateNodeConfig(const NodeConfigDraft& draft)
 {
-    return Decoder(text).run();
+    return Rules(draft).run();
 }
 
 std::string

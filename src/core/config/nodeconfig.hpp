@@ -79,8 +79,42 @@ struct NodeConfig
     bool wants(std::string_view output) const;
 };
 
-// Decode a config attribute (any bytes). Throws ConfigError whose message starts
-// "ortops node config: " and says what is wrong (with the node's name when it was read).
+// A config's values before the format's rules: what the JSON decoder read (each of the JSON
+// type the format gives it) or what a door read from a node's typed attributes
+// (placement/node_check.hpp). validateNodeConfig applies every rule of the format to it, so
+// both paths refuse the same values with the same messages.
+struct NodeConfigDraft
+{
+    std::string node;
+    std::string op;
+    std::string dtype;
+    struct Attrs
+    {
+        std::optional<int64_t> hiddenSize;
+        std::string direction = "forward";
+        int64_t layout = 0;
+        std::optional<std::vector<std::string>> activations;
+        std::optional<std::vector<double>> activationAlpha;
+        std::optional<std::vector<double>> activationBeta;
+        std::optional<double> clip;
+        int64_t inputForget = 0;
+        int64_t linearBeforeReset = 0;
+    } attrs;
+    std::vector<std::string> absent;
+    std::vector<std::string> outputs;
+    std::optional<std::string> device;
+    std::string mode = "deterministic";
+};
+
+// The config of a draft, checked by the format's rules (the name's length, the op, the dtype,
+// each attribute's range, the activations, the absent inputs and outputs, the device's UUID,
+// the mode). Throws ConfigError "ortops node config: node '<name>': <what>".
+NodeConfig
+validateNodeConfig(const NodeConfigDraft& draft);
+
+// Decode a config attribute (any bytes): its JSON read into a draft, then validateNodeConfig.
+// Throws ConfigError whose message starts "ortops node config: " and says what is wrong (with
+// the node's name when it was read).
 NodeConfig
 decodeNodeConfig(std::string_view text);
 

@@ -17,17 +17,33 @@
 #include <string>
 
 #include "config/types.hpp"
-#include "vk/devices.hpp"
 
 namespace ortops {
 
-// Why `device` cannot run ortops's kernels (in `mode`, where given): one sentence naming the
-// device and the missing feature; nothing when it can.
+// Why the device `label` names (deviceLabel's words) cannot run ortops's kernels (in `mode`,
+// where given): one sentence naming the device and the missing feature; nothing when it can.
+// Needs no Vulkan: the node checker (placement/node_check.cpp) and its fuzz target call it too.
 std::optional<std::string>
-deviceRefusal(const DeviceDescription& device, std::optional<Mode> mode = std::nullopt);
+deviceRefusal(const std::string& label, bool nanPreserveFloat32, std::optional<Mode> mode = std::nullopt);
 
 // UnsupportedDeviceError (errors.hpp) with deviceRefusal's sentence, where there is one.
 void
-requireDevice(const DeviceDescription& device, std::optional<Mode> mode = std::nullopt);
+requireDevice(const std::string& label, bool nanPreserveFloat32, std::optional<Mode> mode = std::nullopt);
+
+// The same for a device description (vk/devices.hpp's, found by its deviceLabel where the caller
+// includes it): a template, so that this header needs no Vulkan.
+template<typename Device>
+std::optional<std::string>
+deviceRefusal(const Device& device, std::optional<Mode> mode = std::nullopt)
+{
+    return deviceRefusal(deviceLabel(device), device.nanPreserveFloat32, mode);
+}
+
+template<typename Device>
+void
+requireDevice(const Device& device, std::optional<Mode> mode = std::nullopt)
+{
+    requireDevice(deviceLabel(device), device.nanPreserveFloat32, mode);
+}
 
 } // namespace ortops

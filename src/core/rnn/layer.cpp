@@ -462,24 +462,4 @@ Layer::context() const
     return impl->ctx;
 }
 
-// (issue 31, wt-door) layer.hpp: the doors' check without a device.
-void
-checkLayer(const NodeConfig& config, const Weights& weights, const std::optional<BindingLimit>& limit)
-{
-    Spec s = makeSpec(config, weights);
-    if (!limit) {
-        return;
-    }
-    // The bytes LayerImpl's upload binds (exact mode's R as float32 words: exactR).
-    Limits limits{ s.op, limit->device, limit->storageRange, {}, 0 };
-    limits.checkBinding("W", static_cast<uint64_t>(weights.W.elements()) * s.item);
-    limits.checkBinding("R", static_cast<uint64_t>(weights.R.elements()) * s.rItem());
-    if (weights.B) {
-        limits.checkBinding("B", static_cast<uint64_t>(weights.B->elements()) * s.item);
-    }
-    if (weights.P) {
-        limits.checkBinding("P", static_cast<uint64_t>(weights.P->elements()) * s.item);
-    }
-}
-
 } // namespace ortops

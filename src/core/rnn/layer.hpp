@@ -29,6 +29,7 @@
 #include "rnn/controls.hpp"
 #include "base/errors.hpp"
 #include "config/nodeconfig.hpp"
+#include "rnn/layer_check.hpp"    // checkLayer: the doors' check before they build a layer
 #include "rnn/tensors.hpp"
 #include "config/types.hpp"
 #include "rnn/weights.hpp"
@@ -61,20 +62,6 @@ struct CoreCounters
 };
 CoreCounters
 coreCounters();
-
-// The doors' one check of a layer before they build one (issue 31, wt-door: added for the
-// Python door and ortops.ort.customop): the config and the weights' shapes checked as the
-// Layer constructor checks them (the spec: dtypes, ranks, shapes, hidden_size from R,
-// activations), and, with `limit`, each weight's storage binding as the upload checks it (the
-// core's one UnsupportedLayerError message). The weights' data is not read (it may be null),
-// so nothing is copied or uploaded. Throws InputError / UnsupportedLayerError.
-struct BindingLimit
-{
-    std::string device;          // its name, for the message
-    uint64_t storageRange = 0;   // the device's maxStorageBufferRange
-};
-void
-checkLayer(const NodeConfig& config, const Weights& weights, const std::optional<BindingLimit>& limit = std::nullopt);
 
 class Layer
 {
