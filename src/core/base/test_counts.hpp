@@ -1,7 +1,7 @@
 // Counts of named events a door records for the tests, built only into a test build
 // (ORTOPS_TESTING): e.g. the EP's reads of a node's attributes through ONNX Runtime's getters,
 // so that a test can show each attribute is read once per GetCapability or Compile call
-// (tests/test_ep_reads.py, through ortops._vk.test_counts). In a shipping build countEvent is an
+// (tests/test_session_ep.py, through ortops._vk.test_counts). In a shipping build countEvent is an
 // empty inline function and the rest does not exist.
 #pragma once
 
