@@ -1,4 +1,5 @@
-"""Load the repository's scripts/*.py (not part of the installed package) as modules."""
+"""Load the repository's scripts/*.py and the lab's bench/*.py (neither part of the installed
+package) as modules."""
 
 import importlib.util
 import pathlib
@@ -18,3 +19,12 @@ def load_script(name: str):
     sys.modules[key] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_bench(name: str):
+    """bench/<name>.py, the lab's measuring code, as the module ``name``: bench/ goes on sys.path
+    (as its scripts put it there themselves), so that its modules import one another once."""
+    folder = str(ROOT / "bench")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)

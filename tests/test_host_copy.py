@@ -276,9 +276,9 @@ def test_narrow_to_half_refuses_wrong_types_and_sizes():
 def test_host_path_script_reports_every_figure(tmp_path, capsys):
     import json
 
-    from _scripts import load_script
+    from _scripts import load_bench
 
-    host_path = load_script("gpu/host_path")
+    host_path = load_bench("host_path")
     assert host_path.main(["--shape", "LSTM,4,2,8,8,bidirectional", "--runs", "3", "--warmup", "0",
                            "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "host_path.json").read_text())

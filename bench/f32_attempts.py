@@ -5,7 +5,7 @@ and of its passes (projection, steps, outputs; ortops' timestamps), medians and 
 whether each attempt's output bits equal what ships (they must: every attempt keeps each sum's
 order, docs/perf.md "Float32 at large sizes: attempts").
 
-    python3 -P scripts/gpu/f32_attempts.py --out DIR [--rounds 3] [--runs 30] [--small]
+    python3 -P bench/f32_attempts.py --out DIR [--rounds 3] [--runs 30] [--small]
         [--shape S,B,I,H ...] [--attempt NAME ...]
 
 The attempts (ATTEMPTS below; each a set of ortops.variants tunables, what ships being none):
@@ -36,8 +36,9 @@ import numpy as np
 import ortops
 from ortops import layer as layer_module
 from ortops import variants
-from ortops.tools import cudnn
 from ortops.tools.measure import weights
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+import cudnn  # noqa: E402
 
 SHAPES = [(200, 64, 512, 512), (100, 64, 1024, 1024)]
 # Small shapes for a CPU device: batch 32 runs a batched step kernel at every hidden size; the

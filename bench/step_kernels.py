@@ -7,7 +7,7 @@ same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh
 with the native table's tile for the shape's element type and batch (src/core/rnn/variants.hpp,
 BATCHED_TILES), the lanes kernel below.
 
-    python scripts/gpu/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
+    python bench/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
 
 A tiling `lanesNBxUNITS` (e.g. lanes1x2) runs the lanes kernel with NB batch rows and UNITS
 units a workgroup (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS, src/core/rnn/variants.cpp's stepVariant;
@@ -26,9 +26,10 @@ import numpy as np
 import ortops
 from ortops import variants
 from ortops.timing import warm
-from ortops.tools import cudnn
 from ortops.tools.measure import weights
-from ortops.tools.report import write_report
+from ortops.tools.bench import write_report
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+import cudnn  # noqa: E402
 
 LANES = None   # every batch on the lanes kernel
 # (seq, batch, hidden) of bidirectional LSTMs (input = hidden); the issue's anchor first.
@@ -76,7 +77,7 @@ def _time(layer, X, runs):
 
 def _cudnn(batch, hidden, X, runs):
     """{mode: (GPU ms, scaled error against float64)} of cuDNN in each precision mode that
-    compares with X's dtype (ortops.tools.cudnn; empty without torch and CUDA)."""
+    compares with X's dtype (cudnn.py; empty without torch and CUDA)."""
     out = {}
     for precision in cudnn.for_dtype(X.dtype):
         m = cudnn.measure("LSTM", batch, hidden, hidden, "bidirectional", precision, X, runs)
