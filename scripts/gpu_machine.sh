@@ -41,8 +41,7 @@ STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, t
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
                       # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
-                      # host, ep,
-                      # import (none: build only)
+                      # host, ep (none: build only); bench/README.md says what each study measures
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
   # The custom-op library as C and C++ programs use it, on the GPU: no libpython, its
@@ -227,22 +226,6 @@ if has host; then
   # precision, one thread's memcpy, the layer call, its GPU time, call - GPU with the copies on
   # 1 thread / the pool / a thread per call, and the session's extra over the layer call.
   py bench/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
-fi
-if has import; then
-  # One copy each way against none (issue 21, item 4; docs/perf.md, "The custom-op library:
-  # targets"): experiments/host_import/host_import_bench.cpp, built by its own CMake project (not the wheel's).
-  # First its check mode under synchronization validation (12340 B, 80 KiB, 1 MiB: every variant
-  # bit-exact, no validation message; exit status 0), then 80 KiB, 1, 8, 26 and 52 MiB each way:
-  # today's host copy + staging copy, VK_EXT_external_memory_host imported per run, and imported
-  # once (the lower bound); median and p90 of IMPORT_REPEATS (30) after 5 warm-up runs, every run
-  # checked bit for bit. Writes host_import.json / host_import.md; about 20 s after the build.
-  JOBS=16 ORTOPS_VALIDATION=1 VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d VK_LAYER_SETTINGS_PATH=$PWD/tests \
-    bash experiments/host_import/host_import_bench.sh --check > "$OUT/host_import_check.txt" 2>&1
-  echo "host_import_bench --check under validation: exit status $?" | tee -a "$OUT/host_import_check.txt"
-  grep -E '^VK_EXT|^round trip|FAILED|^validation messages' "$OUT/host_import_check.txt"
-  JOBS=16 bash experiments/host_import/host_import_bench.sh --repeats ${IMPORT_REPEATS:-30} --out "$OUT" ${IMPORT_ARGS:-} \
-    2>&1 | tee "$OUT/host_import_log.txt"
-  echo "host_import_bench exit status ${PIPESTATUS[0]}"
 fi
 if has placement; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null

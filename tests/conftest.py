@@ -178,15 +178,11 @@ SLOW = {
                                    # 50 x 4 sessions from threads: 22-39 s
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
                         "test_stream_bench_reports_every_engine"},           # 3 s
-    "test_host_import": None,      # builds experiments/host_import/host_import_bench first (6-8 s on 2 cores)
 }
 
 #: Whole tests that only scripts/test_full.sh runs (marker ``full`` on every case): checks of
 #: measurement tools outside the package, whose cost in the quick run is mostly their build.
 FULL_ONLY = {
-    # host_import_bench (issue 21, item 4) measures a copy path the package does not ship; every
-    # test builds it first (its own CMake project: 6 s on a fresh clone), the checks take 0.4 s.
-    "test_host_import": None,
     # The fuzzers' smoke tests (43 s together): scripts/test_full.sh's packaging job fuzzes the
     # same entry points for 30 s (fuzz_python.py) and replays the decoder's corpus under ASan.
     "test_fuzz_smoke": {"test_mutated_models_give_clean_errors",
