@@ -8,10 +8,6 @@ with the native table's tile for the shape's element type and batch (src/core/rn
 BATCHED_TILES), the lanes kernel below.
 
     python bench/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
-
-A tiling `lanesNBxUNITS` (e.g. lanes1x2) runs the lanes kernel with NB batch rows and UNITS
-units a workgroup (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS, src/core/rnn/variants.cpp's stepVariant;
-0 leaves the rule's value).
 """
 
 from __future__ import annotations
@@ -57,13 +53,6 @@ def _layer(hidden, dtype, upt, by, batched_from, prefetch=1, ksplit=1, rows=1):
     return ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
 
 
-def _lanes_layer(hidden, dtype, nb, units):
-    """The lanes kernel with NB batch rows and UNITS units a workgroup (0: the rule's), set
-    through the environment the plan reads when it is recorded (the first run below)."""
-    layer = _layer(hidden, dtype, 1, 8, LANES)
-    return layer, {"ORTOPS_LANES_NB": str(nb), "ORTOPS_LANES_UNITS": str(units)}
-
-
 def _time(layer, X, runs):
     layer(X)
     layer(X)
@@ -87,17 +76,13 @@ def _cudnn(batch, hidden, X, runs):
 
 
 def _tiling(text):
-    """A --tilings entry: "default", "lanesNBxUNITS", or a batched tiling UPTxBYxPREFETCHxKSPLIT[xROWS]."""
+    """A --tilings entry: "default", or a batched tiling UPTxBYxPREFETCHxKSPLIT[xROWS]."""
     if text == "default":
         return DEFAULT
-    if text.startswith("lanes"):
-        return ("lanes",) + tuple(int(v) for v in text[len("lanes"):].split("x"))
     return tuple(int(v) for v in text.split("x"))
 
 
 def _name(tiling):
-    if tiling[0] == "lanes":
-        return "lanes" + "x".join(map(str, tiling[1:]))
     return "x".join(map(str, tiling))
 
 
@@ -132,19 +117,11 @@ def main(argv=None) -> int:
             total, steps, ref = _time(_layer(hidden, dtype, 1, 8, LANES), X, args.runs)
             row = {"shape": name, "lanes": (total, steps), "batched": {}}
             for tiling in tilings:
-                env = {}
                 if tiling == DEFAULT:
                     layer = _layer(hidden, dtype, None, None, variants.TABLE, None, None, None)
-                elif tiling[0] == "lanes":
-                    layer, env = _lanes_layer(hidden, dtype, *tiling[1:])
                 else:
                     layer = _layer(hidden, dtype, tiling[0], tiling[1], 1, *tiling[2:])
-                os.environ.update(env)
-                try:
-                    t, st, out = _time(layer, X, args.runs)
-                finally:
-                    for k in env:
-                        del os.environ[k]
+                t, st, out = _time(layer, X, args.runs)
                 del layer
                 same = all(a.tobytes() == b.tobytes() for a, b in zip(ref, out))
                 mismatches += not same
@@ -156,7 +133,7 @@ def main(argv=None) -> int:
                   f"{best[1][0]:.3f} ms (steps {best[1][1]:.3f}); cuDNN "
                   + ", ".join(f"{k} {v[0]:.3f} ms (err {v[1]:.1e})" for k, v in row["cudnn"].items()),
                   flush=True)
-    lines = ["| shape | lanes GPU ms (steps) | " + " | ".join(_name(t) if t[0] == "lanes" else "batched " + _name(t) for t in tilings)
+    lines = ["| shape | lanes GPU ms (steps) | " + " | ".join("batched " + _name(t) for t in tilings)
              + " | cuDNN strict | cuDNN TF32 | cuDNN f16 |",
              "|---|---|" + "---|" * len(tilings) + "---|---|---|"]
     for r in rows:

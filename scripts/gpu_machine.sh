@@ -67,7 +67,7 @@ if has threadrounds; then
   # checked against the serial one; docs/perf.md reads the ratio per round and its spread.
   # THREAD_QUEUES (a space list, default 1): device queues (ORTOPS_QUEUES), alternated in each round;
   # THREAD_ENVS (a space list of settings, each VAR=VALUE[,VAR=VALUE...] or "base" for none):
-  # alternated inside each round too (e.g. ORTOPS_COALESCE_RELEASE=device; an item beginning with
+  # alternated inside each round too (e.g. ORTOPS_COALESCE_IN_FLIGHT=2; an item beginning with
   # -- is an argument of `ortops run`, e.g. --intra-op-threads=1); THREAD_WARMUP: seconds
   # of untimed runs before each thread count (default 20).
   for r in $(seq 1 "${THREAD_ROUNDS:-5}"); do

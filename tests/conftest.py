@@ -79,6 +79,7 @@ NO_DEVICE = {
                  "test_scripts_use_only_public_names_of_the_package",
                  "test_webgpu_reports_through_the_logger"},
     "test_compare": None,
+    "test_configuration": None,
     "test_reference": None,
     "test_validation": None,
     "test_float_controls": None,

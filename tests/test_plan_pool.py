@@ -172,8 +172,7 @@ def test_the_settings_structs_are_bound_by_name_once():
 
     s = _vk.LayerSettings()
     assert s.FIELDS == ("variants", "plan_cache", "storage_range", "workgroup_count", "max_concurrent",
-                        "timestamps", "coopmat", "coalesce_rows", "coalesce_in_flight", "coalesce_release",
-                        "coalesce_device_in_flight")
+                        "timestamps", "coopmat", "coalesce_rows", "coalesce_in_flight")
     assert set(_vk.VariantSettings.FIELDS) >= {"batched_from", "coopmat_blocks", "large_projection", "max_groups"}
     assert all(hasattr(s, f) for f in s.FIELDS) and all(hasattr(s.variants, f) for f in s.variants.FIELDS)
     copy = _vk.LayerSettings(s)

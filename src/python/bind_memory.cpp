@@ -94,7 +94,7 @@ hostNarrowToHalf(py::buffer dst, py::buffer src)
 
 // Host copy settings: arguments given change them; the settings now in force come back.
 py::dict
-copySettings(py::object chunk, py::object threads, py::object pool, py::object rangesFrom)
+copySettings(py::object chunk, py::object threads, py::object pool)
 {
     hostcopy::Settings s = hostcopy::settings();
     if (!chunk.is_none()) {
@@ -106,16 +106,12 @@ copySettings(py::object chunk, py::object threads, py::object pool, py::object r
     if (!pool.is_none()) {
         s.pool = pool.cast<bool>();
     }
-    if (!rangesFrom.is_none()) {
-        s.rangesFrom = rangesFrom.cast<size_t>();
-    }
     hostcopy::configure(s);
     s = hostcopy::settings();
     py::dict d;
     d["chunk"] = s.chunk;
     d["threads"] = s.threads;
     d["pool"] = s.pool;
-    d["ranges_from"] = s.rangesFrom;
     return d;
 }
 
@@ -139,10 +135,9 @@ bindMemory(py::module_& m)
           "Narrow a C-contiguous float32 array into a float16 one of as many values (round to "
           "nearest even, as numpy's astype), on the copy threads.");
     m.def("copy_settings", &copySettings, py::arg("chunk") = py::none(), py::arg("threads") = py::none(),
-          py::arg("pool") = py::none(), py::arg("ranges_from") = py::none(),
+          py::arg("pool") = py::none(),
           "Host copy settings (bytes per chunk, threads per copy, persistent pool or a thread "
-          "per call, total bytes from which a coalesced run's pieces are copied on the threads); "
-          "arguments given change them. Returns the settings now in force.");
+          "per call); arguments given change them. Returns the settings now in force.");
 }
 
 } // namespace ortops
