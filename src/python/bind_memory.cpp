@@ -1,5 +1,6 @@
-// Host memory for Python: the mapped memory of buffers (reads and writes at a byte offset)
-// and the host copies on the copy threads (hostcopy.hpp), each with the GIL released.
+// Host memory for Python: the mapped memory of buffers (reads and writes at a byte offset),
+// and in the testing build the host copies on the copy threads (hostcopy.hpp) on their own,
+// each with the GIL released.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -52,6 +53,24 @@ memoryRead(Memory& self, py::buffer out, uint64_t offset)
     py::gil_scoped_release release;
     self.read(info.ptr, byteSize(info), offset);
 }
+
+} // namespace
+
+void
+bindMemory(py::module_& m)
+{
+    py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
+      .def_readonly("nbytes", &Memory::bytes)
+      .def("write", &memoryWrite, py::arg("data"), py::arg("offset") = 0,
+           "Copy C-contiguous data into the mapped memory at a byte offset.")
+      .def("read", &memoryRead, py::arg("out"), py::arg("offset") = 0,
+           "Copy the mapped memory at a byte offset into a C-contiguous array.");
+    py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer");
+    py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer");
+}
+
+#ifdef ORTOPS_TESTING
+namespace {
 
 void
 hostCopy(py::buffer dst, py::buffer src)
@@ -117,27 +136,21 @@ copySettings(py::object chunk, py::object threads, py::object pool)
 
 } // namespace
 
+// The host copies on their own, for tests/test_host_copy.py and bench/host_path.py (the
+// testing build): bound by bindTesting (bind_testing.cpp), named in its TEST_HOOKS.
 void
-bindMemory(py::module_& m)
+bindMemoryTesting(py::module_& m)
 {
-    py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
-      .def_readonly("nbytes", &Memory::bytes)
-      .def("write", &memoryWrite, py::arg("data"), py::arg("offset") = 0,
-           "Copy C-contiguous data into the mapped memory at a byte offset.")
-      .def("read", &memoryRead, py::arg("out"), py::arg("offset") = 0,
-           "Copy the mapped memory at a byte offset into a C-contiguous array.");
-    py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer");
-    py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer");
-
     m.def("host_copy", &hostCopy, py::arg("dst"), py::arg("src"),
-          "Copy a C-contiguous array into another of as many bytes, as buffer reads and writes do.");
+          "Test hook: copy a C-contiguous array into another of as many bytes, as buffer reads and writes do.");
     m.def("narrow_to_half", &hostNarrowToHalf, py::arg("dst"), py::arg("src"),
-          "Narrow a C-contiguous float32 array into a float16 one of as many values (round to "
+          "Test hook: narrow a C-contiguous float32 array into a float16 one of as many values (round to "
           "nearest even, as numpy's astype), on the copy threads.");
     m.def("copy_settings", &copySettings, py::arg("chunk") = py::none(), py::arg("threads") = py::none(),
           py::arg("pool") = py::none(),
-          "Host copy settings (bytes per chunk, threads per copy, persistent pool or a thread "
+          "Test hook: host copy settings (bytes per chunk, threads per copy, persistent pool or a thread "
           "per call); arguments given change them. Returns the settings now in force.");
 }
+#endif // ORTOPS_TESTING
 
 } // namespace ortops

@@ -362,6 +362,7 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
                     });
 }
 
+#ifdef ORTOPS_TESTING
 void
 Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out, uint32_t padTo)
 {
@@ -391,6 +392,7 @@ Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<Outp
                          [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o,
                               const RunCopies* c) { L.runPlan(i, sh, o, c); });
 }
+#endif // ORTOPS_TESTING
 
 LayerSettings
 Layer::settings() const
