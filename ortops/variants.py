@@ -87,9 +87,8 @@ CPU_PROJECTION_W_REGS: bool | None = None
 CPU_PROJECTION_COLUMNS: int | None = None   # columns an invocation; None: the native rule
 
 # The portable projection's staged slices (glsl/input_projection.comp's KT and STAGES; float32
-# layers outside mode "exact"; issue 32, item 5: measured attempts, not what ships). None: the
-# environment's ORTOPS_PROJECTION_KT / ORTOPS_PROJECTION_STAGES where set, else what ships (16 k
-# a slice, one slice in shared memory).
+# layers outside mode "exact"; issue 32, item 5: measured attempts, not what ships). None: what
+# ships (16 k a slice, one slice in shared memory).
 #   PROJECTION_KT      16 or 32 k a staged slice (32 only where the input size is a multiple of 32)
 #   PROJECTION_STAGES  1 or 2 slices in shared memory (2: the next one staged while this one is
 #                      read, one barrier a slice)

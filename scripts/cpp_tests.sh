@@ -50,9 +50,15 @@ if [ "$flavour" = plain ]; then
     fi
   done
 fi
+# The tests drive the core's test hooks (ORTOPS_TESTING: Layer::runCoalesced, the fault
+# injected into runs), as the wheel's build directory has them from scripts/setup.sh; a
+# sanitizer directory configured before they needed it is switched on here.
+if [ "$flavour" != plain ] && [ -f "$build/CMakeCache.txt" ] && ! grep -q "^ORTOPS_TESTING:BOOL=ON" "$build/CMakeCache.txt"; then
+  cmake -DORTOPS_TESTING=ON "$build" >/dev/null
+fi
 if [ ! -f "$build/Makefile" ] && [ ! -f "$build/build.ninja" ]; then
   # CMAKE_BUILD_TYPE None: no build type's flags after ours (Release's -O3 would replace -O1).
-  cmake -S "$root" -B "$build" -Wno-dev -DORTOPS_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=$type \
+  cmake -S "$root" -B "$build" -Wno-dev -DORTOPS_BUILD_TESTS=ON -DORTOPS_TESTING=ON -DCMAKE_BUILD_TYPE=$type \
     -DCMAKE_CXX_FLAGS="${sanitize:+$common $sanitize}" -DCMAKE_EXE_LINKER_FLAGS="$sanitize" \
     -DPython_EXECUTABLE="$VPY" -Dpybind11_DIR="$("$VPY" -m pybind11 --cmakedir)" \
     -DORTOPS_KOMPUTE_SDIST="$root/build/deps/kp-0.9.0.tar.gz" >/dev/null

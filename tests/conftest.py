@@ -63,22 +63,24 @@ os.environ.setdefault("ORTOPS_CPU_PROJECTION", "0")
 #: names of its device-free tests (parametrized cases share their function's name).
 NO_DEVICE = {
     "test_step_kernels": {"test_batched_r_layout"},
-    "test_bench": {"test_sweep_markdown_names_every_mode_and_the_winner",
-                   "test_sweep_schema_accepts_the_report_and_names_what_is_wrong",
-                   "test_sweep_parts_merge_into_one_grid", "test_parts_with_different_kernels_say_so",
-                   "test_write_docs_fills_the_sweep_markers_and_keeps_the_rest",
-                   "test_from_json_writes_the_docs_without_measuring",
-                   "test_estimate_grows_with_the_grid_and_fits_a_device_call",
-                   "test_estimate_option_prints_and_measures_nothing",
-                   "test_anchor_table_names_precision_modes_and_divides_by_the_like_peer",
-                   "test_memcpy_bandwidth_and_the_host_bound", "test_cudnn_modes_and_absence",
-                   "test_cudnn_measure_without_torch_is_none",
-                   "test_samples_stop_at_runs_or_after_budget_with_three_at_least",
-                   "test_a_failed_figure_is_recorded_and_the_rest_measured",
-                   "test_measuring_helpers_have_one_home_and_no_import_circle",
-                   "test_scripts_use_only_public_names_of_the_package"},
+    "test_bench": None,
+    "test_lab": {"test_sweep_markdown_names_every_mode_and_the_winner",
+                 "test_sweep_schema_accepts_the_report_and_names_what_is_wrong",
+                 "test_sweep_parts_merge_into_one_grid", "test_parts_with_different_kernels_say_so",
+                 "test_write_docs_fills_the_sweep_markers_and_keeps_the_rest",
+                 "test_from_json_writes_the_docs_without_measuring",
+                 "test_estimate_grows_with_the_grid_and_fits_a_device_call",
+                 "test_estimate_option_prints_and_measures_nothing",
+                 "test_anchor_table_names_precision_modes_and_divides_by_the_like_peer",
+                 "test_memcpy_bandwidth_and_the_host_bound", "test_cudnn_modes_and_absence",
+                 "test_cudnn_measure_without_torch_is_none",
+                 "test_a_failed_figure_is_recorded_and_the_rest_measured",
+                 "test_measuring_helpers_have_one_home_and_no_import_circle",
+                 "test_scripts_use_only_public_names_of_the_package",
+                 "test_webgpu_reports_through_the_logger"},
     "test_compare": None,
     "test_vocabulary": None,
+    "test_configuration": None,
     "test_reference": None,
     "test_validation": None,
     "test_float_controls": None,
@@ -104,7 +106,8 @@ NO_DEVICE = {
                  "test_warmup_runs_once_then_for_the_given_time",
                  "test_median_stops_at_its_budget_after_three_runs", "test_run_threads_refuses_bad_counts",
                  "test_python_dash_m_ortops_is_the_command",
-                 "test_info_shows_nodes_left_to_ort", "test_run_refuses_an_unknown_mode"},
+                 "test_info_shows_nodes_left_to_ort", "test_run_refuses_an_unknown_mode",
+                 "test_demo_refuses_bad_sizes_in_one_line"},
     "test_conformance": {"test_scaled_error_detects_what_it_must",
                          "test_equivalent_model_is_a_faithful_oracle"},
     "test_devices": {"test_no_device_names_the_package"},
@@ -170,7 +173,7 @@ SLOW = {
     "test_concurrency": {"test_one_session_many_threads_equals_serial",
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
-    "test_bench": {"test_sweep_runs_every_mode_at_tiny_shapes"},   # exact-mode pipelines
+    "test_lab": {"test_sweep_runs_every_mode_at_tiny_shapes"},   # exact-mode pipelines
     "test_doc_examples": {"test_block_runs"},   # a fresh interpreter a block: 3-7 s each
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
     "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
@@ -182,15 +185,11 @@ SLOW = {
                                    # 50 x 4 sessions from threads: 22-39 s
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
                         "test_stream_bench_reports_every_engine"},           # 3 s
-    "test_host_import": None,      # builds experiments/host_import/host_import_bench first (6-8 s on 2 cores)
 }
 
 #: Whole tests that only scripts/test_full.sh runs (marker ``full`` on every case): checks of
 #: measurement tools outside the package, whose cost in the quick run is mostly their build.
 FULL_ONLY = {
-    # host_import_bench (issue 21, item 4) measures a copy path the package does not ship; every
-    # test builds it first (its own CMake project: 6 s on a fresh clone), the checks take 0.4 s.
-    "test_host_import": None,
     # The fuzzers' smoke tests (43 s together): scripts/test_full.sh's packaging job fuzzes the
     # same entry points for 30 s (fuzz_python.py) and replays the decoder's corpus under ASan.
     "test_fuzz_smoke": {"test_mutated_models_give_clean_errors",
@@ -201,7 +200,7 @@ FULL_ONLY = {
     # tests, 7 min 8 s with set-up, over its 6): each runs a benchmark script end to end in a
     # process of its own, 37 s together; what they measure runs in the quick run's own tests.
     # test_serve's serve_bench --direct check (17.7 s): below, with the whole module.
-    "test_bench": {"test_sweep_runs_every_mode_at_tiny_shapes"},                          # 5.9 s
+    "test_lab": {"test_sweep_runs_every_mode_at_tiny_shapes"},                            # 5.9 s
     "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},           # 4.9 s
     "test_silero_vad": {"test_stream_bench_reports_every_engine",                         # 3.7 s
                         "test_stream_bench_rounds_and_breakdown"},

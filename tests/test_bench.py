@@ -1,321 +1,115 @@
-"""The benchmark's sweep and tables (ortops/tools/bench.py, sweep.py, cudnn.py, hostcopy.py).
-
-cuDNN needs torch with CUDA, which the test environment lacks: the tables' cuDNN columns are
-checked on synthetic reports, and cudnn.measure's refusal without torch on its own."""
+"""``ortops bench`` (ortops/tools/bench.py), the package's one benchmark harness: where it writes,
+its table, and its arguments' errors (one line, exit status 2). A real run on the device is
+tests/test_cli.py's test_bench_small_writes_report; the lab's harnesses are tests/test_lab.py."""
 
 from __future__ import annotations
 
-import ast
-import copy
 import json
-import re
+import time
 
 import numpy as np
 import pytest
 
-from ortops import modes
 from ortops.timing import samples
-from ortops.tools import bench, cudnn, hostcopy, report, sweep
-
-from _scripts import ROOT
+from ortops.tools import bench, cli
 
 
-def _point(hidden, batch, dtype, gpu, call, peers):
-    return dict(hidden=hidden, batch=batch, input=hidden, seq=4, dtype=dtype,
-                ortops={m: dict(gpu_ms=gpu * (1 + i), call_ms=call * (1 + i),
-                                session_ms=None if hidden > 16 else call + 1, runs=3, error=None)
-                        for i, m in enumerate(modes.MODES)},
-                cudnn={p: None if v is None else dict(gpu_ms=v, e2e_ms=v + 1, runs=3, error=None)
-                       for p, v in peers.items()})
+def _report(shapes, dtypes):
+    rows = []
+    for cell, seq, batch, inp, hidden, direction in shapes:
+        for dt in dtypes:
+            rows.append(dict(cell=cell, seq=seq, batch=batch, input=inp, hidden=hidden, direction=direction,
+                             dtype=np.dtype(dt).name, gpu_ms=0.3, layer_call_ms=0.5, e2e_ms=0.6,
+                             overhead_ms=0.25, error=3e-7, ort1_ms=4.0, ortN_ms=2.4, e2e_vs_ortN=0.25,
+                             memory_bytes=2**20, memory_budget_bytes=2**20))
+    return dict(device="[0] test", driver="t", cpus=2, date="d", runs=20, mode="deterministic",
+                round_trip_ms=0.04, round_trip_fence_ms=0.05, command="ortops bench", results=rows)
 
 
-def _report(points):
-    cfg = sweep.Config(batches=[1, 256], hiddens=[16, 32], seq=4, warm_s=0.0)
-    return dict(kind="sweep", schema=sweep.SCHEMA, cell="LSTM", direction="bidirectional",
-                device="[0] test device", driver="test 1.0", torch={}, modes=list(modes.MODES),
-                cudnn_precisions=["strict", "tf32", "float16"],
-                config={k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(cfg).items()},
-                expected_s=60.0, elapsed_s=90.0, host="h", cpus=2, date="2026-11-29T00:00:00+00:00",
-                command="python bench.py --sweep", points=points)
+@pytest.fixture
+def measured(monkeypatch):
+    """bench.run replaced by a synthetic report; the calls it got."""
+    calls = []
+
+    def fake(shapes, dtypes, runs, device=None, **kw):
+        calls.append(dict(shapes=shapes, dtypes=dtypes, runs=runs, device=device, **kw))
+        return _report(shapes, dtypes)
+
+    monkeypatch.setattr(bench, "run", fake)
+    return calls
 
 
-def _synthetic():
-    # batch 1: ortops fastest everywhere; batch 256: cuDNN TF32 fastest on the GPU (0.5 ms
-    # against ortops's 2 ms), but its e2e (1.5 ms) loses to ortops's call (1.2 ms).
-    return _report([
-        _point(16, 1, "float32", 0.1, 0.2, {"strict": 1.0, "tf32": 0.9}),
-        _point(16, 256, "float32", 2.0, 1.2, {"strict": 3.0, "tf32": 0.5}),
-        _point(32, 1, "float32", 0.2, 0.3, {"strict": None, "tf32": None}),
-        _point(16, 1, "float16", 0.1, 0.2, {"float16": 0.05}),
-    ])
+def test_writes_into_a_folder_of_its_own_by_default(measured, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "--small", "--shape", "2", "--dtype", "float32"]) == 0
+    out = tmp_path / bench.DEFAULT_OUT
+    assert sorted(p.name for p in tmp_path.iterdir()) == [bench.DEFAULT_OUT]   # nothing else written
+    assert sorted(p.name for p in out.iterdir()) == ["bench.json", "bench.md"]
+    report = json.loads((out / "bench.json").read_text())
+    (row,) = report["results"]
+    assert row["cell"] == "RNN" and row["dtype"] == "float32"
+    table = (out / "bench.md").read_text()
+    assert "| RNN 8×2×32→32 forwa | float32 | 0.300 | 0.600 | 0.250 | 0.500 | 3.0e-07 | 4.00 | 2.40 | 0.25 |" in table
+    assert table in capsys.readouterr().out
+    assert measured[0]["shapes"] == [bench.SMALL_SHAPES[2]] and measured[0]["runs"] == 20
 
 
-def test_sweep_markdown_names_every_mode_and_the_winner():
-    text = sweep.markdown(_synthetic())
-    f32, f16 = text.split("**float32**")[1].split("**float16**")
-    header = next(line for line in f32.splitlines() if line.startswith("| hidden"))
-    for m in modes.MODES:
-        assert f"ortops {m}" in header
-    assert "cuDNN strict f32" in header and "cuDNN TF32" in header and "cuDNN f16" not in header
-    rows = [line for line in f32.splitlines() if line.startswith("| 16 |") or line.startswith("| 32 |")]
-    assert len(rows) == 3
-    assert rows[0].endswith("| ortops deterministic | ortops deterministic |")
-    assert rows[1].endswith("| cuDNN TF32 | ortops deterministic |")
-    assert "| — / — |" in rows[2]                   # no cuDNN figure at that point
-    assert "0.100 / 0.200 / 1.200" in rows[0]       # GPU / layer call / session
-    assert "0.200 / 0.300 |" in rows[2]             # hidden 32 > 16: no session figure
-    f16_rows = [line for line in f16.splitlines() if line.startswith("| 16 |")]
-    assert len(f16_rows) == 1 and "cuDNN f16" in f16 and f16_rows[0].endswith("| cuDNN f16 | ortops deterministic |")
+def test_out_names_the_folder(measured, tmp_path):
+    assert cli.main(["bench", "--out", str(tmp_path / "a" / "b"), "--runs", "3", "--warm", "0"]) == 0
+    assert (tmp_path / "a" / "b" / "bench.json").is_file()
+    assert measured[0]["shapes"] == bench.ANCHOR_SHAPES and measured[0]["runs"] == 3
+    assert measured[0]["warm_s"] == 0.0 and measured[0]["dtypes"] == [np.float32, np.float16]
 
 
-def test_sweep_schema_accepts_the_report_and_names_what_is_wrong():
-    report = _synthetic()
-    sweep.check_report(json.loads(json.dumps(report)))
-    broken = []
-    r = copy.deepcopy(report)
-    del r["points"][1]["ortops"][modes.DEFAULT]["call_ms"]
-    broken.append((r, "points[1].ortops.deterministic lacks 'call_ms'"))
-    r = copy.deepcopy(report)
-    r["points"][0]["ortops"].pop(sorted(modes.MODES)[-1])
-    broken.append((r, "points[0].ortops has modes"))
-    r = copy.deepcopy(report)
-    r["points"][0]["cudnn"]["tf64"] = None
-    broken.append((r, "unknown precision 'tf64'"))
-    r = copy.deepcopy(report)
-    r["points"][2]["batch"] = "1"
-    broken.append((r, "points[2].batch must be int"))
-    r = copy.deepcopy(report)
-    del r["modes"]
-    broken.append((r, "report lacks 'modes'"))
-    for bad, message in broken:
-        with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
-            sweep.check_report(bad)
+def test_help_shows_the_default_folder(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")   # argparse wraps its help at the terminal's width
+    with pytest.raises(SystemExit) as done:
+        cli.main(["bench", "--help"])
+    assert done.value.code == 0
+    (out,) = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("--out")]
+    assert f"(default: ./{bench.DEFAULT_OUT}/)" in out and "docs" not in out
 
 
-def test_sweep_parts_merge_into_one_grid():
-    full = _synthetic()
-    a, b = copy.deepcopy(full), copy.deepcopy(full)
-    a["points"] = [p for p in full["points"] if p["hidden"] == 32]
-    a["config"]["hiddens"] = [32]
-    b["points"] = [p for p in full["points"] if p["hidden"] == 16]
-    b["config"]["hiddens"] = [16]
-    joined = sweep.merge([a, b])
-    sweep.check_report(joined)
-    assert joined["config"]["hiddens"] == [16, 32]
-    assert [(p["hidden"], p["batch"], p["dtype"]) for p in joined["points"]] == [
-        (16, 1, "float32"), (16, 1, "float16"), (16, 256, "float32"), (32, 1, "float32")]
-    assert joined["elapsed_s"] == 180.0
-    b["device"] = "[1] other"
-    with pytest.raises(ValueError, match="device differs"):
-        sweep.merge([a, b])
+@pytest.mark.parametrize("args,message", [
+    (["--shape", "99"], "argument --shape: expected an index 0 to 4 of the anchor shapes, got 99"),
+    (["--small", "--shape", "3"], "argument --shape: expected an index 0 to 2 of the small shapes, got 3"),
+    (["--shape", "-1"], "argument --shape: expected an integer of at least 0, got -1"),
+    (["--shape", "x"], "argument --shape: expected an integer, got 'x'"),
+    (["--runs", "0"], "argument --runs: expected an integer of at least 1, got 0"),
+    (["--warm", "-2"], "argument --warm: expected a number of seconds >= 0, got '-2'"),
+    (["--warm", "nan"], "argument --warm: expected a number of seconds >= 0, got 'nan'"),
+    (["--dtype", "float64"], "argument --dtype: invalid choice: 'float64'"),
+    (["--mode", "fastest"], "argument --mode: invalid choice: 'fastest'"),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+])
+def test_bad_arguments_are_one_line_and_status_2(measured, tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"ortops bench: error: {message}"), line
+    assert measured == [] and list(tmp_path.iterdir()) == []   # nothing measured, nothing written
 
 
-def test_parts_with_different_kernels_say_so():
-    # A part run again after a kernel default changed replaces the first part's points, and
-    # the table names both parts' kernels.
-    full = _synthetic()
-    a, b = copy.deepcopy(full), copy.deepcopy(full)
-    a["kernels"] = dict(fast_projection="input_projection", batched_from=None,
-                        batched_tiling={"float32": "1x8x1x1"})
-    b["kernels"] = dict(a["kernels"], batched_from=32)
-    b["points"] = [p for p in full["points"] if p["batch"] == 256]
-    b["points"][0]["ortops"]["deterministic"]["gpu_ms"] = 0.25
-    joined = sweep.merge([a, b])
-    [p256] = [p for p in joined["points"] if p["batch"] == 256]
-    assert p256["ortops"]["deterministic"]["gpu_ms"] == 0.25
-    assert joined["kernels"]["parts"] == [a["kernels"], b["kernels"]]
-    text = sweep.markdown(joined)
-    assert "Run in 2 parts" in text and "step glsl/step.comp at every batch" in text
-    assert "glsl/step_batched.comp from batch 32" in text
-    assert "Run in" not in sweep.markdown(a)
+def test_markdown_is_one_table_beside_ort_cpu():
+    text = bench.markdown(_report(bench.SMALL_SHAPES[:1], [np.float32, np.float16]))
+    header = next(line for line in text.splitlines() if line.startswith("| layer"))
+    for col in ("ortops GPU ms", "ortops e2e ms", "host overhead ms", "layer call ms", "error",
+                "ORT CPU 1 thr ms", "ORT CPU all ms", "e2e ÷ ORT CPU all", "memory MiB (budget)"):
+        assert f"| {col} |" in header
+    assert "cuDNN" not in text and "WebGPU" not in text
+    assert len([line for line in text.splitlines() if line.startswith("| LSTM")]) == 2
+    assert "mode deterministic" in text and "0.040 ms polling the completion marker" in text
 
 
-def test_write_docs_fills_the_sweep_markers_and_keeps_the_rest(tmp_path):
-    doc = tmp_path / "perf.md"
-    doc.write_text(f"# P\n\nprose\n\n{bench.BEGIN}\nbench table\n{bench.END}\n\nmore prose\n")
-    for _ in range(2):  # twice: replaced, not appended
-        report.write_table(str(doc), "sweep table\n", sweep.BEGIN, sweep.END)
-    text = doc.read_text()
-    assert text.count(sweep.BEGIN) == 1 and text.count("sweep table") == 1
-    assert f"{bench.BEGIN}\nbench table\n{bench.END}" in text and "more prose" in text
-    assert text.index("more prose") < text.index(sweep.BEGIN)
-
-
-def test_from_json_writes_the_docs_without_measuring(tmp_path, capsys):
-    saved = tmp_path / "saved.json"
-    saved.write_text(json.dumps(_synthetic()))
-    doc = tmp_path / "doc.md"
-    doc.write_text("# P\n")
-    out = tmp_path / "out"
-    assert bench.main(["--from-json", str(saved), "--out", str(out), "--write-docs", str(doc)]) == 0
-    text = doc.read_text()
-    assert sweep.BEGIN in text and "| 16 | 256 |" in text
-    assert json.loads((out / "sweep.json").read_text())["points"] == _synthetic()["points"]
-    assert (out / "sweep.md").read_text() in text
-    assert "| 16 | 256 |" in capsys.readouterr().out
-
-
-def test_estimate_grows_with_the_grid_and_fits_a_device_call():
-    small = sweep.Config(batches=[1, 2], hiddens=[128])
-    full = sweep.Config()
-    assert 0 < sweep.estimate_s(small, False) < sweep.estimate_s(small, True)
-    assert sweep.estimate_s(small, True) < sweep.estimate_s(full, True)
-    one_mode = sweep.Config(modes=[modes.DEFAULT])
-    assert sweep.estimate_s(one_mode, True) < sweep.estimate_s(full, True)
-    # The default grid is meant for one call of the device tool (10 min, the build included).
-    assert sweep.estimate_s(full, True) < 6 * 60
-    assert len(sweep.points(full)) == 9 * 4 * 2
-
-
-def test_estimate_option_prints_and_measures_nothing(capsys):
-    assert bench.main(["--estimate", "--sweep-batches", "1,2", "--sweep-hiddens", "128"]) == 0
-    assert "sweep: 4 points" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        bench.main(["--estimate", "--sweep-batches", "1,x"])
-    with pytest.raises(SystemExit):
-        bench.main(["--estimate", "--sweep-modes", "fastest"])
-
-
-def _bench_report():
-    row = dict(cell="LSTM", seq=80, batch=1, input=256, hidden=256, direction="bidirectional",
-               gpu_ms=0.3, layer_call_ms=0.5, e2e_ms=0.6, overhead_ms=0.25, error=3e-7,
-               ort1_ms=4.0, ortN_ms=2.4, webgpu_ms=None, memory_bytes=2**20,
-               memory_budget_bytes=2**20, host_bound_ms=0.1, dtype="float32",
-               cudnn={"strict": dict(label="cuDNN strict f32", gpu_ms=1.5, e2e_ms=2.0, error=2e-7),
-                      "tf32": dict(label="cuDNN TF32", gpu_ms=1.0, e2e_ms=1.2, error=1e-3)})
-    half = dict(row, dtype="float16", ortN_ms=None, ort1_ms=None,
-                cudnn={"float16": dict(label="cuDNN f16", gpu_ms=0.6, e2e_ms=0.8, error=4e-4)})
-    rows = [row, half]
-    for r in rows:
-        r.update(bench._targets(r))
-    return dict(device="[0] test", driver="t", cpus=2, date="d", runs=20, round_trip_ms=0.04,
-                round_trip_fence_ms=0.04, command="c", results=rows,
-                memcpy_bandwidth={"fresh": 2e9, "warm": 8e9, "bytes": 2**20})
-
-
-def test_anchor_table_names_precision_modes_and_divides_by_the_like_peer():
-    report = _bench_report()
-    f32, f16 = report["results"]
-    assert f32["gpu_vs_cudnn"] == pytest.approx(0.3 / 1.5)   # strict, not TF32
-    assert f16["gpu_vs_cudnn"] == pytest.approx(0.3 / 0.6)   # f16
-    assert f32["e2e_vs_cudnn_e2e"] == pytest.approx(0.6 / 2.0)
-    assert f32["e2e_vs_ortN"] == pytest.approx(0.6 / 2.4) and f16["e2e_vs_ortN"] is None
-    assert f32["host_work_ms"] == pytest.approx(0.2)
-    text = bench.markdown(report)
-    for col in ("ortops GPU ms", "ortops e2e ms", "host overhead ms", "memory MiB (budget)",
-                "cuDNN strict f32 GPU / e2e ms (error)", "cuDNN TF32 GPU / e2e ms (error)",
-                "cuDNN f16 GPU / e2e ms (error)", "GPU ÷ cuDNN", "host work ms (bound)"):
-        assert col in text
-    assert "1.500 / 2.000 (2.0e-07)" in text and "1.000 / 1.200 (1.0e-03)" in text
-    assert "0.200 (0.100)" in text           # host work (its bound)
-    assert "2.00 GB/s into fresh memory, 8.00 GB/s" in text
-
-
-def test_memcpy_bandwidth_and_the_host_bound():
-    bw = hostcopy.memcpy_bandwidth(1 << 20, repeat=3)
-    assert bw["bytes"] == 1 << 20 and bw["fresh"] > 1e7 and bw["warm"] > 1e7
-    assert hostcopy.host_bound_ms(10**6, 10**6, 2e9) == pytest.approx(0.05 + 1.2 * 1.0)
-
-
-def test_cudnn_modes_and_absence():
-    assert cudnn.for_dtype(np.float32) == ["strict", "tf32"]
-    assert cudnn.for_dtype("float16") == ["float16"]
-    assert not cudnn.PRECISIONS["strict"].tf32 and cudnn.PRECISIONS["tf32"].tf32
-
-
-def test_cudnn_measure_without_torch_is_none(monkeypatch):
-    monkeypatch.setattr(cudnn, "_torch", lambda: None)
-    X = np.zeros((2, 1, 4), np.float32)
-    assert cudnn.measure("LSTM", 1, 4, 4, "bidirectional", "strict", X, 3) is None
-    assert not cudnn.available() and cudnn.versions() == {}
+def test_ratio_is_none_without_both_figures():
+    assert bench.ratio(1.0, 4.0) == 0.25
+    assert bench.ratio(None, 4.0) is None and bench.ratio(1.0, None) is None and bench.ratio(1.0, 0) is None
 
 
 def test_samples_stop_at_runs_or_after_budget_with_three_at_least():
     assert len(samples(lambda: 1.0, 5)) == 5
-    import time
-
     slow = samples(lambda: time.sleep(0.02) or 1.0, 50, budget_s=0.01)
     assert len(slow) == 3
     assert 3 <= len(samples(lambda: time.sleep(0.01) or 1.0, 50, budget_s=0.05)) < 50
-
-
-def test_sweep_runs_every_mode_at_tiny_shapes(tmp_path, capsys):
-    # On the device (lavapipe here), through the command as the GPU machine's stage runs it.
-    out = tmp_path / "out"
-    assert bench.main(["--small", "--sweep", "--sweep-batches", "1,2", "--sweep-hiddens", "8",
-                       "--sweep-seq", "3", "--runs", "2", "--sweep-seconds", "0.01", "--warm", "0",
-                       "--no-baselines", "--out", str(out)]) == 0
-    report = json.loads((out / "sweep.json").read_text())
-    sweep.check_report(report)
-    assert report["complete"] and report["failures"] == []
-    assert report["modes"] == list(modes.MODES) and report["cudnn_precisions"] == []
-    assert [(p["batch"], p["dtype"]) for p in report["points"]] == [
-        (1, "float32"), (1, "float16"), (2, "float32"), (2, "float16")]
-    for p in report["points"]:
-        assert p["cudnn"] == {} and p["seq"] == 3 and p["hidden"] == p["input"] == 8
-        for m, f in p["ortops"].items():
-            assert f["gpu_ms"] > 0 and f["call_ms"] > 0 and f["session_ms"] > 0, (m, f)
-            assert f["runs"] == 2
-    assert not (out / "sweep.partial.json").exists()   # removed once sweep.json has it all
-    docs = (out / "perf.md").read_text()
-    assert sweep.BEGIN in docs and docs.count("| 8 |") == 4
-    assert (out / "sweep.md").read_text() in docs and "| 8 | 2 |" in capsys.readouterr().out
-
-
-def test_a_failed_figure_is_recorded_and_the_rest_measured(monkeypatch):
-    calls = []
-
-    def fake(hidden, batch, dtype, mode, X, cfg):
-        calls.append(mode)
-        if mode == modes.DEFAULT:
-            raise MemoryError("out of device memory (test)")
-        return dict(gpu_ms=1.0, call_ms=2.0, session_ms=None, error=None, runs=3)
-
-    monkeypatch.setattr(sweep, "_ortops_point", fake)
-    failures = []
-    cfg = sweep.Config(batches=[4], hiddens=[8], seq=2)
-    p = sweep.measure_point(8, 4, "float32", cfg, False, failures)
-    assert calls == list(modes.MODES)
-    assert p["ortops"][modes.DEFAULT] is None and all(
-        p["ortops"][m]["gpu_ms"] == 1.0 for m in modes.MODES if m != modes.DEFAULT)
-    assert failures == [f"hidden 8 batch 4 float32 ortops {modes.DEFAULT}: MemoryError: "
-                        "out of device memory (test)"]
-    report = _report([p])
-    report.update(failures=failures, complete=False)
-    sweep.check_report(report)
-    text = sweep.markdown(report)
-    assert "Failed (—): hidden 8 batch 4" in text and "**Incomplete**: 1 of 8 points ran." in text
-    assert "| 8 | 4 | — / — |" in text
-
-
-def _imports(path):
-    """(module, name) of every ``from module import name`` and ``import module`` of a file."""
-    tree = ast.parse(path.read_text())
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            out += [(node.module, a.name) for a in node.names]
-        elif isinstance(node, ast.Import):
-            out += [(a.name, None) for a in node.names]
-    return out
-
-
-def test_measuring_helpers_have_one_home_and_no_import_circle():
-    # ortops/tools/measure.py holds what bench, sweep and the scripts share; bench runs the
-    # sweep, so the sweep (and measure) must not reach back into bench.
-    tools = ROOT / "ortops" / "tools"
-    for name in ("sweep.py", "measure.py", "report.py"):
-        imported = _imports(tools / name)
-        assert not [i for i in imported if i[0] == "ortops.tools.bench"
-                    or (i[0] == "ortops.tools" and i[1] == "bench")], name
-    assert not [i for i in _imports(tools / "measure.py") if i[0] == "ortops.tools" and i[1] == "sweep"]
-
-
-def test_scripts_use_only_public_names_of_the_package():
-    # The measuring tools' private helpers (the native module ortops._vk is the scripts' way in).
-    tools = r"(?:bench|sweep|measure|cudnn|hostcopy|report)"
-    private = re.compile(rf"\bfrom ortops\.tools(?:\.{tools})? import [^\n]*\b_[a-z]\w*|\b{tools}\._[a-z]\w*")
-    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sorted((ROOT / "scripts").rglob("*.py"))
-             for m in private.finditer(p.read_text())]
-    assert not found, found
-

@@ -202,15 +202,39 @@ def test_bench_small_writes_report(tmp_path, capsys):
                      "--no-baselines", "--out", str(tmp_path)]) == 0
     import json
 
-    report = json.loads((tmp_path / "perf.json").read_text())
+    report = json.loads((tmp_path / "bench.json").read_text())
     (row,) = report["results"]
     assert row["cell"] == "RNN" and row["gpu_ms"] > 0 and row["e2e_ms"] > 0
-    assert "RNN 8×2×32→32" in (tmp_path / "perf.md").read_text()
+    assert "RNN 8×2×32→32" in (tmp_path / "bench.md").read_text()
 
 
 def test_demo_runs_the_chain(capsys):
     assert cli.main(["demo", "--steps", "10", "--size", "64"]) == 0
     assert "exact" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--size", "-3"], "argument --size: expected a positive integer, got -3"),
+    (["--size", "0"], "argument --size: expected a positive integer, got 0"),
+    (["--size", "4k"], "argument --size: expected a positive integer, got '4k'"),
+    (["--steps", "0"], "argument --steps: expected a positive integer, got 0"),
+    (["--steps", "-1"], "argument --steps: expected a positive integer, got -1"),
+])
+def test_demo_refuses_bad_sizes_in_one_line(capsys, args, message):
+    assert cli.main(["demo", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"ortops demo: error: {message}\n"
+
+
+def test_demo_refuses_more_words_than_the_device_holds(capsys):
+    from ortops.device import select
+    from ortops.tools import demo
+
+    most = demo.largest_size(select(None))
+    assert cli.main(["demo", "--size", str(most + 1), "--steps", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"ortops demo: error: argument --size: at most {most} words on {select(None).name}, got {most + 1}\n"
 
 
 def test_progress_bar_draws_to_the_end():

@@ -374,9 +374,9 @@ def test_fast_cost_script(tmp_path):
     # What STAGE=fast runs on the H200, on a small shape: both modes measured and judged.
     import json
 
-    from _scripts import load_script
+    from _scripts import load_bench
 
-    assert load_script("gpu/fast_cost").main(["--small", "--runs", "3", "--out", str(tmp_path)]) == 0
+    assert load_bench("fast_cost").main(["--small", "--runs", "3", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "fast_cost.json").read_text())
     (row,) = report["results"]
     assert row["fast"]["projection"] in (fast.KERNEL, *PORTABLES)
@@ -390,9 +390,9 @@ def test_coopmat_steps_script(tmp_path):
     # (within the float16 tolerance, the same bits twice), the kernel each plan recorded.
     import json
 
-    from _scripts import load_script
+    from _scripts import load_bench
 
-    assert load_script("gpu/coopmat_steps").main(["--small", "--runs", "2", "--out", str(tmp_path)]) == 0
+    assert load_bench("coopmat_steps").main(["--small", "--runs", "2", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "coopmat_steps.json").read_text())
     for row in report["rows"]:
         v = row["variants"]

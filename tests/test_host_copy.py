@@ -31,8 +31,8 @@ SIZES = [0, 1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK - 1, 2 * CHUNK, 2 * CHU
 
 @pytest.mark.parametrize("pool", [True, False], ids=["pool", "thread-per-call"])
 def test_settings_round_trip_and_clamp(settings, pool):
-    got = settings(chunk=CHUNK, threads=4, pool=pool, ranges_from=1000)
-    assert got == {"chunk": CHUNK, "threads": 4, "pool": pool, "ranges_from": 1000}
+    got = settings(chunk=CHUNK, threads=4, pool=pool)
+    assert got == {"chunk": CHUNK, "threads": 4, "pool": pool}
     assert settings(threads=0)["threads"] == 1
     assert settings(chunk=0)["chunk"] == 1
     assert settings(threads=1000)["threads"] == 64
@@ -276,13 +276,13 @@ def test_narrow_to_half_refuses_wrong_types_and_sizes():
 def test_host_path_script_reports_every_figure(tmp_path, capsys):
     import json
 
-    from _scripts import load_script
+    from _scripts import load_bench
 
-    host_path = load_script("gpu/host_path")
+    host_path = load_bench("host_path")
     assert host_path.main(["--shape", "LSTM,4,2,8,8,bidirectional", "--runs", "3", "--warmup", "0",
                            "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "host_path.json").read_text())
-    assert set(report["settings"]) == {"chunk", "threads", "pool", "ranges_from"}
+    assert set(report["settings"]) == {"chunk", "threads", "pool"}
     assert [r["dtype"] for r in report["results"]] == ["float32", "float16"]
     for r in report["results"]:
         assert set(r["copy_modes"]) == set(host_path.COPY_MODES) | {"pool, out= reused"}

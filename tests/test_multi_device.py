@@ -97,7 +97,7 @@ def test_converted_model_names_its_device_by_uuid():
 
 
 def test_multi_gpu_script_runs_what_the_devices_allow(tmp_path):
-    """scripts/gpu/multi_gpu.py (the two-GPU measurement) on whatever is here: threads and a
+    """bench/multi_gpu.py (the two-GPU measurement) on whatever is here: threads and a
     process per device, every run equal to its device's serial result; with one device the
     two-device rows are reported as not run."""
     import json
@@ -111,7 +111,7 @@ def test_multi_gpu_script_runs_what_the_devices_allow(tmp_path):
 
     model = tmp_path / "small.onnx"
     onnx.save(_model(), str(model))
-    done = subprocess.run([sys.executable, "-P", str(ROOT / "scripts" / "gpu" / "multi_gpu.py"), "--model", str(model),
+    done = subprocess.run([sys.executable, "-P", str(ROOT / "bench" / "multi_gpu.py"), "--model", str(model),
                            "--batch", "2", "--threads", "1,2", "--seconds", "0.3", "--warmup", "0.1",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})

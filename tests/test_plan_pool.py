@@ -129,7 +129,7 @@ def test_batched_kernel_choice_follows_the_tunables(monkeypatch):
     monkeypatch.setattr(variants, "BATCHED_BY", {"float32": 3})
     assert _tile(variants.batched_variant(512, "float32", batch=16)) == (2, 3, 1, 8, 1)
     assert _tile(variants.batched_variant(512, "float16", batch=16)) == F16
-    # v4's shipped tilings (until issue 22) set in full, as scripts/gpu/step_kernels.py does.
+    # v4's shipped tilings (until issue 22) set in full, as bench/step_kernels.py does.
     monkeypatch.setattr(variants, "BATCHED_UPT", {"float32": 1, "float16": 2})
     monkeypatch.setattr(variants, "BATCHED_BY", 2)
     monkeypatch.setattr(variants, "BATCHED_PREFETCH", 1)
@@ -172,8 +172,7 @@ def test_the_settings_structs_are_bound_by_name_once():
 
     s = _vk.LayerSettings()
     assert s.FIELDS == ("variants", "plan_cache", "storage_range", "workgroup_count", "max_concurrent",
-                        "timestamps", "coopmat", "coalesce_rows", "coalesce_in_flight", "coalesce_release",
-                        "coalesce_device_in_flight")
+                        "timestamps", "coopmat", "coalesce_rows", "coalesce_in_flight")
     assert set(_vk.VariantSettings.FIELDS) >= {"batched_from", "coopmat_blocks", "large_projection", "max_groups"}
     assert all(hasattr(s, f) for f in s.FIELDS) and all(hasattr(s.variants, f) for f in s.variants.FIELDS)
     copy = _vk.LayerSettings(s)

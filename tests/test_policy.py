@@ -197,13 +197,13 @@ def test_real_calibration_is_measured_once_and_cached(tmp_path, monkeypatch):
 
 
 def test_placement_script_quick(tmp_path, monkeypatch, capsys):
-    """scripts/gpu/placement.py (the GPU machine's placement stage) in its quick form."""
-    from _scripts import load_script
+    """bench/placement.py (the GPU machine's placement stage) in its quick form."""
+    from _scripts import load_bench, load_script
 
     make_models = load_script("make_models")
     monkeypatch.setenv(costmodel.CACHE_ENV, str(tmp_path / "cost.json"))
     onnx.save(make_models.rnn(seq=5, inp=4, hidden=3), str(tmp_path / "rnn.onnx"))
-    assert load_script("gpu/placement").main(["--models", str(tmp_path), "--quick"]) == 0
+    assert load_bench("placement").main(["--models", str(tmp_path), "--quick"]) == 0
     out = capsys.readouterr().out
     assert "calibration (small shapes" in out and "  ORT CPU: " in out
     assert re.search(r"#0 'rnn': RNN bidirectional .*predicted [\d.]+ ms vs .*[\d.]+ ms", out)

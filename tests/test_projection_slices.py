@@ -1,4 +1,4 @@
-"""The float32 attempts of issue 32, item 5 (scripts/gpu/f32_attempts.py), against what ships.
+"""The float32 attempts of issue 32, item 5 (bench/f32_attempts.py), against what ships.
 
 The portable projection's staged slices (glsl/input_projection.comp's KT = 32 and STAGES = 2,
 ortops.variants.PROJECTION_KT / PROJECTION_STAGES) sum each output in increasing k from +0 with

@@ -52,7 +52,7 @@ def _ray():
 
 
 def test_bench_direct_ingress_answers_through_each_replicas_own_port(tmp_path):
-    """scripts/gpu/serve_bench.py --direct (Ray Serve's throughput-optimized mode: each replica
+    """bench/serve_bench.py --direct (Ray Serve's throughput-optimized mode: each replica
     answers HTTP on its own port, no proxy) in a process of its own, since Ray reads the mode
     when ray.serve is imported: every answer equal to ORT CPU's (the script fails otherwise),
     and the replica's Server-Timing parts in the report; two replicas sharing the one device
@@ -147,7 +147,7 @@ def test_two_replicas_answer_concurrent_requests_like_ort_cpu(served):
         assert got.shape == want.shape
         assert scaled_error(got, want) <= tolerance(np.float32), (kind, x.shape[1])
         replicas.add(headers["x-ortops-replica"])
-        # The replica's share of the request, for scripts/gpu/serve_bench.py's breakdown.
+        # The replica's share of the request, for bench/serve_bench.py's breakdown.
         assert [p.split(";")[0].strip() for p in headers["server-timing"].split(",")] == \
             ["decode", "queue", "run", "back", "encode"]
         stacked += int(headers["x-ortops-rows"]) > x.shape[1]

@@ -20,13 +20,13 @@ fed back), scaled error over the stream (1.6e-6 on lavapipe over 1000 frames).
 import numpy as np
 import onnx
 import pytest
-from _scripts import load_script
+from _scripts import load_bench
 
 import ortops
 import onnxruntime as ort
 from ortops.compare import TOLERANCE, scaled_error
 
-bench = load_script("gpu/stream_bench")
+bench = load_bench("stream_bench")
 TOL = TOLERANCE[np.dtype(np.float32)]
 
 
@@ -88,7 +88,7 @@ def test_streaming_frame_by_frame_equals_ort_cpu(models, sr):
 
 
 def test_stream_bench_reports_every_engine(tmp_path, capsys):
-    # scripts/gpu/stream_bench.py as gpu_machine.sh's stream stage runs it, a short stream, paced.
+    # bench/stream_bench.py as gpu_machine.sh's stream stage runs it, a short stream, paced.
     assert bench.main(["--frames", "20", "--warmup", "0.2", "--realtime", "--out", str(tmp_path)]) == 0
     import json
 

@@ -191,46 +191,44 @@ def test_lanes_kernel_at_small_batches_gives_the_batched_kernels_bits(monkeypatc
     _assert_same_bits(lanes, _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=1))
 
 
+def _rows_alone(monkeypatch, op, arrays, lens, rows, mode=None):
+    """Each of ``rows`` batch rows run alone (batch 1: one row a lanes workgroup) by one layer,
+    stacked back into the layout of the whole batch's outputs (Y [seq, dirs, batch, hidden],
+    the states [dirs, batch, hidden])."""
+    monkeypatch.setattr(variants, "BATCHED_FROM", LANES)
+    weights = {k: arrays[k] for k in ("W", "R", "B", "P") if k in arrays}
+    layer = ortops.RecurrentLayer(op, **weights, direction="bidirectional", mode=mode)
+    batched = ("X", "initial_h", "initial_c")
+    alone = [layer(arrays["X"][:, r:r + 1], lens[r:r + 1],
+                   **{k: arrays[k][:, r:r + 1] for k in batched[1:] if k in arrays}) for r in rows]
+    return [None if outs[0] is None else np.concatenate(outs, axis=-2) for outs in zip(*alone)]
+
+
 def test_exact_mode_keeps_eight_rows_a_workgroup_with_the_same_bits(monkeypatch):
     # Mode exact keeps up to 8 batch rows a lanes workgroup in float32 (variants.hpp,
-    # LANES_FLOAT32_NB: 2 rows lost 10 % there on the H200); the deterministic mode's split of
-    # 2 rows, set by hand, gives its bits.
+    # LANES_FLOAT32_NB: 2 rows lost 10 % there on the H200), the deterministic mode 2: each
+    # row of exact's 8-row workgroups gets the bits it gets alone (one row a workgroup).
     deterministic = variants.step_variant(8, 4, "float32", "deterministic").nb
-    assert variants.step_variant(8, 4, "float32", "exact").nb == 8 and deterministic < 8
+    assert variants.step_variant(8, 4, "float32", "exact").nb == 8 and deterministic == 2
+    assert variants.step_variant(1, 4, "float32", "exact").nb == 1
     arrays, lens = _case("LSTM", "bidirectional", 33, 8, np.float32)
     rule = _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES, mode="exact")
-    monkeypatch.setenv("ORTOPS_LANES_NB", str(deterministic))
-    _assert_same_bits(rule, _run(monkeypatch, "LSTM", "bidirectional", arrays, lens, batched_from=LANES,
-                                 mode="exact"))
+    _assert_same_bits(rule, _rows_alone(monkeypatch, "LSTM", arrays, lens, range(8), mode="exact"))
 
 
-@pytest.mark.parametrize("op,nb,units", [("LSTM", 1, 1), ("LSTM", 2, 4), ("LSTM", 8, 1),
-                                          ("GRU", 3, 2), ("RNN", 2, 16)])
-def test_lanes_split_gives_the_same_bits(monkeypatch, op, nb, units):
-    # The lanes kernel's split (batch rows and units a workgroup) set through ORTOPS_LANES_NB /
-    # ORTOPS_LANES_UNITS, which a plan reads when it is recorded: batch 7 leaves a workgroup's
-    # rows partly empty at 2 and 3 a workgroup, hidden 45 its units.
-    arrays, lens = _case(op, "bidirectional", 45, 7, np.float32)
-    rule = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES)
-    monkeypatch.setenv("ORTOPS_LANES_NB", str(nb))
-    monkeypatch.setenv("ORTOPS_LANES_UNITS", str(units))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("op,batch", [("LSTM", 7), ("GRU", 7), ("RNN", 9), ("LSTM", 9)])
+def test_lanes_splits_of_the_rule_give_each_row_its_bits_alone(monkeypatch, op, batch, dtype):
+    # The lanes kernel's split by batch and element type (variants.cpp, stepVariant): at batch
+    # 7 float32 runs 2 rows a workgroup (the last partly empty) and float16 7, at batch 9 every
+    # gate of a unit a thread over 8-row workgroups; hidden 45 leaves the last units partial.
+    # The split never changes a sum's order: each row gets the bits it gets alone.
     gates = {"LSTM": 4, "GRU": 2, "RNN": 1}[op]
-    v = variants.step_variant(7, gates)
-    assert (v.nb, v.units) == (min(nb, 7), units)
-    _assert_same_bits(rule, _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES))
-
-
-def test_lanes_split_refuses_what_does_not_fit(monkeypatch):
-    monkeypatch.setenv("ORTOPS_LANES_NB", "9")
-    with pytest.raises(ValueError, match="ORTOPS_LANES_NB must be 1 to 8, got 9"):
-        variants.step_variant(4, 4)
-    monkeypatch.setenv("ORTOPS_LANES_NB", "8")
-    monkeypatch.setenv("ORTOPS_LANES_UNITS", "4")
-    with pytest.raises(ValueError, match="ORTOPS_LANES_UNITS must keep gates x units within 16"):
-        variants.step_variant(8, 4)
-    monkeypatch.setenv("ORTOPS_LANES_UNITS", "x")
-    with pytest.raises(ValueError, match="ORTOPS_LANES_UNITS must be a positive integer, got 'x'"):
-        variants.step_variant(8, 4)
+    v = variants.step_variant(batch, gates, np.dtype(dtype).name)
+    assert v.nb == (min(batch, 8) if dtype == np.float16 or batch > 8 else 2)
+    arrays, lens = _case(op, "bidirectional", 45, batch, dtype)
+    rule = _run(monkeypatch, op, "bidirectional", arrays, lens, batched_from=LANES)
+    _assert_same_bits(rule, _rows_alone(monkeypatch, op, arrays, lens, range(batch)))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

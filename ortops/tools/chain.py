@@ -15,7 +15,7 @@ from ortops.shaders import spirv
 
 _MUL = np.uint32(1664525)
 _ADD = np.uint32(1013904223)
-_GROUP = 64  # local_size_x of glsl/chain_step.comp
+GROUP = 64  # local_size_x of glsl/chain_step.comp
 
 
 def expected(start: np.ndarray, steps: int) -> np.ndarray:
@@ -41,7 +41,7 @@ def run(start: np.ndarray, steps: int, *, barrier: bool = True, device=None, rep
     code = spirv("chain_step")
     forward = ctx.program(code, [a, b], [], 1)
     backward = ctx.program(code, [b, a], [], 1)
-    groups = -(-start.size // _GROUP)
+    groups = -(-start.size // GROUP)
     seq = ctx.sequence()
     # Write-after-read against the previous submission's last reads of `a`.
     seq.barrier("compute", "transfer")

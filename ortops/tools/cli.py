@@ -5,7 +5,8 @@
                [--mode deterministic|exact|fast]
     ortops info MODEL [--device D]
     ortops devices
-    ortops bench [ARGS ...]
+    ortops bench [--small] [--shape I ...] [--dtype D] [--mode M] [--runs N] [--out DIR] ...
+    ortops demo [--steps N] [--size N] [--device D]
     ortops --version
 
 ``run`` runs MODEL with its recurrent nodes on the GPU. Inputs not given
@@ -30,6 +31,9 @@ bit for bit (exit status 1 on a difference or a failed run).
 other nodes (ONNX Runtime's ``intra_op_num_threads``; 0, the default, its own
 pool).
 
+``bench`` and ``demo`` parse their own arguments (ortops/tools/bench.py, demo.py); a bad one
+is a line ``ortops bench: error: ...`` and exit status 2, as any other bad usage.
+
 Exit status: 0 success, 1 comparison above tolerance or a concurrent result
 that differs from the serial one, 2 bad usage or an error.
 """
@@ -40,6 +44,7 @@ import argparse
 import os
 import sys
 import time
+from typing import NoReturn
 
 import numpy as np
 
@@ -60,7 +65,20 @@ _ORT_TYPES = {
 
 
 class CliError(Exception):
-    """An error to print as ``ortops: error: ...`` with exit status 2."""
+    """An error to print as ``PROG: error: ...`` with exit status 2 (PROG: ``ortops``, or the
+    subcommand whose arguments were bad, e.g. ``ortops bench``)."""
+
+    def __init__(self, message: str, prog: str = "ortops"):
+        super().__init__(message)
+        self.prog = prog
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """The parser of a subcommand that parses its own arguments (bench, demo): a bad argument
+    is a CliError (one line, exit status 2), not argparse's usage text and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(message, self.prog)
 
 
 # -- progress ----------------------------------------------------------------------
@@ -571,7 +589,8 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("devices", help="list Vulkan devices")
     d.set_defaults(func=cmd_devices)
     # bench's and demo's arguments are their own; main() hands them over unparsed
-    sub.add_parser("bench", help="benchmarks (ortops.tools.bench; arguments are passed to it)")
+    sub.add_parser("bench", help="time recurrent layers on the device beside ONNX Runtime CPU "
+                                 "(writes ./ortops-bench/; ortops bench --help)")
     sub.add_parser("demo", help="a chain of 1,000 dependent GPU passes, checked on the host")
     return ap
 
@@ -587,7 +606,7 @@ def main(argv=None) -> int:
         args = parser().parse_args(argv)
         return args.func(args)
     except CliError as e:
-        print(f"ortops: error: {e}", file=sys.stderr)
+        print(f"{e.prog}: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - ORT's exceptions derive from Exception only
         # Model, input and device errors: one readable line, no traceback.

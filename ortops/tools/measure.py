@@ -1,21 +1,17 @@
-"""Measuring one recurrent layer, the helpers the benchmark (bench.py), its sweep (sweep.py)
-and the measuring scripts (scripts/gpu/) share: seeded weights and one-node models, a layer's
-GPU time and call (Vulkan timestamps; numpy in, numpy out), the session's, stock ONNX Runtime
-CPU's and the WebGPU EP's end-to-end times, the empty run's floor, and warming the GPU's clocks
-and the process before anything is timed."""
+"""Measuring one recurrent layer, the helpers ``ortops bench`` (bench.py) and the repository's
+measuring scripts (bench/) share: seeded weights and one-node models, a layer's GPU time and
+call (Vulkan timestamps; numpy in, numpy out), the session's and stock ONNX Runtime CPU's
+end-to-end times, the empty run's floor, and warming the GPU's clocks and the process before
+anything is timed."""
 
 from __future__ import annotations
 
-import logging
 import statistics
 
 import numpy as np
 
 from ortops.cells import CELLS
 from ortops.timing import median_s, samples, wall_ms, warm
-
-#: Unavailable baselines (warning), as the bench's other records.
-log = logging.getLogger("ortops.bench")
 
 
 def median_ms(fn, runs: int) -> float:
@@ -153,30 +149,6 @@ def ort_cpu_ms(model, X, runs, threads):
     return median_ms(lambda: sess.run(None, {"X": X}), runs)
 
 
-def webgpu_ms(model, X, runs):
-    """ONNX Runtime's WebGPU plugin EP (onnxruntime-ep-webgpu), or None where it finds no adapter."""
-    try:
-        import onnxruntime as ort
-        import onnxruntime_ep_webgpu as wg
-    except ImportError:
-        return None
-    try:
-        name = wg.get_ep_name()
-        if not getattr(webgpu_ms, "registered", False):
-            ort.register_execution_provider_library(name, wg.get_library_path())
-            webgpu_ms.registered = True
-        devs = [d for d in ort.get_ep_devices() if d.ep_name == name]
-        if not devs:
-            return None
-        so = ort.SessionOptions()
-        so.add_provider_for_devices(devs, {})
-        sess = ort.InferenceSession(model.SerializeToString(), so)
-        return median_ms(lambda: sess.run(None, {"X": X}), runs)
-    except Exception as exc:  # no adapter, or an older onnxruntime without plugin EPs
-        log.warning("webgpu EP unavailable: %s", exc)
-        return None
-
-
 def warm_gpu(shape, device, seconds=3.0):
     """A few seconds of the heaviest shape before anything is timed: on the H200 the first row
     measured 1.1 ms of GPU time after a second of light load, 0.31 ms once the GPU had run
@@ -189,11 +161,3 @@ def warm_process(device, runs):
     the CPU's clocks: so that the first shape of a table is measured like the others."""
     model = one_node_model("LSTM", 4, 1, 16, 16, "forward", np.float32)
     session_ms(model, np.zeros((4, 1, 16), np.float32), runs, device)
-
-
-def io_bytes(shape, dtype):
-    """Bytes in (X) and out (Y and the final states) of one call of ``shape``."""
-    cell, seq, batch, inp, hidden, direction = shape
-    dirs = 2 if direction == "bidirectional" else 1
-    states = len(CELLS[cell].outputs) - 1
-    return np.dtype(dtype).itemsize * (seq * batch * inp + dirs * batch * hidden * (seq + states))

@@ -1,8 +1,10 @@
 """Check a repaired ortops wheel: a manylinux tag, native code that needs only the Vulkan
 loader (libvulkan.so.1, the user's), glibc/libstdc++-level libraries and the libraries bundled
 in the wheel itself (the custom-op library ortops/libortops_ort.so, which holds the native
-core and which ortops/_vk links; auditwheel's ortops.libs/: fmt), and a native module without
-the test hooks (src/python/bind_testing.cpp binds them only in the testing build, ORTOPS_TESTING).
+core and which ortops/_vk links; auditwheel's ortops.libs/: fmt), a native module without
+the test hooks (src/python/bind_testing.cpp binds them only in the testing build, ORTOPS_TESTING),
+and none of the lab: the repository's bench/ (the cuDNN, sweep, host-copy and report harnesses,
+the GPU studies) and experiments stay out of the wheel, whose one harness is ``ortops bench``.
 
     python scripts/ci/check_wheel.py build/wheelhouse/ortops-*.whl
 """
@@ -29,6 +31,21 @@ def hook_markers(data: bytes) -> list[str]:
                    for marker in HOOK_MARKERS if s.startswith(marker)})
 
 
+#: The lab's harnesses (bench/: cuDNN, the sweep, the host-copy bound, the tables between docs
+#: markers, docs/perf.md's peer table), by file name anywhere in a wheel; and its folders.
+LAB_FILES = ("cudnn.py", "sweep.py", "hostcopy.py", "report.py", "perf.py")
+LAB_FOLDERS = ("bench", "experiments", "host_import")
+
+
+def lab_files(names: list[str]) -> list[str]:
+    """The names of a wheel's files (``ortops/tools/sweep.py``, ...) that belong to the lab."""
+    def lab(name):
+        *folders, base = name.split("/")
+        return (base in LAB_FILES or base.startswith("host_import")
+                or any(part in LAB_FOLDERS or part.startswith("host_import") for part in folders))
+    return sorted(n for n in names if lab(n))
+
+
 def needed(data: bytes) -> list[str]:
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
@@ -46,7 +63,10 @@ def check(path: str) -> list[str]:
     if "manylinux" not in path:
         problems.append(f"{path}: not a manylinux wheel")
     with zipfile.ZipFile(path) as whl:
-        shared = {n: whl.read(n) for n in whl.namelist() if ".so" in n.rsplit("/", 1)[-1]}
+        names = whl.namelist()
+        shared = {n: whl.read(n) for n in names if ".so" in n.rsplit("/", 1)[-1]}
+    if lab_files(names):
+        problems.append(f"{path} holds the lab's harnesses or experiments (bench/, experiments/): {lab_files(names)}")
     bundled = {n.rsplit("/", 1)[-1] for n in shared}
     if not any(n.startswith("ortops/_vk") for n in shared):
         problems.append(f"{path}: no native module ortops/_vk*.so")

@@ -221,11 +221,6 @@ bindContext(py::module_& m)
            },
            py::arg("spirv"), py::arg("buffers"), py::arg("specialization") = std::vector<uint32_t>{},
            py::arg("push_words") = 0)
-      .def("host_buffer",
-           [](std::shared_ptr<Context> self, uint64_t nbytes) {
-               return std::make_shared<HostBuffer>(std::move(self), nbytes, false);
-           },
-           py::arg("nbytes"), "Host-cached memory for reading results back (a transfer target, not bindable).")
       .def("sequence",
            [](std::shared_ptr<Context> self, uint32_t timestamps) {
                return std::make_shared<Sequence>(std::move(self), timestamps);

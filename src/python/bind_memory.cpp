@@ -1,5 +1,6 @@
-// Host memory for Python: the mapped memory of buffers (reads and writes at a byte offset)
-// and the host copies on the copy threads (hostcopy.hpp), each with the GIL released.
+// Host memory for Python: the mapped memory of buffers (reads and writes at a byte offset),
+// and in the testing build the host copies on the copy threads (hostcopy.hpp) on their own,
+// each with the GIL released.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -53,6 +54,24 @@ memoryRead(Memory& self, py::buffer out, uint64_t offset)
     self.read(info.ptr, byteSize(info), offset);
 }
 
+} // namespace
+
+void
+bindMemory(py::module_& m)
+{
+    py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
+      .def_readonly("nbytes", &Memory::bytes)
+      .def("write", &memoryWrite, py::arg("data"), py::arg("offset") = 0,
+           "Copy C-contiguous data into the mapped memory at a byte offset.")
+      .def("read", &memoryRead, py::arg("out"), py::arg("offset") = 0,
+           "Copy the mapped memory at a byte offset into a C-contiguous array.");
+    py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer");
+    py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer");
+}
+
+#ifdef ORTOPS_TESTING
+namespace {
+
 void
 hostCopy(py::buffer dst, py::buffer src)
 {
@@ -94,7 +113,7 @@ hostNarrowToHalf(py::buffer dst, py::buffer src)
 
 // Host copy settings: arguments given change them; the settings now in force come back.
 py::dict
-copySettings(py::object chunk, py::object threads, py::object pool, py::object rangesFrom)
+copySettings(py::object chunk, py::object threads, py::object pool)
 {
     hostcopy::Settings s = hostcopy::settings();
     if (!chunk.is_none()) {
@@ -106,43 +125,32 @@ copySettings(py::object chunk, py::object threads, py::object pool, py::object r
     if (!pool.is_none()) {
         s.pool = pool.cast<bool>();
     }
-    if (!rangesFrom.is_none()) {
-        s.rangesFrom = rangesFrom.cast<size_t>();
-    }
     hostcopy::configure(s);
     s = hostcopy::settings();
     py::dict d;
     d["chunk"] = s.chunk;
     d["threads"] = s.threads;
     d["pool"] = s.pool;
-    d["ranges_from"] = s.rangesFrom;
     return d;
 }
 
 } // namespace
 
+// The host copies on their own, for tests/test_host_copy.py and bench/host_path.py (the
+// testing build): bound by bindTesting (bind_testing.cpp), named in its TEST_HOOKS.
 void
-bindMemory(py::module_& m)
+bindMemoryTesting(py::module_& m)
 {
-    py::class_<Memory, std::shared_ptr<Memory>>(m, "Memory")
-      .def_readonly("nbytes", &Memory::bytes)
-      .def("write", &memoryWrite, py::arg("data"), py::arg("offset") = 0,
-           "Copy C-contiguous data into the mapped memory at a byte offset.")
-      .def("read", &memoryRead, py::arg("out"), py::arg("offset") = 0,
-           "Copy the mapped memory at a byte offset into a C-contiguous array.");
-    py::class_<HostBuffer, Memory, std::shared_ptr<HostBuffer>>(m, "HostBuffer");
-    py::class_<Buffer, Memory, std::shared_ptr<Buffer>>(m, "Buffer");
-
     m.def("host_copy", &hostCopy, py::arg("dst"), py::arg("src"),
-          "Copy a C-contiguous array into another of as many bytes, as buffer reads and writes do.");
+          "Test hook: copy a C-contiguous array into another of as many bytes, as buffer reads and writes do.");
     m.def("narrow_to_half", &hostNarrowToHalf, py::arg("dst"), py::arg("src"),
-          "Narrow a C-contiguous float32 array into a float16 one of as many values (round to "
+          "Test hook: narrow a C-contiguous float32 array into a float16 one of as many values (round to "
           "nearest even, as numpy's astype), on the copy threads.");
     m.def("copy_settings", &copySettings, py::arg("chunk") = py::none(), py::arg("threads") = py::none(),
-          py::arg("pool") = py::none(), py::arg("ranges_from") = py::none(),
-          "Host copy settings (bytes per chunk, threads per copy, persistent pool or a thread "
-          "per call, total bytes from which a coalesced run's pieces are copied on the threads); "
-          "arguments given change them. Returns the settings now in force.");
+          py::arg("pool") = py::none(),
+          "Test hook: host copy settings (bytes per chunk, threads per copy, persistent pool or a thread "
+          "per call); arguments given change them. Returns the settings now in force.");
 }
+#endif // ORTOPS_TESTING
 
 } // namespace ortops

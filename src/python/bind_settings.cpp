@@ -93,8 +93,8 @@ bindVariantSettings(py::module_& m)
       ("cpu_projection_rows", &VariantSettings::cpuProjectionRows, "Xw rows a CPU-projection walk")
       ("cpu_projection_w_regs", &VariantSettings::cpuProjectionWRegs, "W in registers: 0 rule, 1 no, 2 yes")
       ("cpu_projection_columns", &VariantSettings::cpuProjectionColumns, "columns a CPU-projection invocation")
-      ("projection_kt", &VariantSettings::projectionKt, "k a projection slice: 0 env/16, 16, 32")
-      ("projection_stages", &VariantSettings::projectionStages, "projection slices in shared memory: 0 env/1, 1, 2")
+      ("projection_kt", &VariantSettings::projectionKt, "k a projection slice: 0 (16), 16, 32")
+      ("projection_stages", &VariantSettings::projectionStages, "projection slices in shared memory: 0 (1), 1, 2")
       ("large_projection", &VariantSettings::largeProjection, "projection outputs from which the 128 x 128 tile")
       ("max_groups", &VariantSettings::maxGroups, "cap on every dispatch dimension")
       .finish();
@@ -103,13 +103,10 @@ bindVariantSettings(py::module_& m)
 void
 bindLayerSettings(py::module_& m)
 {
-    py::enum_<CoalesceRelease>(m, "CoalesceRelease", "When a run gives back its layer's in-flight slot (controls.hpp).")
-      .value("OUTPUTS", CoalesceRelease::Outputs, "once its outputs are read")
-      .value("DEVICE", CoalesceRelease::Device, "as soon as the device has finished it");
     py::class_<LayerSettings> cls(m, "LayerSettings",
                                   "A layer's settings (layer.hpp): variant tunables, plan cache, limits, "
                                   "concurrency, timestamps, coalescing.");
-    cls.def(py::init<>(), "The defaults (the environment's ORTOPS_COOPMAT, ORTOPS_COALESCE_*).")
+    cls.def(py::init<>(), "The defaults (the environment's ORTOPS_COOPMAT, ORTOPS_COALESCE_ROWS, ORTOPS_COALESCE_IN_FLIGHT).")
       .def(py::init<const LayerSettings&>(), py::arg("other"));
     Fields<LayerSettings>{ cls }
       ("variants", &LayerSettings::variants, "the kernel-variant tunables (VariantSettings)")
@@ -121,9 +118,6 @@ bindLayerSettings(py::module_& m)
       ("coopmat", &LayerSettings::coopmat, "mode fast may record the matrix-unit projection")
       ("coalesce_rows", &LayerSettings::coalesceRows, "batch rows concurrent runs coalesce into")
       ("coalesce_in_flight", &LayerSettings::coalesceInFlight, "runs in flight while requests wait")
-      ("coalesce_release", &LayerSettings::coalesceRelease, "when a run frees its in-flight slot (CoalesceRelease)")
-      ("coalesce_device_in_flight", &LayerSettings::coalesceDeviceInFlight,
-       "runs of the device's layers in flight while requests wait (0: no limit)")
       .finish();
 }
 

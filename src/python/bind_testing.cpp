@@ -1,7 +1,9 @@
 // What only the tests use, bound only in the testing build (ORTOPS_TESTING, which
 // scripts/setup.sh's build defines and the wheel's does not): fault injection, coalesced runs
-// of chosen requests, a simulated device loss, the weight layouts the kernels read, the native
-// tables, and the node-config encoder and activation resolution (bind_nodeconfig.cpp).
+// of chosen requests and their padded batch, a simulated device loss, the weight layouts the
+// kernels read, the native tables, the node-config encoder and activation resolution
+// (bind_nodeconfig.cpp), and the host copies on their own with their settings and host-cached
+// memory (bind_memory.cpp; bench/host_path.py uses them on the GPU machine's testing build).
 // TEST_HOOKS names every one of them: tests/conftest.py refuses to run without them, and
 // scripts/ci/check_wheel.py refuses a wheel whose module has any.
 #ifdef ORTOPS_TESTING
@@ -18,6 +20,8 @@
 #include "arrays.hpp"
 #include "config/cells.hpp"
 #include "vk/context.hpp"
+#include "vk/memory.hpp"
+#include "rnn/coalesce.hpp"
 #include "rnn/layer.hpp"
 #include "rnn/specialization.hpp"
 #include "rnn/testing.hpp"
@@ -29,15 +33,18 @@ namespace py = pybind11;
 namespace ortops {
 
 void bindNodeConfigTesting(py::module_& m);   // bind_nodeconfig.cpp
+void bindMemoryTesting(py::module_& m);       // bind_memory.cpp
 
 using door::optionalTensor;
 using door::tensor;
 
 namespace {
 
-constexpr const char* TEST_HOOKS[] = { "inject_fault", "batched_r", "exact_r", "tables", "encode_node_config",
-                                       "resolve_activations", "Layer.run_coalesced", "Context.simulate_loss",
-                                       "take_test_counts" };
+constexpr const char* TEST_HOOKS[] = { "inject_fault",        "batched_r",          "exact_r",
+                                       "tables",              "encode_node_config", "resolve_activations",
+                                       "Layer.run_coalesced", "coalesced_rows",     "Context.simulate_loss",
+                                       "Context.host_buffer", "host_copy",          "narrow_to_half",
+                                       "copy_settings",       "take_test_counts" };
 
 py::array
 batchedRArray(const py::array& R)
@@ -134,7 +141,7 @@ tables()
 // Requests [(X, sequence_lens, initial_h, initial_c), ...] of one key as one batched run of at
 // least padTo rows, as concurrent runs are coalesced; one (Y, Y_h, Y_c) per request.
 py::list
-runCoalesced(Layer& self, const py::list& requests, uint32_t padTo)
+layerRunCoalesced(Layer& self, const py::list& requests, uint32_t padTo)
 {
     std::vector<RunInputs> ins;
     for (const auto& item : requests) {
@@ -185,14 +192,23 @@ bindTesting(py::module_& m)
           "Test hook: the events the doors counted since the last call (base/test_counts.hpp: the EP's "
           "reads of each node and of its attributes through ONNX Runtime's getters), and clear them.");
     bindNodeConfigTesting(m);
+    bindMemoryTesting(m);
+    m.def("coalesced_rows", &coalescedRows, py::arg("rows"), py::arg("max_rows"),
+          "Test hook: the batch a coalesced run of `rows` request rows runs at (src/core/rnn/coalesce.hpp).");
     auto layer = py::reinterpret_borrow<py::class_<Layer>>(m.attr("Layer"));
-    layer.def("run_coalesced", &runCoalesced, py::arg("requests"), py::arg("pad_to") = 0,
+    layer.def("run_coalesced", &layerRunCoalesced, py::arg("requests"), py::arg("pad_to") = 0,
               "Test hook: run requests [(X, sequence_lens, initial_h, initial_c), ...] of one key as one "
               "batched run of at least pad_to rows (zero rows past theirs), as concurrent runs are "
               "coalesced; one (Y, Y_h, Y_c) per request.");
     auto context = py::reinterpret_borrow<py::class_<Context, std::shared_ptr<Context>>>(m.attr("Context"));
     context.def("simulate_loss", &Context::simulateLoss,
                 "Test hook: mark the context lost, as a VK_ERROR_DEVICE_LOST would.");
+    context.def(
+      "host_buffer",
+      [](std::shared_ptr<Context> self, uint64_t nbytes) {
+          return std::make_shared<HostBuffer>(std::move(self), nbytes, false);
+      },
+      py::arg("nbytes"), "Test hook: host-cached memory for reading results back (a transfer target, not bindable).");
     m.attr("TEST_HOOKS") = py::tuple(py::cast(std::vector<std::string>(std::begin(TEST_HOOKS), std::end(TEST_HOOKS))));
 }
 

@@ -1,5 +1,4 @@
-// The kernel-variant heuristics (variants.hpp) and the coalescing rule (coalesce.hpp) for
-// ortops.variants and the tools: each takes the VariantSettings in force (bind_settings.cpp),
+// The kernel-variant heuristics (variants.hpp) for ortops.variants and the tools: each takes the VariantSettings in force (bind_settings.cpp),
 // so Python asks the one native rule instead of mirroring it.
 #include <optional>
 #include <stdexcept>
@@ -9,7 +8,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "rnn/coalesce.hpp"
 #include "rnn/variants.hpp"
 
 namespace py = pybind11;
@@ -96,8 +94,6 @@ bindVariants(py::module_& m)
     m.def("projection_tpt", &projectionTpt, py::arg("outputs"), py::arg("large"));
     m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
     m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
-    m.def("coalesced_rows", &coalescedRows, py::arg("rows"), py::arg("max_rows"),
-          "The batch a coalesced run of `rows` request rows runs at (src/core/rnn/coalesce.hpp).");
 }
 
 } // namespace ortops

@@ -2,7 +2,7 @@
 // class that owns the state, where the checks live; the bindings convert Python objects and
 // release the GIL around copies and runs. One file a concept:
 //   bind_device.cpp      devices, contexts, programs, sequences, validation messages
-//   bind_memory.cpp      buffers' mapped memory, host copies
+//   bind_memory.cpp      buffers' mapped memory (the host copies on their own: testing build)
 //   bind_settings.cpp    LayerSettings and VariantSettings, their fields bound by name once
 //   bind_variants.cpp    the kernel-variant heuristics
 //   bind_layer.cpp       ortops::Layer, and the door's one check of a layer (check_layer)
@@ -13,7 +13,8 @@
 //   bind_costmodel.cpp   placement "auto"'s cost model, its decision and its cache
 //   bind_rows.cpp        ortops.serve's stacking of requests' rows and splitting them back
 //   bind_testing.cpp     what only the tests use (fault injection, coalesced runs, weight
-//                        layouts, the tables, the encoder): bound only when ORTOPS_TESTING is
+//                        layouts, the tables, the encoder, the host copies on their own):
+//                        bound only when ORTOPS_TESTING is
 //                        defined (scripts/setup.sh's build), never in the wheel's module.
 #include <pybind11/pybind11.h>
 

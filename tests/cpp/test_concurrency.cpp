@@ -222,20 +222,14 @@ TEST_SUITE("concurrency")
     TEST_CASE("the group commit: requests arriving while a run is in flight go together in the next run")
     {
         // A Coalescer over a stand-in run (no device): the output is the input, copied through
-        // the pieces a coalesced run gets (layout 1: the batch is every tensor's first axis);
-        // the "device" is done between the input's staging and the output's copy, where a run
-        // gives its slot back under CoalesceRelease::Device.
-        CoalesceRelease mode = CoalesceRelease::Outputs;
-        SUBCASE("slot given back after the outputs") { mode = CoalesceRelease::Outputs; }
-        SUBCASE("slot given back when the device is done") { mode = CoalesceRelease::Device; }
+        // the pieces a coalesced run gets (layout 1: the batch is every tensor's first axis).
         Coalescer coalescer;
         BatchAxes axes = BatchAxes::forLayout(1);
         std::atomic<bool> firstRunning{ false }, release{ false };
         std::atomic<uint32_t> calls{ 0 }, arrived{ 0 };
         std::mutex lock;
         std::vector<std::pair<int64_t, bool>> runs;   // (batch, coalesced)
-        RunOne run = [&](const RunInputs& in, const OutputShapes&, const OutputPointers& out, const RunCopies* c,
-                         const DeviceDone& done) {
+        RunOne run = [&](const RunInputs& in, const OutputShapes&, const OutputPointers& out, const RunCopies* c) {
             if (calls++ == 0) {
                 firstRunning = true;
                 while (!release) {
@@ -250,9 +244,6 @@ TEST_SUITE("concurrency")
             if (!c) {
                 std::vector<uint8_t> staged(bytes);
                 std::memcpy(staged.data(), in.X.data, bytes);
-                if (done) {
-                    done();
-                }
                 std::memcpy(out[0], staged.data(), bytes);
                 return;
             }
@@ -263,9 +254,6 @@ TEST_SUITE("concurrency")
                 } else {
                     std::memset(staged.data() + p.offset, 0, p.bytes);
                 }
-            }
-            if (done) {
-                done();
             }
             for (const Piece& p : c->outputs[0]) {
                 std::memcpy(const_cast<void*>(p.host), staged.data() + p.offset, p.bytes);
@@ -286,7 +274,7 @@ TEST_SUITE("concurrency")
         }
         auto submit = [&](uint32_t i) {
             CoalesceRequest r{ &inputs[i], &shapes[i], &outs[i], static_cast<uint32_t>(inputs[i].X.shape[0]) };
-            coalescer.run(r, axes, 4, 32, 1, 0, mode, run);
+            coalescer.run(r, axes, 4, 32, 1, run);
         };
         std::thread first(submit, 0);
         while (!firstRunning) {
@@ -319,138 +307,80 @@ TEST_SUITE("concurrency")
         CHECK(runs[0] == std::pair<int64_t, bool>{ 1, false });
         CHECK(runs[1] == std::pair<int64_t, bool>{ 16, true });
     }
-    TEST_CASE("CoalesceRelease::Device: the next run starts while the one before reads back")
+    TEST_CASE("two layers' coalescers: one layer's run in flight does not hold the other's requests")
     {
-        // The first run gives its slot back when its "device" is done, then waits (up to 10 s)
-        // for the second request's run to begin before it "reads back": under Device the second
-        // runs meanwhile; the group commit's count of slot holds sees both.
-        Coalescer coalescer;
+        // Layer A's run holds its "device" until released; three requests of layer B arrive
+        // meanwhile and run beside it (alone or in groups, as they happen to arrive): a layer
+        // waits only for its own runs.
+        Coalescer a, b;
         BatchAxes axes = BatchAxes::forLayout(1);
-        std::atomic<bool> secondStarted{ false }, firstReleased{ false };
-        std::atomic<uint32_t> calls{ 0 };
-        bool overlapped = false;
-        RunOne run = [&](const RunInputs&, const OutputShapes&, const OutputPointers&, const RunCopies*,
-                         const DeviceDone& done) {
-            if (calls++ == 0) {
-                REQUIRE(done);
-                done();
-                firstReleased = true;
-                auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (!secondStarted && std::chrono::steady_clock::now() < until) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::atomic<bool> aRunning{ false }, releaseA{ false };
+        std::mutex lock;
+        std::vector<std::pair<char, int64_t>> runs;   // (layer, batch) in start order
+        auto runOf = [&](char layer) {
+            return RunOne([&, layer](const RunInputs& in, const OutputShapes&, const OutputPointers& out,
+                                     const RunCopies* c) {
+                {
+                    std::lock_guard<std::mutex> guard(lock);
+                    runs.emplace_back(layer, in.X.shape[0]);
                 }
-                overlapped = secondStarted;
-                return;
-            }
-            secondStarted = true;
+                if (layer == 'A') {
+                    aRunning = true;
+                    while (!releaseA) {
+                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    }
+                }
+                if (!c) {
+                    std::memcpy(out[0], in.X.data, in.X.elements() * 4);
+                    return;
+                }
+                for (const Piece& p : c->outputs[0]) {   // stand-in outputs: zeros
+                    std::memset(const_cast<void*>(p.host), 0, p.bytes);
+                }
+            });
         };
-        std::vector<float> x0(6, 1.0f), x1(6, 2.0f), y0(6), y1(6);
-        RunInputs in0, in1;
-        in0.X = HostTensor{ x0.data(), ElementType::Float32, { 1, 2, 3 } };
-        in1.X = HostTensor{ x1.data(), ElementType::Float32, { 1, 2, 3 } };
+        RunOne runA = runOf('A'), runB = runOf('B');
+        std::vector<std::vector<float>> xs(4, std::vector<float>(6, 1.0f)), ys(4, std::vector<float>(6));
+        std::vector<RunInputs> inputs(4);
+        std::vector<OutputPointers> outs(4);
         OutputShapes shapes;
         shapes[0] = std::vector<int64_t>{ 1, 2, 3 };
-        OutputPointers out0{ y0.data(), nullptr, nullptr }, out1{ y1.data(), nullptr, nullptr };
-        CoalesceCounters before = coalesceCounters();
-        std::thread first([&] { coalescer.run({ &in0, &shapes, &out0, 1 }, axes, 4, 32, 1, 0, CoalesceRelease::Device, run); });
-        while (!firstReleased) {
+        for (size_t i = 0; i < 4; i++) {
+            inputs[i].X = HostTensor{ xs[i].data(), ElementType::Float32, { 1, 2, 3 } };
+            outs[i] = OutputPointers{ ys[i].data(), nullptr, nullptr };
+        }
+        std::thread first([&] { a.run({ &inputs[0], &shapes, &outs[0], 1 }, axes, 4, 32, 1, runA); });
+        while (!aRunning) {
             std::this_thread::yield();
         }
-        coalescer.run({ &in1, &shapes, &out1, 1 }, axes, 4, 32, 1, 0, CoalesceRelease::Device, run);
-        first.join();
-        CHECK(overlapped);
-        CHECK(coalesceCounters().slotRuns - before.slotRuns == 2);
-    }
-    TEST_CASE("the device's gate: with one run of the device in flight, another layer's requests wait and go together")
-    {
-        // Two layers' coalescers on one gate (as on one device). Layer A's run holds the device
-        // until released; three requests of layer B arrive meanwhile. With a device limit of 1
-        // none of them runs before A's run ends, then all three run as one group; with no
-        // device limit (0) they run beside A's (alone or in groups, as they happen to arrive).
-        for (uint32_t deviceLimit : { 1u, 0u }) {
-            CAPTURE(deviceLimit);
-            auto gate = std::make_shared<CoalesceGate>();
-            Coalescer a(gate), b(gate);
-            BatchAxes axes = BatchAxes::forLayout(1);
-            std::atomic<bool> aRunning{ false }, releaseA{ false };
-            std::mutex lock;
-            std::vector<std::pair<char, int64_t>> runs;   // (layer, batch) in start order
-            auto runOf = [&](char layer) {
-                return RunOne([&, layer](const RunInputs& in, const OutputShapes&, const OutputPointers& out,
-                                         const RunCopies* c, const DeviceDone&) {
-                    {
-                        std::lock_guard<std::mutex> guard(lock);
-                        runs.emplace_back(layer, in.X.shape[0]);
-                    }
-                    if (layer == 'A') {
-                        aRunning = true;
-                        while (!releaseA) {
-                            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                        }
-                    }
-                    if (!c) {
-                        std::memcpy(out[0], in.X.data, in.X.elements() * 4);
-                        return;
-                    }
-                    for (const Piece& p : c->outputs[0]) {   // stand-in outputs: zeros
-                        std::memset(const_cast<void*>(p.host), 0, p.bytes);
-                    }
-                });
-            };
-            RunOne runA = runOf('A'), runB = runOf('B');
-            std::vector<std::vector<float>> xs(4, std::vector<float>(6, 1.0f)), ys(4, std::vector<float>(6));
-            std::vector<RunInputs> inputs(4);
-            std::vector<OutputPointers> outs(4);
-            OutputShapes shapes;
-            shapes[0] = std::vector<int64_t>{ 1, 2, 3 };
-            for (size_t i = 0; i < 4; i++) {
-                inputs[i].X = HostTensor{ xs[i].data(), ElementType::Float32, { 1, 2, 3 } };
-                outs[i] = OutputPointers{ ys[i].data(), nullptr, nullptr };
-            }
-            std::thread first([&] { a.run({ &inputs[0], &shapes, &outs[0], 1 }, axes, 4, 32, 1, deviceLimit, CoalesceRelease::Outputs, runA); });
-            while (!aRunning) {
-                std::this_thread::yield();
-            }
-            std::vector<std::thread> others;
-            for (size_t i = 1; i < 4; i++) {
-                others.emplace_back([&, i] {
-                    b.run({ &inputs[i], &shapes, &outs[i], 1 }, axes, 4, 32, 1, deviceLimit, CoalesceRelease::Outputs, runB);
-                });
-            }
-            // The three are queued (or, with no device limit, the first is running); 200 ms is
-            // ample even under ThreadSanitizer.
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::vector<std::thread> others;
+        for (size_t i = 1; i < 4; i++) {
+            others.emplace_back([&, i] { b.run({ &inputs[i], &shapes, &outs[i], 1 }, axes, 4, 32, 1, runB); });
+        }
+        // B's requests run while A's is held (up to 10 s even under ThreadSanitizer).
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        for (;;) {
             {
                 std::lock_guard<std::mutex> guard(lock);
-                if (deviceLimit == 1) {
-                    CHECK(runs.size() == 1);
-                } else {
-                    CHECK(runs.size() >= 2);   // B ran while A's run was in flight
+                if (runs.size() >= 2 || std::chrono::steady_clock::now() > until) {
+                    break;
                 }
             }
-            releaseA = true;
-            first.join();
-            for (auto& t : others) {
-                t.join();
-            }
-            REQUIRE(!runs.empty());
-            CHECK(runs[0] == std::pair<char, int64_t>{ 'A', 1 });
-            if (deviceLimit == 1) {
-                REQUIRE(runs.size() == 2);
-                CHECK(runs[1] == std::pair<char, int64_t>{ 'B', 4 });   // three rows, padded to 4
-            } else {
-                for (size_t i = 1; i < runs.size(); i++) {
-                    CHECK(runs[i].first == 'B');
-                }
-            }
-            CHECK(gate->inFlight == 0);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-    }
-
-    TEST_CASE("one gate a device: the layers of one device share it")
-    {
-        auto g1 = coalesceGate(0), g2 = coalesceGate(0), g3 = coalesceGate(1);
-        CHECK(g1 == g2);
-        CHECK(g1 != g3);
+        {
+            std::lock_guard<std::mutex> guard(lock);
+            CHECK(runs.size() >= 2);   // B ran while A's run was in flight
+        }
+        releaseA = true;
+        first.join();
+        for (auto& t : others) {
+            t.join();
+        }
+        REQUIRE(!runs.empty());
+        CHECK(runs[0] == std::pair<char, int64_t>{ 'A', 1 });
+        for (size_t i = 1; i < runs.size(); i++) {
+            CHECK(runs[i].first == 'B');
+        }
     }
 }

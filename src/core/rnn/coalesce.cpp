@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <memory>
 
 namespace ortops {
@@ -125,7 +124,7 @@ coalescedRows(uint32_t rows, uint32_t maxRows)
 
 void
 runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
-             const RunOne& runOne, const DeviceDone& deviceDone)
+             const RunOne& runOne)
 {
     size_t n = requests.size();
     std::vector<uint32_t> rows(n);
@@ -192,7 +191,7 @@ runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes
         }
     }
 
-    runOne(all, shapes, out, &copies, deviceDone);
+    runOne(all, shapes, out, &copies);
     g_runs++;
     g_requests += n;
 }
@@ -216,80 +215,36 @@ Coalescer::takeGroup(const BatchAxes& axes, uint32_t maxRows)
     return group;
 }
 
-std::shared_ptr<CoalesceGate>
-coalesceGate(uint32_t device)
-{
-    static std::mutex registryLock;
-    static std::map<uint32_t, std::weak_ptr<CoalesceGate>> registry;   // one entry a device
-    std::lock_guard<std::mutex> guard(registryLock);
-    std::shared_ptr<CoalesceGate> gate = registry[device].lock();
-    if (!gate) {
-        gate = std::make_shared<CoalesceGate>();
-        registry[device] = gate;
-    }
-    return gate;
-}
-
-Coalescer::Coalescer(std::shared_ptr<CoalesceGate> g)
-  : gate(std::move(g))
-{
-}
-
-bool
-Coalescer::slotFree(uint32_t maxInFlight, uint32_t maxDeviceInFlight) const
-{
-    return inFlight < maxInFlight && (maxDeviceInFlight == 0 || gate->inFlight < maxDeviceInFlight);
-}
-
 std::exception_ptr
-Coalescer::runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
-                     const std::function<void(const DeviceDone&)>& body)
+Coalescer::runOnSlot(std::unique_lock<std::mutex>& lk, const std::function<void()>& body)
 {
     inFlight++;
-    gate->inFlight++;
     auto taken = std::chrono::steady_clock::now();
-    bool held = true;   // guarded by the gate's lock
-    auto giveBack = [&] {
-        if (held) {
-            held = false;
-            inFlight--;
-            gate->inFlight--;
-            g_slotRuns++;
-            g_slotNs += static_cast<uint64_t>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - taken).count());
-            gate->finished.notify_all();
-        }
-    };
-    DeviceDone early;
-    if (release == CoalesceRelease::Device) {
-        early = [&] {
-            std::lock_guard<std::mutex> relock(gate->lock);
-            giveBack();
-        };
-    }
     lk.unlock();
     std::exception_ptr error;
     try {
-        body(early);
+        body();
     } catch (...) {
         error = std::current_exception();
     }
     lk.lock();
-    giveBack();
+    inFlight--;
+    g_slotRuns++;
+    g_slotNs += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - taken).count());
+    finished.notify_all();
     return error;
 }
 
 void
 Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
-               uint32_t maxInFlight, uint32_t maxDeviceInFlight, CoalesceRelease release, const RunOne& runOne)
+               uint32_t maxInFlight, const RunOne& runOne)
 {
     Waiter me{ request };
-    std::unique_lock<std::mutex> lk(gate->lock);
-    if (slotFree(maxInFlight, maxDeviceInFlight) && waiting.empty()) {
+    std::unique_lock<std::mutex> lk(lock);
+    if (inFlight < maxInFlight && waiting.empty()) {
         // Nothing to wait for: run alone, on the caller's own buffers.
-        me.error = runOnSlot(lk, release, [&](const DeviceDone& done) {
-            runOne(*request.inputs, *request.shapes, *request.out, nullptr, done);
-        });
+        me.error = runOnSlot(lk, [&] { runOne(*request.inputs, *request.shapes, *request.out, nullptr); });
         lk.unlock();
         if (me.error) {
             std::rethrow_exception(me.error);
@@ -298,15 +253,15 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
     }
     waiting.push_back(&me);
     while (!me.done) {
-        if (slotFree(maxInFlight, maxDeviceInFlight) && !waiting.empty()) {
+        if (inFlight < maxInFlight && !waiting.empty()) {
             // Lead the next group (which need not hold this request: the oldest waiter's key
             // goes first). The waiters stay blocked in this loop until `done`, so their
             // requests stay valid while the group runs.
             std::vector<Waiter*> group = takeGroup(axes, maxRows);
-            std::exception_ptr error = runOnSlot(lk, release, [&](const DeviceDone& done) {
+            std::exception_ptr error = runOnSlot(lk, [&] {
                 if (group.size() == 1) {
                     const CoalesceRequest& r = group[0]->request;
-                    runOne(*r.inputs, *r.shapes, *r.out, nullptr, done);
+                    runOne(*r.inputs, *r.shapes, *r.out, nullptr);
                     return;
                 }
                 std::vector<CoalesceRequest> requests;
@@ -315,17 +270,17 @@ Coalescer::run(const CoalesceRequest& request, const BatchAxes& axes, size_t ite
                     requests.push_back(w->request);
                     rows += w->request.rows;
                 }
-                runCoalesced(requests, axes, item, coalescedRows(rows, maxRows), runOne, done);
+                runCoalesced(requests, axes, item, coalescedRows(rows, maxRows), runOne);
             });
             for (Waiter* w : group) {
                 w->error = error;
                 w->done = true;
             }
-            gate->finished.notify_all();
+            finished.notify_all();
         } else {
             // wait_for, not wait: libstdc++ 12 versions condition_variable::wait
             // GLIBCXX_3.4.30, which would raise the wheel's manylinux tag (hostcopy.cpp).
-            gate->finished.wait_for(lk, std::chrono::milliseconds(50));
+            finished.wait_for(lk, std::chrono::milliseconds(50));
         }
     }
     lk.unlock();

@@ -59,15 +59,9 @@ struct RunCopies
     std::array<std::vector<Piece>, 3> outputs;   // Piece::host: where the request wants them
 };
 
-// Called by a run once the device has finished it, before its outputs are read back (the
-// coalescer frees the layer's in-flight slot there under CoalesceRelease::Device); empty: none.
-using DeviceDone = std::function<void()>;
-
-// One run of the layer: the inputs (already checked), output shapes and addresses, for a
-// coalesced run the pieces to copy instead of the inputs' and outputs' own addresses, and what
-// to call when the device is done.
-using RunOne =
-  std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&, const RunCopies*, const DeviceDone&)>;
+// One run of the layer: the inputs (already checked), output shapes and addresses, and for a
+// coalesced run the pieces to copy instead of the inputs' and outputs' own addresses.
+using RunOne = std::function<void(const RunInputs&, const OutputShapes&, const OutputPointers&, const RunCopies*)>;
 
 
 // Where the batch axis is in each tensor of a run, by the node's layout (0: [seq, batch, ...]
@@ -92,7 +86,7 @@ coalescedRows(uint32_t rows, uint32_t maxRows);
 // element of the layer's type.
 void
 runCoalesced(const std::vector<CoalesceRequest>& requests, const BatchAxes& axes, size_t item, uint32_t padTo,
-             const RunOne& runOne, const DeviceDone& deviceDone = {});
+             const RunOne& runOne);
 
 // The pieces (memory.hpp) that place `parts` (tensors of one shape but along `axis`, rows[r]
 // rows there, C-contiguous, `item` bytes an element) one after another along `axis` in a
@@ -108,35 +102,15 @@ batchPieces(const std::vector<const void*>& parts, const std::vector<uint32_t>& 
 bool
 sameCoalesceKey(const CoalesceRequest& a, const CoalesceRequest& b, const BatchAxes& axes);
 
-// What the coalescers of every layer on one device share: one lock and one signal, and the
-// runs in flight on the device, so that a layer's request may also wait while another layer's
-// run is in flight (LayerSettings::coalesceDeviceInFlight): on one queue the GPU runs one
-// layer run at a time anyway, and a request that waits gathers the requests arriving behind it.
-struct CoalesceGate
-{
-    std::mutex lock;
-    std::condition_variable finished;
-    uint32_t inFlight = 0;
-};
-
-// The gate of the device of index `device` (ortops::devices()), made on first use and kept
-// while any coalescer holds it.
-std::shared_ptr<CoalesceGate>
-coalesceGate(uint32_t device);
-
 // The queue of one layer's waiting requests and the group commit over it.
 class Coalescer
 {
   public:
-    // `gate`: shared with the other layers of the device (default: a gate of its own).
-    explicit Coalescer(std::shared_ptr<CoalesceGate> gate = std::make_shared<CoalesceGate>());
-
     // Run `request`: alone at once when nothing is in flight, else with the requests that
-    // arrived meanwhile. At most `maxInFlight` runs of this layer in flight, and at most
-    // `maxDeviceInFlight` runs of the device's layers (0: no device limit). Rethrows the
+    // arrived meanwhile; at most `maxInFlight` runs of this layer in flight. Rethrows the
     // exception of the run that carried it.
     void run(const CoalesceRequest& request, const BatchAxes& axes, size_t item, uint32_t maxRows,
-             uint32_t maxInFlight, uint32_t maxDeviceInFlight, CoalesceRelease release, const RunOne& runOne);
+             uint32_t maxInFlight, const RunOne& runOne);
 
   private:
     struct Waiter
@@ -148,15 +122,11 @@ class Coalescer
 
     std::vector<Waiter*> takeGroup(const BatchAxes& axes, uint32_t maxRows);
     // One run on a slot taken under the lock (`lk` unlocked meanwhile, locked again on
-    // return): the slot is given back under the lock when the device is done (release Device)
-    // or when the run returns, whichever is first; the run's exception is returned.
-    std::exception_ptr runOnSlot(std::unique_lock<std::mutex>& lk, CoalesceRelease release,
-                                 const std::function<void(const DeviceDone&)>& body);
+    // return, when the slot is given back); the run's exception is returned.
+    std::exception_ptr runOnSlot(std::unique_lock<std::mutex>& lk, const std::function<void()>& body);
 
-    // Whether a run may start now (under the gate's lock).
-    bool slotFree(uint32_t maxInFlight, uint32_t maxDeviceInFlight) const;
-
-    std::shared_ptr<CoalesceGate> gate;     // its lock guards everything below
+    std::mutex lock;                        // guards everything below
+    std::condition_variable finished;       // a run ended
     std::deque<Waiter*> waiting;
     uint32_t inFlight = 0;                  // this layer's runs in flight
 };

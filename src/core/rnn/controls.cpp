@@ -29,19 +29,6 @@ coalesceSettingFromEnv(const char* variable, uint32_t fallback)
     return fallback;
 }
 
-CoalesceRelease
-coalesceReleaseFromEnv(CoalesceRelease fallback)
-{
-    const char* env = std::getenv("ORTOPS_COALESCE_RELEASE");
-    if (env && std::string(env) == "device") {
-        return CoalesceRelease::Device;
-    }
-    if (env && std::string(env) == "outputs") {
-        return CoalesceRelease::Outputs;
-    }
-    return fallback;
-}
-
 void
 checkSettings(const LayerSettings& s)
 {

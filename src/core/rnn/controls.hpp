@@ -23,20 +23,6 @@ coopmatRequested();
 uint32_t
 coalesceSettingFromEnv(const char* variable, uint32_t fallback);
 
-// When a run gives back its layer's in-flight slot, so that the next group may start:
-// once its outputs are read (Outputs), or as soon as the device has finished it (Device),
-// the next group's inputs and submission then overlapping this run's read-back (the plan
-// pool gives the next group another plan).
-enum class CoalesceRelease : uint8_t
-{
-    Outputs,
-    Device,
-};
-
-// ORTOPS_COALESCE_RELEASE ("device" or "outputs"), else `fallback`.
-CoalesceRelease
-coalesceReleaseFromEnv(CoalesceRelease fallback);
-
 // Per-layer settings the Python door may change between runs (tests and benchmarks lower
 // them): the variant tunables, the plan cache's capacity, the storage-binding limit checked
 // (default: the device's maxStorageBufferRange), runs of one shape in flight at once, and
@@ -57,11 +43,6 @@ struct LayerSettings
     // (default ORTOPS_COALESCE_IN_FLIGHT, else 1).
     uint32_t coalesceRows = coalesceSettingFromEnv("ORTOPS_COALESCE_ROWS", 32);
     uint32_t coalesceInFlight = coalesceSettingFromEnv("ORTOPS_COALESCE_IN_FLIGHT", 1);
-    // When a run gives back its in-flight slot (default ORTOPS_COALESCE_RELEASE, else Outputs).
-    CoalesceRelease coalesceRelease = coalesceReleaseFromEnv(CoalesceRelease::Outputs);
-    // At most this many runs of the device's layers in flight while this layer's requests wait
-    // (coalesce.hpp, CoalesceGate; 0: no device limit, the default; ORTOPS_COALESCE_DEVICE_IN_FLIGHT).
-    uint32_t coalesceDeviceInFlight = coalesceSettingFromEnv("ORTOPS_COALESCE_DEVICE_IN_FLIGHT", 0);
 };
 
 // std::invalid_argument naming the setting when `s` holds a value no layer accepts.

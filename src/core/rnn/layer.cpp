@@ -171,7 +171,6 @@ struct LayerImpl
       , ctx(sharedContext(device.index, validationRequested(), requestedQueues()))
       , settings(s)
       , weights(ctx, spec, w, currentLimits())
-      , coalescer(coalesceGate(device.index))
     {
     }
 
@@ -197,11 +196,10 @@ struct LayerImpl
     // One run on a plan of its own (the inputs checked, the output shapes given).
     // `copies`: a coalesced run's pieces (coalesce.hpp), else nullptr (the inputs' and outputs'
     // own addresses, whole).
-    // `deviceDone`: called once the device has finished the run, before the read-back.
     void runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out,
-                 const RunCopies* copies = nullptr, const DeviceDone& deviceDone = {});
+                 const RunCopies* copies = nullptr);
     void submit(Plan& plan, const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out,
-                const RunCopies* copies, const DeviceDone& deviceDone);
+                const RunCopies* copies);
 };
 
 std::shared_ptr<Plan>
@@ -218,7 +216,7 @@ LayerImpl::record(const PlanKey& key, const RunInputs& in, const PlanPool& pool)
 
 void
 LayerImpl::submit(Plan& plan, const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out,
-                  const RunCopies* copies, const DeviceDone& deviceDone)
+                  const RunCopies* copies)
 {
     auto t0 = std::chrono::steady_clock::now();
     writeInputs(plan, in, copies, spec.item);
@@ -227,9 +225,6 @@ LayerImpl::submit(Plan& plan, const RunInputs& in, const OutputShapes& shapes, c
     plan.sequence->eval();
     g_waitNs += nanosSince(t1);
     g_runs++;
-    if (deviceDone) {
-        deviceDone();
-    }
     if (plan.timestamps) {
         std::vector<double> t = plan.sequence->timestamps();
         GpuProfile p{ (t[3] - t[0]) * 1e-6, (t[1] - t[0]) * 1e-6, (t[2] - t[1]) * 1e-6, (t[3] - t[2]) * 1e-6 };
@@ -242,8 +237,7 @@ LayerImpl::submit(Plan& plan, const RunInputs& in, const OutputShapes& shapes, c
 }
 
 void
-LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out, const RunCopies* copies,
-                   const DeviceDone& deviceDone)
+LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const OutputPointers& out, const RunCopies* copies)
 {
     const Spec& s = spec;
     if (faultFails()) {
@@ -266,7 +260,7 @@ LayerImpl::runPlan(const RunInputs& in, const OutputShapes& shapes, const Output
         if (!plan) {
             plan = record(key, in, *pool);
         }
-        submit(*plan, in, shapes, out, copies, deviceDone);
+        submit(*plan, in, shapes, out, copies);
     } catch (...) {
         plans.release(key, pool, plan);
         throw;
@@ -358,11 +352,12 @@ Layer::run(const RunInputs& in, const OutputShapes& shapes, const OutputPointers
     }
     CoalesceRequest request{ &in, &shapes, &out, static_cast<uint32_t>(batch) };
     L.coalescer.run(request, BatchAxes::forLayout(s.layout), s.item, rows, settings.coalesceInFlight,
-                    settings.coalesceDeviceInFlight, settings.coalesceRelease,
-                    [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c,
-                         const DeviceDone& done) { L.runPlan(i, sh, o, c, done); });
+                    [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c) {
+                        L.runPlan(i, sh, o, c);
+                    });
 }
 
+#ifdef ORTOPS_TESTING
 void
 Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out, uint32_t padTo)
 {
@@ -389,9 +384,10 @@ Layer::runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<Outp
     }
     LayerImpl& L = *impl;
     ortops::runCoalesced(requests, axes, s.item, padTo,
-                         [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o, const RunCopies* c,
-                              const DeviceDone& done) { L.runPlan(i, sh, o, c, done); });
+                         [&L](const RunInputs& i, const OutputShapes& sh, const OutputPointers& o,
+                              const RunCopies* c) { L.runPlan(i, sh, o, c); });
 }
+#endif // ORTOPS_TESTING
 
 LayerSettings
 Layer::settings() const

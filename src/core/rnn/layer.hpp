@@ -87,11 +87,14 @@ class Layer
     // (both doors ask for it first, to allocate the outputs; the checks run once a run).
     void run(const RunInputs& inputs, const OutputShapes& shapes, const OutputPointers& out);
 
+#ifdef ORTOPS_TESTING
     // Several requests of one key as one batched run, as concurrent runs are coalesced
-    // (coalesce.hpp): tests check that each request gets the bits it gets alone.
+    // (coalesce.hpp): tests check that each request gets the bits it gets alone. A test
+    // hook: only in the testing build (ORTOPS_TESTING), bound as Layer.run_coalesced.
     // `padTo`: the run's batch, zero rows past the requests' (at most their rows: none).
     void runCoalesced(const std::vector<RunInputs>& inputs, const std::vector<OutputPointers>& out,
                       uint32_t padTo = 0);
+#endif
 
     // The Python door's controls and views (controls.hpp).
     LayerSettings settings() const;

@@ -3,7 +3,6 @@
 #include "rnn/variants.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -58,31 +57,10 @@ projectionTpt(uint64_t outputs, uint64_t large)
     return outputs >= large ? 8 : 4;
 }
 
-namespace {
-// ORTOPS_PROJECTION_KT / ORTOPS_PROJECTION_STAGES, ORTOPS_LANES_NB / ORTOPS_LANES_UNITS (read at
-// each plan's recording): a positive integer, else 0 (unset: what ships).
-uint32_t
-settingFromEnv(const char* name)
-{
-    const char* env = std::getenv(name);
-    if (!env) {
-        return 0;
-    }
-    try {
-        return static_cast<uint32_t>(std::stoul(env));
-    } catch (const std::exception&) {
-        throw std::invalid_argument(std::string("ortops: ") + name + " must be a positive integer, got '" + env + "'");
-    }
-}
-} // namespace
-
 ProjectionSlices
 projectionSlices(uint32_t tpt, uint32_t input, uint32_t maxShared, const VariantSettings& s)
 {
-    uint32_t kt = s.projectionKt != BATCHED_TABLE ? s.projectionKt : settingFromEnv("ORTOPS_PROJECTION_KT");
-    uint32_t stages = s.projectionStages != BATCHED_TABLE ? s.projectionStages
-                                                           : settingFromEnv("ORTOPS_PROJECTION_STAGES");
-    ProjectionSlices v{ kt == 32 && input % 32 == 0 ? 32u : 16u, stages == 2 ? 2u : 1u };
+    ProjectionSlices v{ s.projectionKt == 32 && input % 32 == 0 ? 32u : 16u, s.projectionStages == 2 ? 2u : 1u };
     auto bytes = [&] { return 2ull * projectionTile(tpt) * v.kt * v.stages * 4; };
     if (bytes() > maxShared) {
         v.stages = 1;
@@ -188,23 +166,6 @@ stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16, Mode mode)
         // multiply-adds; 128 threads a workgroup.
         rpt = gatesInPass;
         units = 4;
-    }
-    // Measurement hooks (read at each plan's recording; unset: the rule above). The split
-    // never changes a sum's order.
-    if (uint32_t v = settingFromEnv("ORTOPS_LANES_NB")) {
-        if (v > MAX_NB) {
-            throw std::invalid_argument("ortops: ORTOPS_LANES_NB must be 1 to " + std::to_string(MAX_NB) + ", got " +
-                                        std::to_string(v));
-        }
-        nb = std::min(batch, v);
-    }
-    if (uint32_t v = settingFromEnv("ORTOPS_LANES_UNITS")) {
-        if (gatesInPass * v > 2 * MAX_ROWS || (rpt == 1 && gatesInPass * v * nb > MAX_ROWS * MAX_NB)) {
-            throw std::invalid_argument("ortops: ORTOPS_LANES_UNITS must keep gates x units within " +
-                                        std::to_string(2 * MAX_ROWS) + " and x batch rows within " +
-                                        std::to_string(MAX_ROWS * MAX_NB) + ", got " + std::to_string(v));
-        }
-        units = v;
     }
     return { nb, units, rpt, gatesInPass * units };
 }

@@ -325,8 +325,7 @@ struct VariantSettings
     uint32_t cpuProjectionWRegs = BATCHED_TABLE;
     uint32_t cpuProjectionColumns = BATCHED_TABLE;   // NC (0: the rule's)
     // The portable projection's staged slices (projectionSlices below; issue 32, item 5, measured
-    // attempts, off by default): k a slice (0: ORTOPS_PROJECTION_KT where set, else 16; 16; 32)
-    // and slices in shared memory (0: ORTOPS_PROJECTION_STAGES where set, else 1; 1; 2).
+    // attempts, off by default): k a slice (0: 16; 16; 32) and slices in shared memory (0: 1; 1; 2).
     uint32_t projectionKt = BATCHED_TABLE;
     uint32_t projectionStages = BATCHED_TABLE;
 };
@@ -358,8 +357,7 @@ projectionTile(uint32_t tpt)
 
 // The portable projection's staged slices (glsl/input_projection.comp's KT and STAGES): `kt` k a
 // slice, `stages` slices in shared memory (2: the next staged while this one is read, one
-// barrier a slice). What ships: 16 x 1. The settings (or ORTOPS_PROJECTION_KT=32,
-// ORTOPS_PROJECTION_STAGES=2) ask for more; kt 32 is kept only where the input size K is a
+// barrier a slice). What ships: 16 x 1. The settings ask for more; kt 32 is kept only where the input size K is a
 // multiple of 32 (so that no slice pads past K where a 16-wide one would not: the same terms,
 // the same bits), and each is dropped (stages first) where the two operands' slices,
 // 2 x 16 tpt x kt x stages floats, exceed the device's shared memory (maxShared bytes). Every
@@ -425,7 +423,7 @@ transposedPlanes(bool gruTwoPass)
 }
 
 // The lanes kernel's split (glsl/step.comp) for a pass computing gatesInPass gates at this
-// batch, of float16 or float32 layers in a mode (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS override it).
+// batch, of float16 or float32 layers in a mode.
 StepVariant
 stepVariant(uint32_t batch, uint32_t gatesInPass, bool float16, Mode mode);
 

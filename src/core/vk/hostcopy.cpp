@@ -50,22 +50,6 @@ std::atomic<size_t> g_chunk{ DEFAULT_CHUNK };
 std::atomic<unsigned> g_threads{ defaultThreads() };
 std::atomic<bool> g_pool{ true };
 
-size_t
-rangesFromEnv()
-{
-    const char* env = std::getenv("ORTOPS_PIECES_PARALLEL_FROM");
-    if (env && *env) {
-        char* end = nullptr;
-        unsigned long long v = std::strtoull(env, &end, 10);
-        if (end && *end == 0) {
-            return static_cast<size_t>(v);
-        }
-    }
-    return SIZE_MAX;
-}
-
-std::atomic<size_t> g_rangesFrom{ rangesFromEnv() };
-
 // One copy (or conversion) of [0, n): its chunks are claimed by index; the caller waits until
 // all are done.
 struct Job
@@ -187,7 +171,7 @@ pool(unsigned helpers)
 Settings
 settings()
 {
-    return Settings{ g_chunk.load(), g_threads.load(), g_pool.load(), g_rangesFrom.load() };
+    return Settings{ g_chunk.load(), g_threads.load(), g_pool.load() };
 }
 
 void
@@ -196,7 +180,6 @@ configure(const Settings& s)
     g_chunk = std::max<size_t>(1, s.chunk);
     g_threads = std::max(1u, std::min(64u, s.threads));
     g_pool = s.pool;
-    g_rangesFrom = s.rangesFrom;
 }
 
 namespace {
@@ -313,19 +296,6 @@ copy(void* dst, const void* src, size_t n)
     parallelFor(n, chunk, threads, [d, s](size_t begin, size_t end) {
         std::memcpy(d + begin, s + begin, end - begin);
     });
-}
-
-void
-copyRanges(size_t count, size_t bytes, const std::function<void(size_t, size_t)>& body)
-{
-    unsigned threads = g_threads.load();
-    size_t claim = std::max<size_t>(1, g_chunk.load() / 16);
-    if (count < 2 || threads <= 1 || bytes < g_rangesFrom.load() || bytes < 2 * claim) {
-        body(0, count);
-        return;
-    }
-    size_t perClaim = std::max<size_t>(1, count * claim / bytes);
-    parallelFor(count, perClaim, threads, body);
 }
 
 void

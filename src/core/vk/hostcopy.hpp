@@ -15,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 
 namespace ortops {
 namespace hostcopy {
@@ -28,9 +27,6 @@ struct Settings
     unsigned threads;
     // true: a persistent pool helps; false: std::thread per call (kept to measure against).
     bool pool;
-    // Total bytes from which copyRanges splits its ranges over the threads (default
-    // ORTOPS_PIECES_PARALLEL_FROM, else never: see copyRanges).
-    size_t rangesFrom;
 };
 
 Settings settings();
@@ -40,13 +36,6 @@ void configure(const Settings& s);
 
 // Copy n bytes; the ranges must not overlap. Call without the GIL.
 void copy(void* dst, const void* src, size_t n);
-
-// Copy `count` ranges of `bytes` in all, body(begin, end) copying ranges [begin, end): on
-// several threads, a claim of about chunk / 16 bytes of ranges at a time (128 KiB by
-// default), from `rangesFrom` bytes in all, else on the calling thread. For a coalesced run's
-// pieces (one per request and outer index, a few KiB each), which copy() would take one at a
-// time. Call without the GIL.
-void copyRanges(size_t count, size_t bytes, const std::function<void(size_t, size_t)>& body);
 
 // Narrow n float32 values to float16 bits, rounding to nearest even (numpy's astype, and the
 // F16C instruction used where the CPU has it); NaN stays NaN, quiet, with the top bits of its

@@ -54,29 +54,22 @@ constexpr uint64_t POOL_PIECE = 1u << 20;
 void
 copyPieces(const std::vector<Piece>& pieces, char* base, bool toBase)
 {
-    uint64_t total = 0;
     for (const Piece& p : pieces) {
-        total += p.bytes;
-    }
-    hostcopy::copyRanges(pieces.size(), total, [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; i++) {
-            const Piece& p = pieces[i];
-            char* at = base + p.offset;
-            if (p.host == nullptr) {   // writes zeros, reads nothing
-                if (toBase) {
-                    std::memset(at, 0, p.bytes);
-                }
-                continue;
+        char* at = base + p.offset;
+        if (p.host == nullptr) {   // writes zeros, reads nothing
+            if (toBase) {
+                std::memset(at, 0, p.bytes);
             }
-            void* dst = toBase ? static_cast<void*>(at) : const_cast<void*>(p.host);
-            const void* src = toBase ? p.host : at;
-            if (p.bytes >= POOL_PIECE) {
-                hostcopy::copy(dst, src, p.bytes);
-            } else {
-                std::memcpy(dst, src, p.bytes);
-            }
+            continue;
         }
-    });
+        void* dst = toBase ? static_cast<void*>(at) : const_cast<void*>(p.host);
+        const void* src = toBase ? p.host : at;
+        if (p.bytes >= POOL_PIECE) {
+            hostcopy::copy(dst, src, p.bytes);
+        } else {
+            std::memcpy(dst, src, p.bytes);
+        }
+    }
 }
 
 void

@@ -28,8 +28,8 @@ struct Piece
 };
 
 // Copy each piece between its host address and `base` + its offset: into `base` (`toBase`; a
-// null host address writes zeros) or out of it (a null host address reads nothing), the pieces over the copy threads
-// (hostcopy::copyRanges) and a piece of a MiB or more over them itself. Nothing is checked:
+// null host address writes zeros) or out of it (a null host address reads nothing), one after
+// another on the calling thread, a piece of a MiB or more over the copy threads. Nothing is checked:
 // Memory's writePieces and readPieces check every piece against the mapped range first.
 void
 copyPieces(const std::vector<Piece>& pieces, char* base, bool toBase);

@@ -17,12 +17,13 @@ from typing import Dict
 
 import numpy as np
 
+from ortops.cells import CELLS
 from ortops.timing import median_s
 
 FIXED_MS = 0.05
 FACTOR = 1.2
 
-__all__ = ["FIXED_MS", "FACTOR", "memcpy_bandwidth", "host_bound_ms"]
+__all__ = ["FIXED_MS", "FACTOR", "memcpy_bandwidth", "host_bound_ms", "io_bytes"]
 
 
 def memcpy_bandwidth(nbytes: int, repeat: int = 7) -> Dict[str, float]:
@@ -42,3 +43,11 @@ def memcpy_bandwidth(nbytes: int, repeat: int = 7) -> Dict[str, float]:
 def host_bound_ms(bytes_in: int, bytes_out: int, bandwidth: float) -> float:
     """The host-work bound of a call moving ``bytes_in`` + ``bytes_out`` at ``bandwidth`` B/s."""
     return FIXED_MS + FACTOR * (bytes_in + bytes_out) / bandwidth * 1e3
+
+
+def io_bytes(shape, dtype):
+    """Bytes in (X) and out (Y and the final states) of one call of ``shape``."""
+    cell, seq, batch, inp, hidden, direction = shape
+    dirs = 2 if direction == "bidirectional" else 1
+    states = len(CELLS[cell].outputs) - 1
+    return np.dtype(dtype).itemsize * (seq * batch * inp + dirs * batch * hidden * (seq + states))

@@ -7,11 +7,7 @@ same run where torch and CUDA are there. Stage `steps` of scripts/gpu_machine.sh
 with the native table's tile for the shape's element type and batch (src/core/rnn/variants.hpp,
 BATCHED_TILES), the lanes kernel below.
 
-    python scripts/gpu/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
-
-A tiling `lanesNBxUNITS` (e.g. lanes1x2) runs the lanes kernel with NB batch rows and UNITS
-units a workgroup (ORTOPS_LANES_NB / ORTOPS_LANES_UNITS, src/core/rnn/variants.cpp's stepVariant;
-0 leaves the rule's value).
+    python bench/step_kernels.py --out DIR [--small] [--runs N] [--tilings default,1x2x1x8,2x1x1x8x4]
 """
 
 from __future__ import annotations
@@ -26,9 +22,10 @@ import numpy as np
 import ortops
 from ortops import variants
 from ortops.timing import warm
-from ortops.tools import cudnn
 from ortops.tools.measure import weights
-from ortops.tools.report import write_report
+from ortops.tools.bench import write_report
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+import cudnn  # noqa: E402
 
 LANES = None   # every batch on the lanes kernel
 # (seq, batch, hidden) of bidirectional LSTMs (input = hidden); the issue's anchor first.
@@ -56,13 +53,6 @@ def _layer(hidden, dtype, upt, by, batched_from, prefetch=1, ksplit=1, rows=1):
     return ortops.RecurrentLayer("LSTM", W, R, B, direction="bidirectional", timestamps=True)
 
 
-def _lanes_layer(hidden, dtype, nb, units):
-    """The lanes kernel with NB batch rows and UNITS units a workgroup (0: the rule's), set
-    through the environment the plan reads when it is recorded (the first run below)."""
-    layer = _layer(hidden, dtype, 1, 8, LANES)
-    return layer, {"ORTOPS_LANES_NB": str(nb), "ORTOPS_LANES_UNITS": str(units)}
-
-
 def _time(layer, X, runs):
     layer(X)
     layer(X)
@@ -76,7 +66,7 @@ def _time(layer, X, runs):
 
 def _cudnn(batch, hidden, X, runs):
     """{mode: (GPU ms, scaled error against float64)} of cuDNN in each precision mode that
-    compares with X's dtype (ortops.tools.cudnn; empty without torch and CUDA)."""
+    compares with X's dtype (cudnn.py; empty without torch and CUDA)."""
     out = {}
     for precision in cudnn.for_dtype(X.dtype):
         m = cudnn.measure("LSTM", batch, hidden, hidden, "bidirectional", precision, X, runs)
@@ -86,17 +76,13 @@ def _cudnn(batch, hidden, X, runs):
 
 
 def _tiling(text):
-    """A --tilings entry: "default", "lanesNBxUNITS", or a batched tiling UPTxBYxPREFETCHxKSPLIT[xROWS]."""
+    """A --tilings entry: "default", or a batched tiling UPTxBYxPREFETCHxKSPLIT[xROWS]."""
     if text == "default":
         return DEFAULT
-    if text.startswith("lanes"):
-        return ("lanes",) + tuple(int(v) for v in text[len("lanes"):].split("x"))
     return tuple(int(v) for v in text.split("x"))
 
 
 def _name(tiling):
-    if tiling[0] == "lanes":
-        return "lanes" + "x".join(map(str, tiling[1:]))
     return "x".join(map(str, tiling))
 
 
@@ -131,19 +117,11 @@ def main(argv=None) -> int:
             total, steps, ref = _time(_layer(hidden, dtype, 1, 8, LANES), X, args.runs)
             row = {"shape": name, "lanes": (total, steps), "batched": {}}
             for tiling in tilings:
-                env = {}
                 if tiling == DEFAULT:
                     layer = _layer(hidden, dtype, None, None, variants.TABLE, None, None, None)
-                elif tiling[0] == "lanes":
-                    layer, env = _lanes_layer(hidden, dtype, *tiling[1:])
                 else:
                     layer = _layer(hidden, dtype, tiling[0], tiling[1], 1, *tiling[2:])
-                os.environ.update(env)
-                try:
-                    t, st, out = _time(layer, X, args.runs)
-                finally:
-                    for k in env:
-                        del os.environ[k]
+                t, st, out = _time(layer, X, args.runs)
                 del layer
                 same = all(a.tobytes() == b.tobytes() for a, b in zip(ref, out))
                 mismatches += not same
@@ -155,7 +133,7 @@ def main(argv=None) -> int:
                   f"{best[1][0]:.3f} ms (steps {best[1][1]:.3f}); cuDNN "
                   + ", ".join(f"{k} {v[0]:.3f} ms (err {v[1]:.1e})" for k, v in row["cudnn"].items()),
                   flush=True)
-    lines = ["| shape | lanes GPU ms (steps) | " + " | ".join(_name(t) if t[0] == "lanes" else "batched " + _name(t) for t in tilings)
+    lines = ["| shape | lanes GPU ms (steps) | " + " | ".join("batched " + _name(t) for t in tilings)
              + " | cuDNN strict | cuDNN TF32 | cuDNN f16 |",
              "|---|---|" + "---|" * len(tilings) + "---|---|---|"]
     for r in rows:

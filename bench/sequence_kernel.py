@@ -1,6 +1,6 @@
 """The whole-sequence kernel (glsl/step_sequence.comp) against the step kernels, one shape.
 
-    .venv/bin/python scripts/gpu/sequence_kernel.py SEQ BATCH HIDDEN [INPUT] [--repeat N]
+    .venv/bin/python bench/sequence_kernel.py SEQ BATCH HIDDEN [INPUT] [--repeat N]
 
 A bidirectional float32 LSTM (input = hidden unless given) as an ortops.RecurrentLayer with
 timestamps: for the step kernels (ortops.variants.SEQUENCE_STEPS = False) and then the

@@ -14,7 +14,7 @@ session creation through the EP against the rewrite it replaced.
 2. Session creation on the sample models (scripts/dev/session_creation.py's engines, alternated
    the same way): the target reads "InferenceSession (EP)" against "rewrite + custom ops".
 
-    python -P scripts/gpu/ep_bench.py [--small] [--rounds 5] [--runs 50] [--dtypes float32,float16]
+    python -P bench/ep_bench.py [--small] [--rounds 5] [--runs 50] [--dtypes float32,float16]
         [--models models/recognizer.onnx ...] [--out DIR]
 
 Writes DIR/ep_bench.json and prints a markdown table (docs/perf.md, "Through ONNX Runtime").
@@ -31,7 +31,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "dev"))
 
 

@@ -1,24 +1,13 @@
-"""Where a measuring command leaves its results: ``<stem>.json`` (the figures) and the table a
-reader copies into docs (``<stem>.md``, or ``.txt`` for a log-like report), in one folder; a
-table between markers of a markdown file (docs/perf.md); a plot where matplotlib imports."""
+"""What the lab's reports add to ``ortops.tools.bench.write_report`` (``<stem>.json`` and
+``<stem>.md`` in one folder): a table between markers of a markdown file (docs/perf.md's bench
+and sweep tables), and a plot where matplotlib imports."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 
 log = logging.getLogger("ortops.bench")
-
-
-def write_report(out: str | os.PathLike[str], stem: str, data: object, text: str,
-                 text_suffix: str = ".md") -> None:
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, stem + ".json"), "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-    with open(os.path.join(out, stem + text_suffix), "w") as f:
-        f.write(text if text.endswith("\n") else text + "\n")
 
 
 def write_table(path, table, begin, end):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mode "fast" against "deterministic": input projection GPU time and accuracy (docs/modes.md).
 
-    python -P scripts/gpu/fast_cost.py [--runs 20] [--small] [--device D] [--out DIR]
+    python -P bench/fast_cost.py [--runs 20] [--small] [--device D] [--out DIR]
 
 Prints the device's VK_KHR_cooperative_matrix combinations and which projection fast mode
 records on it, then for each shape (default: the anchors LSTM 200 x 64 x 512 -> 512
@@ -24,7 +24,7 @@ from ortops import fast, reference
 from ortops.compare import TOLERANCE, scaled_error
 from ortops.device import context
 from ortops.tools.measure import gpu_time, weights
-from ortops.tools.report import write_report
+from ortops.tools.bench import write_report
 
 # This script measures the cooperative-matrix projection, which fast mode records only when
 # enabled (ortops.fast.ENABLED: on unless ORTOPS_COOPMAT=0); measure it even then.

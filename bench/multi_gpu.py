@@ -34,9 +34,9 @@ import time
 
 import numpy as np
 
-from ortops.tools.report import write_report
+from ortops.tools.bench import write_report
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 FEEDS = 8   # distinct inputs, cycled; each checked against its serial result
 
 

@@ -14,7 +14,7 @@ of
 
 and checks every output against stock ORT CPU (scaled error within the float32 tolerance).
 Needs onnxruntime-gpu in place of onnxruntime; where the CUDA provider is not available the
-CUDA rows say so. Run: ``python -P scripts/gpu/cuda_ep.py [MODEL] --runs 200``.
+CUDA rows say so. Run: ``python -P bench/cuda_ep.py [MODEL] --runs 200``.
 """
 
 from __future__ import annotations

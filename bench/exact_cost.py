@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Exact mode's cost: GPU time of exact against deterministic at the anchor shapes.
 
-    python -P scripts/gpu/exact_cost.py [--runs 20] [--small] [--out DIR]
+    python -P bench/exact_cost.py [--runs 20] [--small] [--out DIR]
 
 For each anchor shape (ortops.tools.bench.ANCHOR_SHAPES) and precision, the median GPU time
 (Vulkan timestamps around the passes, ortops.tools.measure) of one layer in each mode, and
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ortops.tools.report import write_report
+from ortops.tools.bench import write_report
 
 from ortops.tools import bench
 from ortops.tools.measure import gpu_time

@@ -5,7 +5,7 @@ point, for every numerical mode ortops has (ortops.modes.MODES, read at run time
 (Vulkan timestamps), the layer call (numpy in, numpy out) and, where the model is small enough
 to be cheap to convert (``session_max_hidden``), a one-node model through
 ``ortops.InferenceSession``; and cuDNN (torch) in each precision mode of the dtype
-(ortops/tools/cudnn.py: strict f32 and TF32 for float32, f16 for float16), GPU and end to end.
+(cudnn.py: strict f32 and TF32 for float32, f16 for float16), GPU and end to end.
 
 Runs per figure are adaptive (``runs`` runs, or fewer, at least 3, once ``point_s`` seconds
 have passed): the grid's largest point (256 x 1024, 100 steps) runs for about 0.1 s on the H200
@@ -13,7 +13,7 @@ and its session for about 0.3 s, so a fixed 20 runs of everything would not fit 
 :func:`estimate_s` predicts the time from the H200's measured rates (docs/perf.md) before
 anything runs.
 
-``ortops bench --sweep`` writes sweep.json (:func:`check_report` is its schema), sweep.md, the
+``python bench/perf.py --sweep`` writes sweep.json (:func:`check_report` is its schema), sweep.md, the
 table between the sweep markers of perf.md and sweep.png.
 """
 
@@ -35,8 +35,10 @@ import numpy as np
 
 from ortops import modes, vocabulary
 from ortops.timing import samples, wall_ms
-from ortops.tools import cudnn, measure
-from ortops.tools.report import pyplot
+from ortops.tools import measure
+
+import cudnn  # bench/ on sys.path: the script importing this module put it there
+from report import pyplot
 
 log = logging.getLogger("ortops.bench")
 
@@ -189,7 +191,7 @@ def run(cfg: Config, progress: bool = True, on_point=None) -> Dict[str, object]:
     from ortops.device import select
 
     for m in cfg.modes:
-        modes.check_mode(m, "ortops bench --sweep")
+        modes.check_mode(m, "bench/perf.py --sweep")
     dev = select(cfg.device)
     with_cudnn = cfg.cudnn and cudnn.available()
     if cfg.cudnn and not with_cudnn:

@@ -32,7 +32,7 @@ host's part of the call (copies, submission, waiting).
 The model comes from the silero-vad wheel that scripts/setup.sh downloads into build/deps (it
 is not committed; ``--wheel`` or ``--model`` to point elsewhere). Nothing is fetched here.
 
-Usage: python scripts/gpu/stream_bench.py [--frames 2000] [--sr 16000] [--rounds 5] [--breakdown] [--out DIR]
+Usage: python bench/stream_bench.py [--frames 2000] [--sr 16000] [--rounds 5] [--breakdown] [--out DIR]
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ import zipfile
 
 import numpy as np
 
-from ortops.tools.report import write_report
+from ortops.tools.bench import write_report
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The wheel scripts/setup.sh downloads (``pip download silero-vad==VERSION --no-deps``).
 SILERO_VERSION = "6.2.3"
 WHEEL_GLOB = os.path.join(ROOT, "build", "deps", f"silero_vad-{SILERO_VERSION}-*.whl")

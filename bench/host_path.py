@@ -19,22 +19,23 @@ Medians of ``--runs`` runs after ``--warmup`` seconds of untimed runs of each sh
 idles at low clocks, docs/perf.md "GPU clocks"). Writes host_path.json and host_path.md into
 ``--out``.
 
-    python scripts/gpu/host_path.py --out /tmp/h          # the anchors (GPU machine: STAGE=host)
-    python scripts/gpu/host_path.py --small --out /tmp/h  # small shapes (lavapipe)
+    python bench/host_path.py --out /tmp/h          # the anchors (GPU machine: STAGE=host)
+    python bench/host_path.py --small --out /tmp/h  # small shapes (lavapipe)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 
 import numpy as np
 
-from ortops.tools.bench import ANCHOR_SHAPES
-from ortops.tools.hostcopy import FACTOR as COPY_FACTOR, FIXED_MS, host_bound_ms, memcpy_bandwidth
-from ortops.tools.report import write_report
+from ortops.tools.bench import ANCHOR_SHAPES, write_report
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+from hostcopy import FACTOR as COPY_FACTOR, FIXED_MS, host_bound_ms, memcpy_bandwidth  # noqa: E402
 
 #: cell, seq, batch, input, hidden, direction: the bench's batched LSTM anchors (one table).
 ANCHORS = [s for s in ANCHOR_SHAPES if s[0] == "LSTM" and s[2] > 1]
@@ -49,7 +50,7 @@ COPY_MODES = {"1 thread": {"threads": 1}, "pool": {}, "thread per call": {"pool"
 
 def memcpy_gbs(nbytes: int, runs: int) -> dict:
     """One thread's numpy copy of ``nbytes`` into a warm and a fresh array, in GB/s (the bench's
-    measurement, ortops.tools.hostcopy)."""
+    measurement, hostcopy.py)."""
     bw = memcpy_bandwidth(nbytes, repeat=runs)
     return {"warm": bw["warm"] * 1e-9, "fresh": bw["fresh"] * 1e-9}
 

@@ -2,7 +2,7 @@
 the sample models, and a sweep of LSTM shapes where the predicted winner is checked against the
 measured one.
 
-    python scripts/gpu/placement.py [--models models] [--quick] [--recalibrate]
+    python bench/placement.py [--models models] [--quick] [--recalibrate]
 
 Run by ``STAGE=placement bash scripts/gpu_machine.sh`` on the GPU machine (docs/onnxruntime.md,
 "Placement policy", records what it printed there). ``--quick``: small calibration shapes and a

@@ -9,7 +9,7 @@ intra_op_num_threads too (0: ONNX Runtime's default, a thread per core); --copie
 split's copies: "native" (ortops.serve's, _vk.stack_rows / split_rows, the GIL kept) or "numpy"
 (np.concatenate / np.take, as before them, the GIL let go around each request's rows).
 
-    python -P scripts/gpu/gil_handoff.py [--tiny] [--rows 8] [--runs 300] [--intervals 5,0.5] [--intra-op 0]
+    python -P bench/gil_handoff.py [--tiny] [--rows 8] [--runs 300] [--intervals 5,0.5] [--intra-op 0]
         [--copies native,numpy]
 """
 

@@ -5,14 +5,14 @@ and of its passes (projection, steps, outputs; ortops' timestamps), medians and 
 whether each attempt's output bits equal what ships (they must: every attempt keeps each sum's
 order, docs/perf.md "Misses").
 
-    python3 -P scripts/gpu/f32_attempts.py --out DIR [--rounds 3] [--runs 30] [--small]
+    python3 -P bench/f32_attempts.py --out DIR [--rounds 3] [--runs 30] [--small]
         [--shape S,B,I,H ...] [--attempt NAME ...]
 
 The attempts (ATTEMPTS below; each a set of ortops.variants tunables, what ships being none):
 - proj_kt32: the portable projection with 32 k a staged slice (half its barriers and staging
-  rounds per k; ORTOPS_PROJECTION_KT=32);
+  rounds per k; ortops.variants.PROJECTION_KT = 32);
 - proj_stages2: the portable projection with two staged slices, the next staged while this one
-  is read, one barrier a slice (ORTOPS_PROJECTION_STAGES=2);
+  is read, one barrier a slice (PROJECTION_STAGES = 2);
 - steps_2x2x1x4x4: the steps' register tile at 32 sums a thread (4 rows x 2 units) with two
   groups a workgroup, ksplit 4 so that its shared memory stays 16 KiB (256 threads);
 - steps_4x1x1x8x2: 32 sums a thread as 2 rows x 4 units (one group, ksplit 8, 256 threads);
@@ -36,8 +36,9 @@ import numpy as np
 import ortops
 from ortops import layer as layer_module
 from ortops import variants
-from ortops.tools import cudnn
 from ortops.tools.measure import weights
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+import cudnn  # noqa: E402
 
 SHAPES = [(200, 64, 512, 512), (100, 64, 1024, 1024)]
 # Small shapes for a CPU device: batch 32 runs a batched step kernel at every hidden size; the
@@ -133,9 +134,6 @@ def main() -> int:
     notes = []
     if not have_cudnn:
         notes.append("cuDNN column empty: torch with CUDA is not importable here.")
-    env = {k: os.environ[k] for k in ("ORTOPS_PROJECTION_KT", "ORTOPS_PROJECTION_STAGES") if k in os.environ}
-    if env:
-        notes.append(f"the environment sets {env}: 'ship' is not what ships")
     meta = dict(device=str(getattr(dev, "name", dev)), max_shared_memory=max_shared, cudnn=cudnn.versions(),
                 rounds=a.rounds, runs=a.runs, started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                 notes=notes)

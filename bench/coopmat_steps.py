@@ -2,7 +2,7 @@
 """Mode "fast"'s step kernels side by side: the portable ones against R . h on the matrix units
 (glsl/step_coopmat.comp) in each batch-block count, with cuDNN float16 in the same run.
 
-    python -P scripts/gpu/coopmat_steps.py --out DIR [--small] [--runs N] [--shapes SEQxBATCHxHIDDEN,...]
+    python -P bench/coopmat_steps.py --out DIR [--small] [--runs N] [--shapes SEQxBATCHxHIDDEN,...]
 
 For each bidirectional float16 LSTM (input = hidden) the median GPU time and step time
 (Vulkan timestamps) of mode "fast" with the portable steps (ortops.variants.COOPMAT_STEPS_FROM
@@ -17,6 +17,7 @@ a matrix-unit run leaves the float16 tolerance or changes bits between runs.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 
@@ -26,9 +27,10 @@ import ortops
 from ortops import fast, reference, variants
 from ortops.compare import TOLERANCE, scaled_error
 from ortops.timing import warm
-from ortops.tools import cudnn
 from ortops.tools.measure import weights
-from ortops.tools.report import write_report
+from ortops.tools.bench import write_report
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+import cudnn  # noqa: E402
 
 fast.ENABLED = True
 # (seq, batch, hidden): the float16 anchors first, then batches 1-256 at hidden 256-1024.

@@ -4,7 +4,7 @@ per shape, the whole-sequence kernel, the step kernels and cuDNN strict float32,
 rounds in one process (GPU time and end to end, numpy in and out), with the bits of both ortops
 kernels compared (they must agree: docs/perf.md, "Kernel choices").
 
-    python3 -P scripts/gpu/sequence_rule.py --out DIR [--rounds 3] [--runs 30] [--shape S,B,I,H ...]
+    python3 -P bench/sequence_rule.py --out DIR [--rounds 3] [--runs 30] [--shape S,B,I,H ...]
 
 Writes DIR/sequence_rule.json and .md; prints the table. Bidirectional float32 LSTM.
 """
@@ -14,14 +14,16 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
 
 import ortops
 from ortops import variants
-from ortops.tools import cudnn
 from ortops.tools.measure import weights
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+import cudnn  # noqa: E402
 
 SHAPES = [(48, 8, 192, 96), (80, 1, 256, 256), (80, 1, 64, 64), (80, 8, 128, 128), (80, 1, 128, 128),
           (80, 16, 128, 128), (80, 8, 256, 256), (48, 32, 96, 96)]
