@@ -50,9 +50,9 @@ import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-# stream_bench (silero-vad's wheel and frames) is in bench/, scripts/gpu/ before the harnesses'
-# move; make_models (the stacked BiLSTM) in scripts/.
-sys.path[:0] = [HERE, os.path.join(ROOT, "scripts"), os.path.join(ROOT, "scripts", "gpu")]
+# stream_bench (silero-vad's wheel and frames) is beside this file; make_models (the stacked
+# BiLSTM) in scripts/.
+sys.path[:0] = [HERE, os.path.join(ROOT, "scripts")]
 
 import make_models  # noqa: E402
 import stream_bench  # noqa: E402
@@ -61,10 +61,7 @@ from ortops.compare import quantized_problems, scaled_error, tolerance  # noqa: 
 from ortops.ep import EP_NAME, ep_session_options  # noqa: E402
 from ortops.timing import samples, wall_ms, warm  # noqa: E402
 
-try:  # ortops.tools.bench holds the writer after the harnesses' move to bench/
-    from ortops.tools.bench import write_report  # noqa: E402
-except ImportError:
-    from ortops.tools.report import write_report  # noqa: E402
+from ortops.tools.bench import write_report  # noqa: E402
 
 ENGINES = ("ORT CPU", "ortops gpu", "ortops auto", "WebGPU EP", "ggml Vulkan")
 ORTOPS_ENGINES = ("ortops gpu", "ortops auto")

@@ -42,7 +42,7 @@ LARGE_PROJECTION = 1 << 22   # outputs of the input projection from which the 12
 # One value for both:
 #   BATCHED_PREFETCH  positions whose terms are loaded at once
 #   BATCHED_KSPLIT    threads sharing one sum's class walk (1, 2, 4 or 8)
-# Tests and scripts/gpu/step_kernels.py set explicit tilings here; every tiling gives the same bits.
+# Tests and bench/step_kernels.py set explicit tilings here; every tiling gives the same bits.
 TABLE = "table"
 BATCHED_FROM: int | str | None = TABLE
 BATCHED_UPT: int | None | Dict[str, int | None] = None

@@ -64,7 +64,7 @@ def test_bench_direct_ingress_answers_through_each_replicas_own_port(tmp_path):
     _ray()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    r = subprocess.run([sys.executable, "-P", os.path.join(root, "scripts", "gpu", "serve_bench.py"), "--tiny", "--direct",
+    r = subprocess.run([sys.executable, "-P", os.path.join(root, "bench", "serve_bench.py"), "--tiny", "--direct",
                         "--replicas", "2", "--replicas-per-gpu", "2", "--clients", "1,4", "--seconds", "1",
                         "--warmup", "0.5",
                         "--port", str(_free_port()), "--out", str(tmp_path)],

@@ -170,7 +170,7 @@ def _device_runner(device, inp: int, hidden: int):
 
 
 def _cpu_runner(inp: int, hidden: int):
-    """An ORT CPU session of the LSTM of :func:`_device_runner`'s weights (scripts/gpu/placement.py)."""
+    """An ORT CPU session of the LSTM of :func:`_device_runner`'s weights (bench/placement.py)."""
     W, R = _weights(np.random.default_rng(0), inp, hidden)
     return _cpu_session(inp, hidden, W, R)
 

@@ -31,7 +31,7 @@ import sys
 
 import numpy as np
 
-from ortops import modes
+from ortops import modes, vocabulary
 from ortops.modes import check_mode
 from ortops.tools import measure
 from ortops.tools.cli import ArgumentParser
@@ -56,7 +56,8 @@ SMALL_SHAPES = [
     ("GRU", 8, 2, 32, 32, "bidirectional"),
     ("RNN", 8, 2, 32, 32, "forward"),
 ]
-DTYPES = {"float32": [np.float32], "float16": [np.float16], "both": [np.float32, np.float16]}
+#: --dtype's choices: each layer dtype of the core's vocabulary, or both.
+DTYPES = {**{d: [np.dtype(d).type] for d in vocabulary.DTYPES}, "both": [np.dtype(d).type for d in vocabulary.DTYPES]}
 
 
 def ratio(a, b):

@@ -54,7 +54,7 @@ from ortops.timing import warm
 from ortops.compare import QUANTIZED_MARGIN, scaled_error, tolerance
 from ortops import vocabulary
 from ortops.modes import DEFAULT as DEFAULT_MODE, MODES
-from ortops.device import _native
+from ortops.tools import threads
 
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -247,7 +247,7 @@ def cmd_run(args) -> int:
     if args.threads:
         make = lambda seed: make_feeds(sess, model, _load_inputs(_parse_pairs(args.input, "--input")),  # noqa: E731
                                        dims, seed)
-        status = _thread_scaling(sess, make, args.threads, args.repeat, args.seed, args.warmup)
+        status = threads.scaling(sess, make, args.threads, args.repeat, args.seed, args.warmup)
     if not args.compare:
         return status
     if _quantized_taken(sess.placement):
@@ -373,87 +373,6 @@ def _compare_quantized(model, placement, feeds, names, outputs, args) -> bool:
     return ok
 
 
-def _thread_counts(text: str) -> list[int]:
-    try:
-        counts = [int(t) for t in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected thread counts such as 1,2,4,8, got {text!r}") from None
-    if not counts or min(counts) < 1:
-        raise argparse.ArgumentTypeError(f"thread counts must be >= 1, got {text!r}")
-    return counts
-
-
-def _layer_run_split(before: dict, after: dict, elapsed: float) -> str:
-    """Where the layer runs' host time went between two core_counters() readings: writing
-    inputs, submitting and waiting for the device, reading outputs (each a mean per layer run),
-    and the time the layers' in-flight slots were held (src/core/rnn/coalesce.hpp) as a share of
-    the wall time, summed over the layers."""
-    d = {k: after[k] - before[k] for k in ("runs", "write_ns", "wait_ns", "read_ns", "slot_runs", "slot_ns")}
-    runs = max(d["runs"], 1)
-    us = {k: d[k] / runs / 1e3 for k in ("write_ns", "wait_ns", "read_ns")}
-    held = d["slot_ns"] / 1e9 / elapsed if elapsed > 0 else 0.0
-    return (f"a layer run: write {us['write_ns']:.0f} us, submit and wait {us['wait_ns']:.0f} us, "
-            f"read {us['read_ns']:.0f} us; in-flight slots held {held:.2f} of the wall time "
-            f"({d['slot_runs']} runs through the coalescer)")
-
-
-def _thread_scaling(sess, make_feeds_for, counts, repeat, seed, warmup) -> int:
-    """Runs/s of ``sess`` from each count of threads; every result checked against the serial
-    result of the same inputs, bit for bit. Returns 1 if any differs or fails, else 0."""
-    import threading
-
-    most = max(counts)
-    feeds = [make_feeds_for(seed + 1 + t) for t in range(most)]   # one input set per thread
-    serial = [sess.run(None, f) for f in feeds]
-    bad = 0
-    for n in counts:
-        start = threading.Barrier(n + 1)
-        failures = []
-
-        def worker(t):
-            start.wait()
-            for _ in range(repeat):
-                try:
-                    out = sess.run(None, feeds[t])
-                except Exception as e:  # noqa: BLE001 - counted and reported
-                    failures.append(f"thread {t}: {type(e).__name__}: {e}")
-                    continue
-                if any(a.tobytes() != b.tobytes() for a, b in zip(out, serial[t])):
-                    failures.append(f"thread {t}: result differs from the serial result")
-
-        # Warm up from n threads, as the timed runs go: coalesced runs of each batch record
-        # their plans now (src/core/rnn/coalesce.hpp), not inside the timed runs.
-        until = time.perf_counter() + warmup
-        warmers = [threading.Thread(target=lambda t=t: warm(lambda: sess.run(None, feeds[t]),
-                                                             max(0.0, until - time.perf_counter())))
-                   for t in range(n)]
-        for th in warmers:
-            th.start()
-        for th in warmers:
-            th.join()
-        before = _native().core_counters()
-        threads = [threading.Thread(target=worker, args=(t,)) for t in range(n)]
-        for th in threads:
-            th.start()
-        start.wait()
-        t0 = time.perf_counter()
-        for th in threads:
-            th.join()
-        elapsed = time.perf_counter() - t0
-        runs = n * repeat
-        verdict = "every result equal to the serial one" if not failures else \
-            f"{len(failures)} BAD: {failures[0]}"
-        after = _native().core_counters()
-        layer_runs = after["runs"] - before["runs"]
-        carried = after["coalesced_requests"] - before["coalesced_requests"]
-        together = after["coalesced_runs"] - before["coalesced_runs"]
-        print(f"threads {n}: {runs / elapsed:.1f} runs/s ({runs} runs in {elapsed:.3f} s; {verdict}); "
-              f"layer runs {layer_runs}, of which {together} carried {carried} coalesced requests")
-        print("  " + _layer_run_split(before, after, elapsed))
-        bad += len(failures)
-    return 1 if bad else 0
-
-
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
@@ -565,7 +484,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS",
                    help="keep running untimed this long before timing (lets an idle GPU's clocks "
                         "rise; default 0: one warm-up run)")
-    r.add_argument("--threads", type=_thread_counts, default=None, metavar="N,N,...",
+    r.add_argument("--threads", type=threads.counts, default=None, metavar="N,N,...",
                    help="also run from N threads at once (each --repeat runs), per count: runs/s, "
                         "results checked against serial ones")
     r.add_argument("--intra-op-threads", type=int, default=0, metavar="N",

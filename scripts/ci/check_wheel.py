@@ -38,7 +38,7 @@ LAB_FOLDERS = ("bench", "experiments", "host_import")
 
 
 def lab_files(names: list[str]) -> list[str]:
-    """The names of a wheel's files (``ortops/tools/sweep.py``, ...) that belong to the lab."""
+    """The names of a wheel's files (``sweep.py`` under ``ortops/tools/``, ...) that belong to the lab."""
     def lab(name):
         *folders, base = name.split("/")
         return (base in LAB_FILES or base.startswith("host_import")

@@ -38,7 +38,7 @@ def stored_feeds(model_path: str) -> dict:
 
 def _stream_bench():
     spec = importlib.util.spec_from_file_location("_ortops_stream_bench",
-                                                  os.path.join(ROOT, "scripts", "gpu", "stream_bench.py"))
+                                                  os.path.join(ROOT, "bench", "stream_bench.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

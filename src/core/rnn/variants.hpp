@@ -35,7 +35,7 @@ inline constexpr uint64_t LARGE_PROJECTION = 1ull << 22;   // outputs from which
 // units a thread, `by` groups of rows x upt units a workgroup, `prefetch` positions loaded at
 // once, `ksplit` threads sharing a sum's class walk (1, 2, 4, 8), `rows` batch rows a thread
 // (1: v4, a lane per batch row; 2, 4 or 8: v5's register tile of rows x units x gates sums).
-// Written UPTxBYxPREFETCHxKSPLITxROWS in docs/perf.md and scripts/gpu/step_kernels.py.
+// Written UPTxBYxPREFETCHxKSPLITxROWS in docs/perf.md and bench/step_kernels.py.
 struct BatchedTile
 {
     uint32_t upt, by, prefetch, ksplit, rows;
@@ -90,7 +90,7 @@ struct BatchedTileRule
 // 32-lane rows a wave64 subgroup, or a row over several narrow ones; the h and R reads of one
 // row stay contiguous either way). Those tiles' speed there is
 // unmeasured: a device other than the H200 runs the H200's choice until it is measured
-// (scripts/gpu/step_kernels.py, `STAGE=steps`), and any tile can be set by hand (the overrides in
+// (bench/step_kernels.py, `STAGE=steps`), and any tile can be set by hand (the overrides in
 // VariantSettings, ortops.variants.BATCHED_* from Python).
 // The batch from which the step runs a batched kernel, by hidden size: the last row whose
 // fromHidden is at most the layer's. At hidden 512 and 1024 the 4-row tile beats step.comp
