@@ -3,6 +3,7 @@
 
 #include "vk/context.hpp"
 #include "vk/cooperative_matrix.hpp"
+#include "vk/grid_support.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -273,6 +274,7 @@ describe(const vk::Instance& instance, const vk::PhysicalDevice& device, uint32_
     // VK_KHR_cooperative_matrix's combinations (mode "fast", cooperative_matrix.hpp).
     d.cooperativeMatrix = describeCooperativeMatrix(instance, device);
     d.subgroupSizeRange = describeSubgroupSizes(device);
+    describeGridSupport(device, d);   // the persistent step kernel's needs
     return d;
 }
 
@@ -372,11 +374,17 @@ Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
         deviceExtensions.push_back(kPortabilitySubset);  // required on such a device
     }
     // Matrix hardware for mode "fast" (ortops/fast.py), where the device offers it.
+    // The Vulkan memory model where offered (the persistent step kernel; the cooperative-matrix
+    // kernels need it too, and its structure is chained once, here).
+    MemoryModelEnable memoryModel(*physical);
+    memoryModelDeviceScope = memoryModel.deviceScope;
+    void* features = memoryModel.chain(nullptr);
     CooperativeMatrixEnable coopmat(*physical, validation, cooperativeMatrixOff);
     if (coopmat.usable) {
         deviceExtensions.push_back(kCooperativeMatrix);
-        deviceInfo.pNext = coopmat.chain(nullptr);
+        features = coopmat.chain(features);
     }
+    deviceInfo.pNext = features;
     cooperativeMatrix = coopmat.usable;
     deviceInfo.setPEnabledExtensionNames(deviceExtensions);
     device = std::make_shared<vk::Device>(physical->createDevice(deviceInfo));

@@ -65,6 +65,9 @@ struct Context
     // kernels need (cooperative_matrix.hpp): mode "fast" may use them only then.
     bool cooperativeMatrix = false;
     std::string cooperativeMatrixOff;   // why not, where the device offers it
+    // Whether the device was created with the Vulkan memory model at device scope
+    // (grid_support.hpp): the persistent step kernel's grid barrier needs it.
+    bool memoryModelDeviceScope = false;
     // The compute pipelines of the device's programs, one per shader and specialization
     // (pipelines.hpp); emptied before the device is destroyed.
     PipelineTable pipelines;
@@ -122,6 +125,11 @@ struct DeviceDescription
     std::optional<std::string> pciBusId;
     std::vector<CooperativeMatrixShape> cooperativeMatrix;
     std::optional<std::pair<uint32_t, uint32_t>> subgroupSizeRange;
+    // What a persistent grid needs (grid_support.hpp): the compute units that run workgroups
+    // (VK_NV_shader_sm_builtins' shaderSMCount; 0: the device does not say) and whether the
+    // Vulkan memory model at device scope is offered.
+    uint32_t computeUnits = 0;
+    bool memoryModelDeviceScope = false;
 };
 
 // Every Vulkan device with a compute queue.
