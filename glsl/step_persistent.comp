@@ -52,16 +52,17 @@ layout(constant_id = 43) const uint WINDOW = 2048;     // polls the first workgr
 layout(constant_id = 44) const uint DISCOVERY = 1;
 // 1: the barriers and the set-up only, no arithmetic (a profile piece, bench/persistent.py).
 layout(constant_id = 45) const uint PIECE = 0;
-// Dependent sines a poll computes before its load (0 on a GPU). Lavapipe (Mesa 22.3) ends every
-// loop of an invocation once its loops have taken 65,535 iterations in all (gallivm's loop
-// limiter), and its workgroups' threads may start milliseconds apart on a loaded machine: 64
-// sines, about 5 us there, make that budget about 0.3 s of waiting. The check at the kernel's
-// end (CUT) turns a budget spent into a failed grid instead of a loop cut short.
+// Dependent integer divisions a poll computes before its load (0 on a GPU). Lavapipe (Mesa 22.3)
+// ends every loop of an invocation once its loops have taken 65,535 iterations in all (gallivm's
+// loop limiter), and its workgroups' threads may start milliseconds apart on a loaded machine:
+// a poll of some microseconds there makes that budget a fraction of a second of waiting. The
+// check at the kernel's end (CUT) turns a budget spent into a failed grid instead of a loop cut
+// short. (Integers: no float arithmetic outside the layer's, which exact mode's build checks.)
 layout(constant_id = 46) const uint POLL_DELAY = 0;
 
 layout(std430, binding = 6) buffer SyncBuf { uint sync[]; };
 
-const uint POLL = 0u, COUNT = 1u, ARRIVE = 2u, STATUS = 3u, TAKEN = 4u;
+const uint POLL = 0u, COUNT = 1u, ARRIVE = 2u, STATUS = 3u, TAKEN = 4u, DELAYED = 5u;
 const uint CLOSED = 0x80000000u;
 const uint NONE = 0xFFFFFFFFu;
 // STATUS bits: too few arrived, a barrier not met, no count published, a loop cut short.
@@ -100,15 +101,12 @@ void fail(uint bits)
     atomicOr(sync[STATUS], bits, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
 }
 
-// A poll: POLL_DELAY's sines (kept: a NaN of them would be a status), then the load.
-float delay = 0.5;
+// A poll: POLL_DELAY's divisions (their result kept in DELAYED after each wait), then the load.
+uint delay = 1u;
 
 uint poll(uint word)
 {
-    [[unroll]] for (uint j = 0u; j < POLL_DELAY; j++) delay = sin(delay) + 0.5;
-    if (POLL_DELAY != 0u && isnan_(delay)) {
-        fail(CUT);
-    }
+    [[unroll]] for (uint j = 0u; j < POLL_DELAY; j++) delay = (delay * 2654435761u + 12345u) / ((delay & 7u) + 3u);
     return load(word);
 }
 
@@ -116,16 +114,20 @@ uint poll(uint word)
 // or at once when another workgroup has failed.
 bool waitFor(uint word, uint target, uint why)
 {
-    for (uint i = 0u; i < SPINS; i++) {
-        if (poll(word) >= target) {
-            return true;
-        }
-        if ((i & 63u) == 63u && load(STATUS) != 0u) {
-            return false;
+    bool met = false;
+    for (uint i = 0u; i < SPINS && !met; i++) {
+        met = poll(word) >= target;
+        if (!met && (i & 63u) == 63u && load(STATUS) != 0u) {
+            break;
         }
     }
-    fail(why);
-    return false;
+    if (POLL_DELAY != 0u) {
+        atomicStore(sync[DELAYED], delay, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    }
+    if (!met && load(STATUS) == 0u) {
+        fail(why);
+    }
+    return met;
 }
 
 // Whether this invocation's loops still run in full: a loop of a length the compiler does not

@@ -20,16 +20,17 @@ namespace {
 
 // Polls a wait makes before it gives up. A GPU's poll is a device-scope load of about half a
 // microsecond (an L2 round trip): about half a second, far beyond any step. A CPU
-// implementation's poll computes CPU_POLL_DELAY sines first, about 5 us on lavapipe, whose loops
-// end after 65,535 iterations in all (the shader's POLL_DELAY): about 0.1 s a wait, 0.3 s in
-// all, for threads the system may leave unscheduled for a while on a loaded machine (lavapipe's
-// threads started 5-15 ms apart on the 2 busy cores the tests ran on).
+// implementation's poll computes CPU_POLL_DELAY dependent integer divisions first, 6 us on
+// lavapipe (2.6 us for 64), whose loops end after 65,535 iterations in all (the shader's
+// POLL_DELAY): about 0.12 s a wait, 0.4 s in all, for threads the system may leave unscheduled
+// for a while on a loaded machine (lavapipe's threads started 5-15 ms apart on the 2 busy cores
+// the tests ran on).
 constexpr uint32_t GPU_SPINS = 1u << 20;
 constexpr uint32_t CPU_SPINS = 20000;
-constexpr uint32_t CPU_POLL_DELAY = 64;
+constexpr uint32_t CPU_POLL_DELAY = 128;
 // Polls the first workgroup holds the occupancy poll open when not every workgroup has arrived
 // (it closes as soon as they all have): about a millisecond on a GPU, where every workgroup
-// that fits starts within microseconds; about 40 ms on a CPU, for the system to start threads.
+// that fits starts within microseconds; about 50 ms on a CPU, for the system to start threads.
 constexpr uint32_t GPU_WINDOW = 1u << 11;
 constexpr uint32_t CPU_WINDOW = 8000;
 // Rows of R a round of the shader's lanes reduction takes at most (32 lanes x 32 rows = 1024
