@@ -6,6 +6,10 @@
 // creation where offered: src/core/vk/grid_support.cpp): device-scope atomics with acquire and
 // release semantics for the grid barrier, and a devicecoherent state buffer.
 #extension GL_KHR_memory_scope_semantics : require
+// The module against the Vulkan memory model throughout (glslang then also declares
+// VulkanMemoryModelDeviceScope for the device-scope atomics and fences, which it does not when
+// the model is only implied by their use).
+#pragma use_vulkan_memory_model
 // Pass 3 as one persistent dispatch (issue 45; Diamos et al., "Persistent RNNs: Stashing
 // Recurrent Weights On-Chip", 2016; docs/design.md, "Passes"). Every time step of a layer run
 // in one grid whose workgroups each keep a slice of R in shared memory for the whole run and meet
@@ -60,6 +64,7 @@ layout(constant_id = 45) const uint PIECE = 0;
 // short. (Integers: no float arithmetic outside the layer's, which exact mode's build checks.)
 layout(constant_id = 46) const uint POLL_DELAY = 0;
 
+// Read and written by atomics alone.
 layout(std430, binding = 6) buffer SyncBuf { uint sync[]; };
 
 const uint POLL = 0u, COUNT = 1u, ARRIVE = 2u, STATUS = 3u, TAKEN = 4u, DELAYED = 5u;
@@ -196,13 +201,21 @@ struct Slice
     uint first, mine;
 };
 
+// Every loop that touches shared memory takes the same number of iterations in every invocation
+// of the workgroup (the bound uniform, the work guarded inside): under the Vulkan memory model
+// each shared access makes its workgroup-scope availability or visibility, which lavapipe
+// (Mesa 22.3) turns into a point where a workgroup's subgroups take turns, and a subgroup that
+// passes more of them than the others is abandoned when the others end.
 void loadR(Slice sl)
 {
-    for (uint e = gl_LocalInvocationIndex; e < sl.mine * GATES * HIDDEN; e += THREADS) {
-        uint gu = sl.first + e / (GATES * HIDDEN);
-        uint gk = e % (GATES * HIDDEN);   // gate * HIDDEN + k
-        uint d = gu / HIDDEN, u = gu % HIDDEN;
-        rs[e] = LOADR(R, (d * GH + (gk / HIDDEN) * HIDDEN + u) * HIDDEN + gk % HIDDEN);
+    for (uint e0 = 0u; e0 < sl.mine * GATES * HIDDEN; e0 += THREADS) {
+        uint e = e0 + gl_LocalInvocationIndex;
+        if (e < sl.mine * GATES * HIDDEN) {
+            uint gu = sl.first + e / (GATES * HIDDEN);
+            uint gk = e % (GATES * HIDDEN);   // gate * HIDDEN + k
+            uint d = gu / HIDDEN, u = gu % HIDDEN;
+            rs[e] = LOADR(R, (d * GH + (gk / HIDDEN) * HIDDEN + u) * HIDDEN + gk % HIDDEN);
+        }
     }
 }
 
@@ -227,9 +240,13 @@ void products(uint pass, uint s, Slice sl)
             uint hAt = stateAt(pass, (sl.first + lu) / HIDDEN, s);
             float acc[BATCH];
             [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = 0.0;
-            for (uint k = lane; k < HIDDEN; k += 32u) {
-                float w = rs[rAt + k];
-                [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = ADD(acc[j], MUL(w, LOADF(S, hAt + j * HIDDEN + k)));
+            // Lane l: k = l, l + 32, ... in increasing order (the loop's bound is the lanes').
+            for (uint k0 = 0u; k0 < HIDDEN; k0 += 32u) {
+                uint k = k0 + lane;
+                if (k < HIDDEN) {
+                    float w = rs[rAt + k];
+                    [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = ADD(acc[j], MUL(w, LOADF(S, hAt + j * HIDDEN + k)));
+                }
             }
             [[unroll]] for (uint j = 0u; j < BATCH; j++) partial[(ty * BATCH + j) * 33u + lane] = acc[j];
         }
@@ -255,7 +272,11 @@ void stepPass(uint pass, uint s, Slice sl)
     }
     products(pass, s, sl);
     uint gates = pass == 1u ? 2u : (pass == 2u ? 1u : GATES);
-    for (uint c = gl_LocalInvocationIndex; c < sl.mine * BATCH; c += THREADS) {
+    for (uint c0 = 0u; c0 < sl.mine * BATCH; c0 += THREADS) {
+        uint c = c0 + gl_LocalInvocationIndex;
+        if (c >= sl.mine * BATCH) {
+            continue;
+        }
         uint lu = c % sl.mine, b = c / sl.mine;
         uint gu = sl.first + lu;
         vec4 rec = vec4(0.0);

@@ -83,14 +83,19 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     // where the device does not say, the fewest that hold R.
     uint64_t groups = orRule(s.persistentGroups, device.computeUnits);
     if (groups == 0) {
-        groups = ceilDiv(units, std::max<uint64_t>(1, capacity(rowThreadsMost)));
+        groups = ceilDiv(units, std::max<uint64_t>(1, capacity(std::min(passRows, rowThreadsMost))));
     }
     if (device.computeUnits > 0) {
         groups = std::min<uint64_t>(groups, device.computeUnits);
     }
     groups = std::clamp<uint64_t>(groups, 1, units);
     uint64_t perGroup = ceilDiv(units, groups);
+    // A row thread for each of the slice's rows of a pass, at most 32; fewer (more rounds a step)
+    // where their lane sums would leave too little shared memory for the slice of R.
     uint64_t rowThreads = std::clamp<uint64_t>(passRows * perGroup, 1, rowThreadsMost);
+    while (rowThreads > 1 && capacity(rowThreads) < perGroup) {
+        rowThreads--;
+    }
     uint64_t unitsMax = std::min<uint64_t>(orRule(s.persistentUnits, static_cast<uint32_t>(capacity(rowThreads))), units);
     v.groups = static_cast<uint32_t>(groups);
     v.threads = static_cast<uint32_t>(32 * rowThreads);
