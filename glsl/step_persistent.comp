@@ -115,12 +115,12 @@ uint poll(uint word)
     return load(word);
 }
 
-// Poll `word` until it reaches `target`: false (and STATUS's `why` bit set) after SPINS polls,
+// Poll `word` until it reaches `target`: false (and STATUS's `why` bit set) after `bound` polls,
 // or at once when another workgroup has failed.
-bool waitFor(uint word, uint target, uint why)
+bool waitFor(uint word, uint target, uint why, uint bound)
 {
     bool met = false;
-    for (uint i = 0u; i < SPINS && !met; i++) {
+    for (uint i = 0u; i < bound && !met; i++) {
         met = poll(word) >= target;
         if (!met && (i & 63u) == 63u && load(STATUS) != 0u) {
             break;
@@ -165,7 +165,7 @@ void discover()
         atomicStore(sync[TAKEN], count, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
         atomicStore(sync[COUNT], count + 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     } else {
-        if (!waitFor(COUNT, 1u, COUNTLESS)) {
+        if (!waitFor(COUNT, 1u, COUNTLESS, WINDOW + SPINS)) {   // the first's window, then a wait
             return;
         }
         count = load(COUNT) - 1u;
@@ -188,7 +188,7 @@ bool gridBarrier(inout uint epoch, uint members)
     epoch++;
     if (gl_LocalInvocationIndex == 0u) {
         atomicAdd(sync[ARRIVE], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        role[2] = waitFor(ARRIVE, epoch * members, LATE) ? 1u : 0u;
+        role[2] = waitFor(ARRIVE, epoch * members, LATE, SPINS) ? 1u : 0u;
     }
     controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, FENCE_STORAGE, FENCE);
     return role[2] != 0u;

@@ -207,7 +207,7 @@ def _persistent_settings(s) -> None:
         value = globals()[name]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"ortops.variants.{name} must be a positive integer (or None), got {value!r}")
-    if PERSISTENT_DISCOVERY not in (None, True, False):
+    if PERSISTENT_DISCOVERY is not None and not isinstance(PERSISTENT_DISCOVERY, bool):
         raise ValueError(f"ortops.variants.PERSISTENT_DISCOVERY must be a bool (or None), got {PERSISTENT_DISCOVERY!r}")
     if PERSISTENT_PIECE not in (None, "barriers"):
         raise ValueError(f"ortops.variants.PERSISTENT_PIECE must be None or 'barriers', got {PERSISTENT_PIECE!r}")
@@ -216,7 +216,7 @@ def _persistent_settings(s) -> None:
     s.persistent_groups = _field(PERSISTENT_GROUPS)
     s.persistent_units = _field(PERSISTENT_UNITS)
     s.persistent_spins = _field(PERSISTENT_SPINS)
-    s.persistent_discovery = _field(None if PERSISTENT_DISCOVERY is None else 2 - bool(PERSISTENT_DISCOVERY))
+    s.persistent_discovery = _field(None if PERSISTENT_DISCOVERY is None else 1 + PERSISTENT_DISCOVERY)
     s.persistent_piece = 1 if PERSISTENT_PIECE == "barriers" else 0
 
 
