@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import ortops
+import ortops.device
 from ortops import _vk, variants
 from _cases import layer_case, seed_of
 from _children import run_child
@@ -84,6 +85,16 @@ def test_forced_on_it_gives_the_step_kernels_bits_at_every_shape():
     assert not pending, f"never ran to its end on the persistent kernel: {[c['id'] for c in pending]}"
 
 
+def _cpu_device() -> bool:
+    return ortops.device.select(None).type == "cpu"
+
+
+# On a CPU implementation the child's thread count bounds how many workgroups run at once; a
+# GPU runs every workgroup of these small grids at once (and never dispatches more than its
+# compute units), so a grid there neither shrinks nor fails.
+lavapipe_only = pytest.mark.skipif("not _cpu_device()", reason="needs a device whose thread count bounds co-residency")
+
+
 def _fallback(tunables: dict, threads: int, **case) -> dict:
     c = _case(("fallback", "LSTM", "bidirectional", 24, 3, {}, F32, DET, 0))
     c.update(case)
@@ -97,9 +108,10 @@ def test_a_grid_larger_than_the_device_shrinks_to_the_workgroups_that_arrived():
     r = _fallback({"PERSISTENT_GROUPS": 4}, 2, hidden=16)
     assert r["same"], r
     assert r["recorded"] == ["step_persistent"] and r["runs"] == 1 and r["fallbacks"] == 0, r
-    assert r["taken"] in (1, 2) and not r["off"], r
+    assert r["taken"] in ((1, 2) if _cpu_device() else (4,)) and not r["off"], r
 
 
+@lavapipe_only
 def test_too_few_workgroups_to_hold_r_fall_back_and_mark_the_device():
     # Six workgroups of at most 10 units each for 48 units, two threads: two arrive, 24 units
     # each do not fit: the grid ends with FEW, the run repeats on the step kernels.
@@ -110,6 +122,7 @@ def test_too_few_workgroups_to_hold_r_fall_back_and_mark_the_device():
     assert r["fresh"] == ["step"], r   # no more persistent grids on the device
 
 
+@lavapipe_only
 def test_a_barrier_not_met_within_its_bound_falls_back():
     # Without occupancy discovery every dispatched workgroup counts: four on two threads never
     # meet at the first barrier, whose wait ends after its bound (a short one here).

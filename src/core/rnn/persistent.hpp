@@ -64,8 +64,11 @@ inline constexpr uint32_t PERSISTENT_SYNC_WORDS = 8;
 inline constexpr uint32_t PERSISTENT_STATUS = 3;   // 0, or the failures' bits
 inline constexpr uint32_t PERSISTENT_TAKEN = 4;    // workgroups that took part
 // How long the host waits for a persistent run before the device counts as lost: its waits are
-// bounded, so a run that is still going then is not going to end.
+// bounded, so a run still going by then is not going to end. A CPU implementation gets longer:
+// lavapipe compiles a pipeline when it is first dispatched, inside that wait (the persistent
+// kernel took over 30 s on 2 cores under a load of 12).
 inline constexpr uint64_t PERSISTENT_FENCE_NS = 30'000'000'000ull;
+inline constexpr uint64_t PERSISTENT_CPU_FENCE_NS = 600'000'000'000ull;
 
 // What this process has seen of persistent grids on a device.
 struct PersistentState

@@ -482,7 +482,7 @@ struct Recording
         if (stepKernel == StepKernel::Persistent) {
             // Its waits are bounded: a run still going after the timeout will not end. And the
             // same run on the step kernels, on the same buffers, for a grid that fails.
-            plan->sequence->setFenceTimeout(PERSISTENT_FENCE_NS);
+            plan->sequence->setFenceTimeout(L.device.type == "cpu" ? PERSISTENT_CPU_FENCE_NS : PERSISTENT_FENCE_NS);
             std::string steps = plan->steps;
             stepKernel = fallbackKernel;
             plan->fallback = recordSequence();
