@@ -3,19 +3,20 @@
 // Loops over the batch rows and the 32 lane sums must unroll so that acc[] and v[] stay in registers.
 #extension GL_EXT_control_flow_attributes : enable
 // The Vulkan memory model (vulkanMemoryModel, vulkanMemoryModelDeviceScope, enabled at device
-// creation where offered: src/core/vk/grid_support.cpp): device-scope atomics with acquire and
-// release semantics for the grid barrier, and a devicecoherent state buffer.
+// creation where offered: src/core/vk/grid_support.cpp): device-scope atomics and fences for the
+// grid barrier, and a nonprivate state buffer (which those fences order).
 #extension GL_KHR_memory_scope_semantics : require
 // The module against the Vulkan memory model throughout (glslang then also declares
 // VulkanMemoryModelDeviceScope for the device-scope atomics and fences, which it does not when
-// the model is only implied by their use).
+// the model is only implied by their use, and honours nonprivate).
 #pragma use_vulkan_memory_model
 // Pass 3 as one persistent dispatch (issue 45; Diamos et al., "Persistent RNNs: Stashing
 // Recurrent Weights On-Chip", 2016; docs/design.md, "Passes"). Every time step of a layer run
 // in one grid whose workgroups each keep a slice of R in shared memory for the whole run and meet
 // at one grid-wide barrier a step (two for a GRU with linear_before_reset = 0). h goes through
-// the state buffer, declared devicecoherent here (cell.glsl's STATE_COHERENCE), so every load of
-// it sees what the other workgroups made available before the barrier.
+// the state buffer, declared nonprivate here (cell.glsl's STATE_COHERENCE): the barrier's
+// device-scope release and acquire fences (with availability and visibility) order its accesses
+// across workgroups, so every load of h sees what the other workgroups wrote before the barrier.
 //
 // Same sums as the step kernels, bit for bit: a workgroup computes glsl/step.comp's lanes
 // reduction for its rows (lane l sums k = l, l + 32, ... in increasing order from +0, the 32
@@ -38,8 +39,9 @@
 //   POLL    tickets taken; bit 31 once the poll is closed
 //   COUNT   workgroups that took part + 1, published by the first (0: not yet)
 //   ARRIVE  arrivals at grid barriers, over the whole run
-//   STATUS  0, or the failures' bits (FEW, LATE, COUNTLESS)
+//   STATUS  0, or the failures' bits (FEW, LATE, COUNTLESS, CUT)
 //   TAKEN   workgroups that took part (the host's diagnostics)
+//   DELAYED the polls' delay chain (kept, see POLL_DELAY)
 #define GENERAL_ACTIVATIONS
 #define STATE_COHERENCE nonprivate
 #include "common.glsl"
@@ -245,7 +247,8 @@ void products(uint pass, uint s, Slice sl)
                 uint k = k0 + lane;
                 if (k < HIDDEN) {
                     float w = rs[rAt + k];
-                    [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = ADD(acc[j], MUL(w, LOADF(S, hAt + j * HIDDEN + k)));
+                    [[unroll]] for (uint j = 0u; j < BATCH; j++)
+                        acc[j] = ADD(acc[j], MUL(w, LOADF(S, hAt + j * HIDDEN + k)));
                 }
             }
             [[unroll]] for (uint j = 0u; j < BATCH; j++) partial[(ty * BATCH + j) * 33u + lane] = acc[j];

@@ -96,7 +96,8 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     while (rowThreads > 1 && capacity(rowThreads) < perGroup) {
         rowThreads--;
     }
-    uint64_t unitsMax = std::min<uint64_t>(orRule(s.persistentUnits, static_cast<uint32_t>(capacity(rowThreads))), units);
+    uint32_t fitting = static_cast<uint32_t>(std::min<uint64_t>(capacity(rowThreads), 0xFFFFFFFFu));
+    uint64_t unitsMax = std::min<uint64_t>(orRule(s.persistentUnits, fitting), units);
     v.groups = static_cast<uint32_t>(groups);
     v.threads = static_cast<uint32_t>(32 * rowThreads);
     v.unitsMax = static_cast<uint32_t>(std::max<uint64_t>(unitsMax, 1));

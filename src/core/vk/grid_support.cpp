@@ -68,8 +68,9 @@ describeGridSupport(const vk::PhysicalDevice& device, DeviceDescription& d)
     d.computeUnits = 0;
     // Chained only where offered: the validation layer reports a structure of an absent extension.
     if (offers(device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
-        auto chain = device.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV>();
-        d.computeUnits = chain.get<vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV>().shaderSMCount;
+        using SmBuiltins = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV;
+        auto chain = device.getProperties2<vk::PhysicalDeviceProperties2, SmBuiltins>();
+        d.computeUnits = chain.get<SmBuiltins>().shaderSMCount;
     }
 }
 
