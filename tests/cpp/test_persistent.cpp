@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "rnn/persistent.hpp"
 #include "support.hpp"
@@ -153,6 +156,37 @@ TEST_SUITE("persistent kernel")
         CHECK(recorded == (got->context()->memoryModelDeviceScope && !persistentOff(got->device().index)));
         if (recorded) {
             CHECK(persistentState(got->device().index).runs >= 1);
+        }
+    }
+
+    TEST_CASE("runs from several threads at once give their serial bits (one grid a device at a time)")
+    {
+        LayerSettings persistent = test::stepKernelSettings();
+        persistent.variants.persistentSteps = 1;
+        persistent.variants.persistentGroups = 1;
+        std::vector<test::Model> models;
+        std::vector<test::Request> requests;
+        std::vector<test::Outputs> want;
+        std::vector<std::unique_ptr<Layer>> layers;
+        for (uint32_t i = 0; i < 3; i++) {
+            models.push_back(test::makeModel(test::LayerSpec{ i == 1 ? "GRU" : "LSTM", 8, 4 }, 10 + i));
+        }
+        for (uint32_t i = 0; i < 3; i++) {
+            requests.push_back(test::makeRequest(models[i], 3, 2, 20 + i));
+            auto serial = models[i].layer();
+            want.push_back(test::runOnce(*serial, models[i], requests[i]));
+            layers.push_back(models[i].layer(persistent));
+        }
+        std::vector<test::Outputs> got(6);
+        std::vector<std::thread> threads;
+        for (uint32_t t = 0; t < 6; t++) {
+            threads.emplace_back([&, t] { got[t] = test::runOnce(*layers[t % 3], models[t % 3], requests[t % 3]); });
+        }
+        for (auto& t : threads) {
+            t.join();
+        }
+        for (uint32_t t = 0; t < 6; t++) {
+            CHECK(test::sameBits(got[t], want[t % 3]));
         }
     }
 }
