@@ -233,3 +233,21 @@ def test_the_device_describes_what_the_kernel_needs():
     assert isinstance(dev.compute_units, int) and isinstance(dev.memory_model_device_scope, bool)
     if dev.type == "cpu":
         assert dev.compute_units == 0   # lavapipe does not offer VK_NV_shader_sm_builtins
+
+
+def test_the_benchmark_runs_here(tmp_path):
+    # bench/persistent.py (the GPU machine's STAGE=persistent) on small shapes and grids: every
+    # engine runs, the bits agree (exit status 1 otherwise), the grids ran (2 otherwise), and the
+    # recognizer goes through the EP with the kernel left to the table and switched off.
+    script = HERE.parent / "bench" / "persistent.py"
+    args = ["--out", str(tmp_path), "--rounds", "1", "--runs", "2", "--layer", "4,2,12,20", "--groups", "2",
+            "--also-groups", "1", "--no-cudnn"]
+    code = (f"import runpy, sys; sys.argv = [{str(script)!r}] + {args!r}; "
+            f"runpy.run_path({str(script)!r}, run_name='__main__')")
+    run_child(code, cwd=tmp_path, env=dict(os.environ, LP_NUM_THREADS="3"), timeout=900)
+    report = json.loads((tmp_path / "persistent.json").read_text())
+    (layer,) = report["layers"]
+    assert layer["same_bits"] and layer["fallbacks"] == 0, layer
+    assert layer["kernels"]["persistent"] == layer["kernels"]["persistent-g1"] == ["step_persistent"], layer
+    assert report["recognizer"]["same_bits"], report["recognizer"]
+    assert "| 4x2x12->20 |" in (tmp_path / "persistent.md").read_text()
