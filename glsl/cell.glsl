@@ -50,7 +50,13 @@ layout(std430, binding = 1) readonly buffer RBuf { uint R[]; };
 layout(std430, binding = 2) readonly buffer BBuf { uint Bias[]; };
 layout(std430, binding = 3) readonly buffer PBuf { uint Peep[]; };
 layout(std430, binding = 4) readonly buffer LensBuf { int Lens[]; };
-layout(std430, binding = 5) buffer StateBuf { uint S[]; };
+// A kernel whose workgroups read what other workgroups of the same dispatch wrote (the persistent
+// kernel, glsl/step_persistent.comp) defines STATE_COHERENCE as devicecoherent; the others leave it
+// empty, so their state accesses are unchanged.
+#ifndef STATE_COHERENCE
+#define STATE_COHERENCE
+#endif
+layout(std430, binding = 5) STATE_COHERENCE buffer StateBuf { uint S[]; };
 
 layout(push_constant) uniform Push { uint step; } pc;
 

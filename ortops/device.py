@@ -78,6 +78,11 @@ class Device:
     cooperative_matrix: tuple = ()
     #: (smallest, largest) compute subgroup size (Vulkan 1.3 subgroup size control); () below 1.3.
     subgroup_size_range: tuple = ()
+    #: Compute units that run workgroups (VK_NV_shader_sm_builtins' shaderSMCount; 0 where the
+    #: device does not say) and whether it offers the Vulkan memory model at device scope: what
+    #: the persistent step kernel needs (ortops.variants.PERSISTENT_STEPS).
+    compute_units: int = 0
+    memory_model_device_scope: bool = False
 
     def __str__(self) -> str:
         kind = f"{self.type}, portability implementation" if self.portability else self.type

@@ -43,7 +43,7 @@ DEFAULT = vocabulary.MODES[0]
 
 #: Passes with an exact variant (those that do float arithmetic; the rest only move words).
 FLOAT_PASSES = frozenset({"input_projection", "input_projection_cpu", "state_init", "step", "step_batched", "step_tiled", "step_sequence",
-                          "output_sequence", "output_state"})
+                          "step_persistent", "output_sequence", "output_state"})
 
 
 def check_mode(mode, where: str = "ortops") -> str:

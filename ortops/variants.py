@@ -75,6 +75,29 @@ SEQUENCE_ROWS: int | None = None
 SEQUENCE_BROADCAST: bool | None = None
 SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); None: the native rule
 
+# The persistent kernel (glsl/step_persistent.comp: every step in one grid of at most a
+# workgroup per compute unit, R held in their shared memory, a grid barrier a step; the step
+# kernels' bits, and a grid that fails runs again on them: docs/design.md, "Passes"):
+#   PERSISTENT_STEPS      TABLE (the native core's rules by device class, hidden size and batch,
+#                         PERSISTENT_STEPS in variants.hpp: GPUs that report their compute units,
+#                         batch 1-8, never on CPU implementations; the environment's
+#                         ORTOPS_PERSISTENT_STEPS=0 switches it off), False never, True wherever
+#                         it can run (batch 1-8, not in mode exact, R within the shared memory)
+#   PERSISTENT_GROUPS     workgroups dispatched; None: the rule (the device's compute units, else
+#                         the fewest whose shared memory holds R)
+#   PERSISTENT_UNITS      units whose rows of R a workgroup can hold; None: its shared memory's
+#   PERSISTENT_SPINS      polls before a wait gives up; None: the rule
+#   PERSISTENT_DISCOVERY  occupancy discovery: None (on) or a bool (False, a test hook: every
+#                         dispatched workgroup takes part, whether or not it runs at once)
+#   PERSISTENT_PIECE      None the whole kernel; "barriers": its barriers only, no arithmetic (a
+#                         profile for bench/persistent.py; the results are wrong)
+PERSISTENT_STEPS: bool | str = TABLE
+PERSISTENT_GROUPS: int | None = None
+PERSISTENT_UNITS: int | None = None
+PERSISTENT_SPINS: int | None = None
+PERSISTENT_DISCOVERY: bool | None = None
+PERSISTENT_PIECE: str | None = None
+
 # The CPU projection (glsl/input_projection_cpu.comp: a column of Xw an invocation, W's row in
 # registers, every row walked; the tiled projection's bits):
 #   CPU_PROJECTION         TABLE (CPU implementations of Vulkan, or the environment's
@@ -115,7 +138,8 @@ def tunables() -> tuple:
     return (BATCHED_FROM, _by_dtype(BATCHED_UPT), _by_dtype(BATCHED_BY), BATCHED_PREFETCH, BATCHED_KSPLIT,
             _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS,
             SEQUENCE_BROADCAST, SEQUENCE_UNITS, CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS,
-            CPU_PROJECTION_COLUMNS, PROJECTION_KT, PROJECTION_STAGES)
+            CPU_PROJECTION_COLUMNS, PROJECTION_KT, PROJECTION_STAGES, PERSISTENT_STEPS, PERSISTENT_GROUPS,
+            PERSISTENT_UNITS, PERSISTENT_SPINS, PERSISTENT_DISCOVERY, PERSISTENT_PIECE)
 
 
 def settings():
@@ -170,7 +194,30 @@ def settings():
         raise ValueError(f"ortops.variants.PROJECTION_STAGES must be 1 or 2 (or None), got {PROJECTION_STAGES!r}")
     s.projection_kt = _field(PROJECTION_KT)
     s.projection_stages = _field(PROJECTION_STAGES)
+    _persistent_settings(s)
     return s
+
+
+def _persistent_settings(s) -> None:
+    """The PERSISTENT_* tunables, checked, into the native settings ``s``."""
+    if PERSISTENT_STEPS not in (TABLE, True, False):
+        raise ValueError(f"ortops.variants.PERSISTENT_STEPS must be True, False or ortops.variants.TABLE, got "
+                         f"{PERSISTENT_STEPS!r}")
+    for name in ("PERSISTENT_GROUPS", "PERSISTENT_UNITS", "PERSISTENT_SPINS"):
+        value = globals()[name]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"ortops.variants.{name} must be a positive integer (or None), got {value!r}")
+    if PERSISTENT_DISCOVERY is not None and not isinstance(PERSISTENT_DISCOVERY, bool):
+        raise ValueError(f"ortops.variants.PERSISTENT_DISCOVERY must be a bool (or None), got {PERSISTENT_DISCOVERY!r}")
+    if PERSISTENT_PIECE not in (None, "barriers"):
+        raise ValueError(f"ortops.variants.PERSISTENT_PIECE must be None or 'barriers', got {PERSISTENT_PIECE!r}")
+    s.persistent_steps = (_native_tables()["persistent_steps_table"] if PERSISTENT_STEPS == TABLE
+                          else int(PERSISTENT_STEPS))
+    s.persistent_groups = _field(PERSISTENT_GROUPS)
+    s.persistent_units = _field(PERSISTENT_UNITS)
+    s.persistent_spins = _field(PERSISTENT_SPINS)
+    s.persistent_discovery = _field(None if PERSISTENT_DISCOVERY is None else 1 + PERSISTENT_DISCOVERY)
+    s.persistent_piece = 1 if PERSISTENT_PIECE == "barriers" else 0
 
 
 def _field(value) -> int:

@@ -44,7 +44,7 @@ STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, t
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
                       # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
-                      # host, ep, models (none: build only); bench/README.md says what each study measures
+                      # host, ep, models, persistent (none: build only); bench/README.md says what each study measures
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
   # The custom-op library as C and C++ programs use it, on the GPU: no libpython, its
@@ -199,6 +199,22 @@ if has sequence; then
   # The whole-sequence kernel's GPU rows (issue 32): whole-sequence against step kernels and
   # cuDNN strict, alternated in rounds, same bits checked (exit status 1 otherwise).
   py bench/sequence_rule.py --out "$OUT" ${SEQRULE_ARGS:-} 2>&1 | tee "$OUT/sequence_rule_log.txt"
+fi
+if has persistent; then
+  # The persistent step kernel (issue 45, item 1; glsl/step_persistent.comp): its tests (forced
+  # on at every shape against the step kernels, the grid that shrinks, the gating, runs from
+  # several threads) plainly and under validation, then bench/persistent.py: persistent, step
+  # kernels, barriers-only and cuDNN strict alternated in rounds at 80x1x256 and 48x8x192->96,
+  # the recognizer through the EP with the kernel left to the table and switched off; exit
+  # status 1 on different bits, 2 where the grid fell back. PERSISTENT_ARGS: e.g. "--rounds 5".
+  py -m pytest -q -p no:cacheprovider tests/test_persistent_kernel.py > "$OUT/pytest_persistent.txt" 2>&1
+  tail -3 "$OUT/pytest_persistent.txt"
+  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
+    tests/test_persistent_kernel.py > "$OUT/pytest_persistent_validation.txt" 2>&1
+  tail -3 "$OUT/pytest_persistent_validation.txt"
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
+  py bench/persistent.py --out "$OUT" ${PERSISTENT_ARGS:-} 2>&1 | tee "$OUT/persistent_log.txt"
+  echo "bench/persistent.py exit status ${PIPESTATUS[0]}" | tee -a "$OUT/persistent_log.txt"
 fi
 if has f32; then
   # Float32 at large sizes, measured attempts (issue 32, item 5): what ships against each attempt

@@ -77,6 +77,8 @@ deviceDict(const DeviceDescription& s)
         coopmat.append(shapeDict(c));
     }
     d["cooperative_matrix"] = coopmat;
+    d["compute_units"] = s.computeUnits;
+    d["memory_model_device_scope"] = s.memoryModelDeviceScope;
     d["subgroup_size_range"] = s.subgroupSizeRange
                                  ? py::make_tuple(s.subgroupSizeRange->first, s.subgroupSizeRange->second)
                                  : py::tuple();

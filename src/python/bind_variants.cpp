@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "rnn/persistent.hpp"
 #include "rnn/variants.hpp"
 
 namespace py = pybind11;
@@ -46,10 +47,50 @@ batchedTables()
     }
     d["sequence_steps"] = sequenceRules;
     d["sequence_steps_table"] = SEQUENCE_STEPS_TABLE;
+    py::list persistentRules;
+    for (const auto& r : PERSISTENT_STEPS) {
+        persistentRules.append(py::make_tuple(r.cpu ? "cpu" : "gpu", r.fromHidden, r.maxBatch));
+    }
+    d["persistent_steps"] = persistentRules;
+    d["persistent_steps_table"] = PERSISTENT_STEPS_TABLE;
     d["cpu_projection_table"] = CPU_PROJECTION_TABLE;
     d["tiles"] = rows;
     d["shared_bytes"] = TILED_SHARED_BYTES;
     d["max_invocations"] = BATCHED_MAX_INVOCATIONS;
+    return d;
+}
+
+// The persistent kernel's split (persistent.hpp) as a dict.
+py::dict
+persistentSplit(uint32_t hidden, uint32_t gates, uint32_t dirs, uint32_t batch, bool gruTwoPass, bool cpu,
+                uint32_t computeUnits, uint32_t maxShared, uint32_t maxInvocations, const VariantSettings& s)
+{
+    PersistentVariant v = persistentVariant({ hidden, gates, dirs, batch, gruTwoPass },
+                                            { cpu, computeUnits, maxShared, maxInvocations }, s);
+    py::dict d;
+    d["groups"] = v.groups;
+    d["threads"] = v.threads;
+    d["units_max"] = v.unitsMax;
+    d["shared_bytes"] = v.sharedBytes;
+    d["spins"] = v.spins;
+    d["window"] = v.window;
+    d["poll_delay"] = v.pollDelay;
+    d["discovery"] = v.discovery;
+    d["piece"] = v.piece;
+    d["fits"] = v.fits;
+    return d;
+}
+
+py::dict
+persistentStateDict(uint32_t device)
+{
+    PersistentState st = persistentState(device);
+    py::dict d;
+    d["off"] = st.off;
+    d["why"] = st.why;
+    d["runs"] = st.runs;
+    d["fallbacks"] = st.fallbacks;
+    d["last_taken"] = st.lastTaken;
     return d;
 }
 
@@ -94,6 +135,28 @@ bindVariants(py::module_& m)
     m.def("projection_tpt", &projectionTpt, py::arg("outputs"), py::arg("large"));
     m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
     m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
+    m.def("persistent_variant", &persistentSplit, py::arg("hidden"), py::arg("gates"), py::arg("dirs"),
+          py::arg("batch"), py::arg("gru_two_pass"), py::arg("cpu"), py::arg("compute_units"),
+          py::arg("max_shared"), py::arg("max_invocations"), py::arg("settings"),
+          "The persistent step kernel's split (src/core/rnn/persistent.hpp).");
+    m.def("persistent_steps",
+          [](uint32_t hidden, uint32_t gates, uint32_t dirs, uint32_t batch, bool gruTwoPass, bool cpu,
+             uint32_t computeUnits, uint32_t maxShared, uint32_t maxInvocations, std::string_view mode,
+             const VariantSettings& s) {
+              std::optional<Mode> m = parseMode(mode);
+              if (!m) {
+                  throw std::invalid_argument("ortops: persistent_steps: unknown mode '" + std::string(mode) + "'");
+              }
+              return persistentSteps({ hidden, gates, dirs, batch, gruTwoPass },
+                                     { cpu, computeUnits, maxShared, maxInvocations }, *m, true, s);
+          },
+          py::arg("hidden"), py::arg("gates"), py::arg("dirs"), py::arg("batch"), py::arg("gru_two_pass"),
+          py::arg("cpu"), py::arg("compute_units"), py::arg("max_shared"), py::arg("max_invocations"),
+          py::arg("mode"), py::arg("settings"),
+          "Whether a layer runs the persistent step kernel on such a device (its memory model assumed).");
+    m.def("persistent_state", &persistentStateDict, py::arg("device"),
+          "What this process has seen of persistent grids on a device: off (marked after a failed "
+          "grid), why, runs, fallbacks, last_taken.");
 }
 
 } // namespace ortops

@@ -156,13 +156,16 @@ inline constexpr int SUPPORTED_VERSIONS[] = { 7, 14, 22 };
 //   Batched: "step_batched", the batched layouts (R as RB, h in transposed planes); its shader
 //            is BatchedVariant::shader(), v4 glsl/step_batched.comp or v5 glsl/step_tiled.comp;
 //   Coopmat: "step_coopmat", R . h on the matrix units (mode "fast", float16);
-//   Sequence: "step_sequence", every step in one dispatch (glsl/step_sequence.comp; R as RB).
+//   Sequence: "step_sequence", every step in one dispatch (glsl/step_sequence.comp; R as RB);
+//   Persistent: "step_persistent", every step in one grid holding R on chip, a grid barrier a
+//            step (glsl/step_persistent.comp; rnn/persistent.hpp).
 enum class StepKernel
 {
     Lanes,
     Batched,
     Coopmat,
     Sequence,
+    Persistent,
 };
 
 inline const char*
@@ -177,6 +180,8 @@ stepKernelName(StepKernel k)
             return "step_coopmat";
         case StepKernel::Sequence:
             return "step_sequence";
+        case StepKernel::Persistent:
+            return "step_persistent";
     }
     return "?";
 }

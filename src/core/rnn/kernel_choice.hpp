@@ -10,6 +10,7 @@
 
 #include "vk/devices.hpp"
 #include "rnn/controls.hpp"
+#include "rnn/persistent.hpp"
 #include "rnn/spec.hpp"
 #include "config/types.hpp"
 
@@ -48,5 +49,16 @@ coopmatStepsShared(uint32_t gatesInPass, uint32_t blocks);
 StepKernel
 chooseStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, const LayerSettings& settings,
                  uint32_t batch);
+// The step kernel a persistent plan records as its fallback (persistent.hpp): the choice without
+// the persistent kernel (the lanes or the whole-sequence kernel: persistentSteps says so).
+StepKernel
+fallbackStepKernel(const Spec& s, const DeviceDescription& d, const Context& ctx, const LayerSettings& settings,
+                   uint32_t batch);
+
+// The persistent kernel's view of a layer at a batch, and of a device (persistent.hpp).
+PersistentShape
+persistentShape(const Spec& s, uint32_t batch);
+PersistentDevice
+persistentDevice(const DeviceDescription& d);
 
 } // namespace ortops

@@ -11,6 +11,7 @@
 #include "vk/devices.hpp"
 #include "rnn/kernel_choice.hpp"
 #include "rnn/limits.hpp"
+#include "rnn/persistent.hpp"
 #include "vk/memory.hpp"
 #include "rnn/plan_pool.hpp"
 #include "rnn/recording.hpp"
@@ -206,10 +207,16 @@ std::shared_ptr<Plan>
 LayerImpl::record(const PlanKey& key, const RunInputs& in, const PlanPool& pool)
 {
     Limits limits = currentLimits();
-    if (pool.stepKernel == StepKernel::Batched || pool.stepKernel == StepKernel::Sequence) {   // R as RB
-        weights.uploadBatchedR(limits);
+    // A persistent plan also records its fallback's run (persistent.hpp).
+    StepKernel fallback = pool.stepKernel == StepKernel::Persistent
+                            ? fallbackStepKernel(spec, device, *ctx, pool.settings, key.batch)
+                            : pool.stepKernel;
+    for (StepKernel k : { pool.stepKernel, fallback }) {
+        if (k == StepKernel::Batched || k == StepKernel::Sequence) {   // R as RB
+            weights.uploadBatchedR(limits);
+        }
     }
-    auto plan = recordPlan(RecordingSource{ spec, device, ctx, weights }, key, in, pool, limits);
+    auto plan = recordPlan(RecordingSource{ spec, device, ctx, weights }, key, in, pool, limits, fallback);
     g_plansRecorded++;
     return plan;
 }
@@ -222,11 +229,15 @@ LayerImpl::submit(Plan& plan, const RunInputs& in, const OutputShapes& shapes, c
     writeInputs(plan, in, copies, spec.item);
     g_writeNs += nanosSince(t0);
     auto t1 = std::chrono::steady_clock::now();
-    plan.sequence->eval();
+    // A persistent plan runs under its device's gate, and on the step kernels if its grid fails.
+    Sequence& ran = plan.fallback ? runPersistent(plan, device.index) : *plan.sequence;
+    if (!plan.fallback) {
+        plan.sequence->eval();
+    }
     g_waitNs += nanosSince(t1);
     g_runs++;
     if (plan.timestamps) {
-        std::vector<double> t = plan.sequence->timestamps();
+        std::vector<double> t = ran.timestamps();
         GpuProfile p{ (t[3] - t[0]) * 1e-6, (t[1] - t[0]) * 1e-6, (t[2] - t[1]) * 1e-6, (t[3] - t[2]) * 1e-6 };
         std::lock_guard<std::mutex> lock(settingsLock);
         profile = p;

@@ -59,6 +59,13 @@ struct Plan
     bool timestamps = false;
     std::string projection;                    // the input projection shader recorded
     std::string steps;                         // and the step kernel's shader
+    // The persistent step kernel (persistent.hpp): its sync words, the copy of them the host
+    // reads after a run, and the same run recorded on the step kernels (`fallbackSteps`), on the
+    // same buffers, for a grid that fails.
+    std::shared_ptr<Buffer> sync;
+    std::shared_ptr<HostBuffer> syncStatus;
+    std::shared_ptr<Sequence> fallback;
+    std::string fallbackSteps;
 };
 
 // The plans of one key.

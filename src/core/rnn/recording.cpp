@@ -11,6 +11,7 @@
 
 #include "base/errors.hpp"
 #include "rnn/kernel_choice.hpp"
+#include "rnn/persistent.hpp"
 #include "vk/memory.hpp"
 #include "vk/program.hpp"
 #include "vk/sequence.hpp"
@@ -51,6 +52,7 @@ struct Recording
     const RunInputs& in;
     const LayerSettings& settings;
     StepKernel stepKernel;
+    StepKernel fallbackKernel;   // a persistent plan's second recording
     Limits limits;
     // The weights as uploaded when recording began (RB included: record() uploads it first);
     // an immutable set, read while another plan's recording may upload (weights.hpp).
@@ -61,13 +63,14 @@ struct Recording
     std::array<std::shared_ptr<Buffer>, 3> outs;
 
     Recording(const RecordingSource& layer, const PlanKey& k, const RunInputs& inputs, const PlanPool& pool,
-              const Limits& l)
+              const Limits& l, StepKernel fallback)
       : L(layer)
       , s(layer.spec)
       , key(k)
       , in(inputs)
       , settings(pool.settings)
       , stepKernel(pool.stepKernel)
+      , fallbackKernel(fallback)
       , limits(l)
       , weights(layer.weights.snapshot())
     {
@@ -182,6 +185,15 @@ struct Recording
             plan->keep.push_back(plan->readback[i]);
         }
         lensB = orPlaceholder(plan->lens);
+        if (stepKernel == StepKernel::Persistent) {
+            // The grid's sync words, zeroed by every run's upload, and where the host reads them.
+            uint32_t zeros[PERSISTENT_SYNC_WORDS] = {};
+            plan->sync = std::make_shared<Buffer>(L.ctx, sizeof zeros, "device");
+            plan->sync->write(zeros, sizeof zeros, 0);
+            plan->syncStatus = std::make_shared<HostBuffer>(L.ctx, sizeof zeros, false);
+            plan->keep.push_back(plan->sync);
+            plan->keep.push_back(plan->syncStatus);
+        }
     }
 
     // ---------------------------------------------------------------- stage 1: projection, state set-up
@@ -246,6 +258,9 @@ struct Recording
             if (b) {
                 inputs.push_back(b);
             }
+        }
+        if (stepKernel == StepKernel::Persistent) {
+            inputs.push_back(plan->sync);
         }
         seq.upload(inputs);
         seq.barrier("transfer", "compute");
@@ -340,10 +355,27 @@ struct Recording
         return { p, groups };
     }
 
+    // glsl/step_persistent.comp's one program for every step: at most a workgroup a compute unit,
+    // R in their shared memory, the sync words at binding 6 (persistent.hpp).
+    Pass persistentPass(const Constants& common)
+    {
+        PersistentVariant v = persistentVariant(persistentShape(s, key.batch), persistentDevice(L.device),
+                                                settings.variants);
+        std::array<uint64_t, 3> groups{ v.groups, 1, 1 };
+        limits.checkGroups("the persistent step pass", groups);
+        auto p = program("step_persistent", { xw, weight("R"), weight("B"), weight("P"), lensB, st, plan->sync }, 1,
+                         join(common, { { "THREADS", v.threads }, { "UNITS_MAX", v.unitsMax }, { "SPINS", v.spins },
+                                        { "WINDOW", v.window }, { "DISCOVERY", v.discovery },
+                                        { "PIECE", v.piece }, { "POLL_DELAY", v.pollDelay } }));
+        return { p, groups };
+    }
+
     // One step pass's program and grid: the one place that knows each step kernel.
     Pass stepProgram(uint32_t pass, uint32_t gatesInPass, const Constants& common)
     {
         switch (stepKernel) {
+            case StepKernel::Persistent:
+                return persistentPass(common);
             case StepKernel::Sequence:
                 return sequencePass(common);
             case StepKernel::Coopmat:
@@ -365,18 +397,21 @@ struct Recording
         std::vector<Pass> passes;
         for (auto [pass, gatesInPass] : stepPasses(s.gruTwoPass(), s.gates)) {
             passes.push_back(stepProgram(pass, gatesInPass, common));
-            if (stepKernel == StepKernel::Sequence) {
+            if (wholeRun()) {
                 break;   // one kernel runs both passes of a GRU step
             }
         }
         return passes;
     }
 
+    // Whether the step kernel walks every step in one dispatch.
+    bool wholeRun() const { return stepKernel == StepKernel::Sequence || stepKernel == StepKernel::Persistent; }
+
     void recordSteps(Sequence& seq, const std::vector<Pass>& passes)
     {
-        // The whole-sequence kernel walks every step in its one dispatch (push constant: the
-        // step count); the step kernels take a dispatch per step and pass.
-        bool whole = stepKernel == StepKernel::Sequence;
+        // The whole-sequence and persistent kernels walk every step in their one dispatch (push
+        // constant: the step count); the step kernels take a dispatch per step and pass.
+        bool whole = wholeRun();
         for (uint32_t step = 0; step < (whole ? std::min<uint32_t>(key.steps, 1) : key.steps); step++) {
             for (auto& [prog, groups] : passes) {
                 seq.dispatch(prog, static_cast<uint32_t>(groups[0]), static_cast<uint32_t>(groups[1]),
@@ -421,21 +456,40 @@ struct Recording
                 seq.copy(outs[i], plan->readback[i], 0, 0, outs[i]->bytes);
             }
         }
+        if (stepKernel == StepKernel::Persistent) {
+            seq.copy(plan->sync, plan->syncStatus, 0, 0, plan->sync->bytes);
+        }
         seq.finish();
+    }
+
+    std::shared_ptr<Sequence> recordSequence()
+    {
+        Projection gemm = projectionProgram();
+        auto init = stateInitProgram();
+        std::vector<Pass> passes = stepPrograms();
+        auto seq = std::make_shared<Sequence>(L.ctx, plan->timestamps ? 4 : 0);
+        recordProjection(*seq, gemm, init);
+        recordSteps(*seq, passes);
+        recordOutputs(*seq);
+        return seq;
     }
 
     std::shared_ptr<Plan> run()
     {
         allocate();
-        Projection gemm = projectionProgram();
-        auto init = stateInitProgram();
-        std::vector<Pass> passes = stepPrograms();
         plan->timestamps = settings.timestamps && L.device.timestamps;
-        auto seq = std::make_shared<Sequence>(L.ctx, plan->timestamps ? 4 : 0);
-        recordProjection(*seq, gemm, init);
-        recordSteps(*seq, passes);
-        recordOutputs(*seq);
-        plan->sequence = seq;
+        plan->sequence = recordSequence();
+        if (stepKernel == StepKernel::Persistent) {
+            // Its waits are bounded: a run still going after the timeout will not end. And the
+            // same run on the step kernels, on the same buffers, for a grid that fails.
+            plan->sequence->setFenceTimeout(L.device.type == "cpu" ? PERSISTENT_CPU_FENCE_NS : PERSISTENT_FENCE_NS);
+            std::string steps = plan->steps;
+            stepKernel = fallbackKernel;
+            plan->fallback = recordSequence();
+            plan->fallbackSteps = plan->steps;
+            plan->steps = steps;
+            stepKernel = StepKernel::Persistent;
+        }
         return plan;
     }
 };
@@ -444,9 +498,9 @@ struct Recording
 
 std::shared_ptr<Plan>
 recordPlan(const RecordingSource& layer, const PlanKey& key, const RunInputs& in, const PlanPool& pool,
-           const Limits& limits)
+           const Limits& limits, StepKernel fallback)
 {
-    return Recording(layer, key, in, pool, limits).run();
+    return Recording(layer, key, in, pool, limits, fallback).run();
 }
 
 } // namespace ortops

@@ -4,7 +4,7 @@
 //      set-up: state slot 0 and the cell state from initial_h / initial_c or zeros;
 //   2. steps: the step kernel once per time step (twice for a GRU with linear_before_reset =
 //      0), each followed by a compute-to-compute barrier, since step s + 1 reads the hidden
-//      state step s wrote;
+//      state step s wrote (the whole-sequence and the persistent kernels: one dispatch);
 //   3. outputs: output_sequence (Y) and output_state (Y_h, Y_c), for the requested outputs
 //      only; then copies into host-cached memory and the end-of-run marker.
 // The step kernel is the plan pool's (kernel_choice.hpp); each has its program in stepProgram.
@@ -44,9 +44,10 @@ struct RecordingSource
 };
 
 // A plan of `key` for the pool's settings and step kernel, checked against `limits`; the
-// inputs give the caller scratch regions, if any.
+// inputs give the caller scratch regions, if any. A persistent plan also records the run on
+// `fallback` (kernel_choice.hpp's fallbackStepKernel) as Plan::fallback.
 std::shared_ptr<Plan>
 recordPlan(const RecordingSource& layer, const PlanKey& key, const RunInputs& in, const PlanPool& pool,
-           const Limits& limits);
+           const Limits& limits, StepKernel fallback);
 
 } // namespace ortops

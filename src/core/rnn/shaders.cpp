@@ -21,7 +21,7 @@ bool
 isFloatPass(std::string_view shader)
 {
     for (std::string_view p : { "input_projection", "input_projection_cpu", "state_init", "step", "step_batched", "step_tiled", "step_sequence",
-                                "output_sequence", "output_state" }) {
+                                "step_persistent", "output_sequence", "output_state" }) {
         if (shader == p) {
             return true;
         }

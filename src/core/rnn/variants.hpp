@@ -230,6 +230,38 @@ inline constexpr uint32_t SEQUENCE_CPU_UNITS = 2;
 // ORTOPS_SEQUENCE_STEPS=0/1 where set), 0 never, 1 wherever it fits (shared memory, threads).
 inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 
+// ---------------------------------------------------------------- the persistent kernel
+//
+// glsl/step_persistent.comp (issue 45; rnn/persistent.hpp has its split and its run): every step
+// of a layer run in one grid of at most one workgroup per compute unit, each holding a slice of
+// R in shared memory for the whole run, a grid barrier a step; h goes through device memory. The
+// step kernels' bits (glsl/step.comp's sums, cell.glsl's update), so a grid that fails (too few
+// workgroups at once, a barrier not met) is run again on them with the same result. For the
+// latency regime, where a layer is a chain of dependent dispatches: on the H200 the
+// recognizer's layer (bidirectional 80x1x256 float32) took 0.369 ms, about 4.6 us a step
+// against well under a microsecond of arithmetic.
+// The rules by device class, as SEQUENCE_STEPS: the last row of the class applies; a layer
+// is chosen from hidden `fromHidden` and up to batch `maxBatch` (0: never) where its R fits
+// the shared memory of one workgroup per compute unit (the device must report its compute
+// units: VK_NV_shader_sm_builtins). GPUs: batch up to 8 (the lanes kernel's range), from above
+// the whole-sequence kernel's hidden sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins on
+// the H200); unmeasured so far: bench/persistent.py measures it (scripts/gpu_machine.sh, STAGE
+// = persistent). CPU implementations never: lavapipe runs a workgroup a thread to its end, so
+// a grid needs as many threads as workgroups and each barrier a trip through the scheduler.
+struct PersistentRule
+{
+    bool cpu;
+    uint32_t fromHidden;
+    uint32_t maxBatch;
+};
+inline constexpr PersistentRule PERSISTENT_STEPS[] = {
+    { true, 0, 0 },                                  // CPU implementations: never
+    { false, SEQUENCE_GPU_MAX_HIDDEN + 1, MAX_NB },  // GPUs: batch 1-8 (unmeasured)
+};
+// VariantSettings::persistentSteps: PERSISTENT_STEPS_TABLE (the rules above; the environment's
+// ORTOPS_PERSISTENT_STEPS=0 switches the kernel off), 0 never, 1 wherever it can run.
+inline constexpr uint32_t PERSISTENT_STEPS_TABLE = 0xFFFFFFFFu;
+
 // ---------------------------------------------------------------- the CPU projection
 //
 // glsl/input_projection_cpu.comp: the input projection for CPU implementations of Vulkan, an
@@ -317,6 +349,17 @@ struct VariantSettings
     // 1 never; 2 the same as 0, named for symmetry with cpuProjectionWRegs).
     uint32_t sequenceBroadcast = BATCHED_TABLE;
     uint32_t sequenceUnits = BATCHED_TABLE;   // with the broadcast, units a thread (0: the rule's)
+    // The persistent kernel (above): whether (PERSISTENT_STEPS_TABLE: by PERSISTENT_STEPS; 0
+    // never; 1 wherever it can run), and the overrides of its split for tests and measurements
+    // (0: the rule's): workgroups dispatched, units a workgroup can hold, polls before a wait
+    // gives up, occupancy discovery (1 off: every dispatched workgroup takes part; 2 on), and
+    // the piece run (1: the barriers only, no arithmetic: a profile, wrong results).
+    uint32_t persistentSteps = PERSISTENT_STEPS_TABLE;
+    uint32_t persistentGroups = BATCHED_TABLE;
+    uint32_t persistentUnits = BATCHED_TABLE;
+    uint32_t persistentSpins = BATCHED_TABLE;
+    uint32_t persistentDiscovery = BATCHED_TABLE;
+    uint32_t persistentPiece = BATCHED_TABLE;
     // The CPU projection (above): whether (CPU_PROJECTION_TABLE: CPU devices; 0 never; 1
     // always), with this many Xw rows a walk (0: the rule's) and W in registers (0: the
     // rule's, 1 never, 2 always).

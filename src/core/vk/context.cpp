@@ -2,6 +2,7 @@
 
 #include "vk/context.hpp"
 #include "vk/cooperative_matrix.hpp"
+#include "vk/grid_support.hpp"
 #include "vk/instance.hpp"
 
 #include <algorithm>
@@ -89,12 +90,18 @@ Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
     if (deviceExtensionAvailable(*physical, kPortabilitySubset)) {
         deviceExtensions.push_back(kPortabilitySubset);  // required on such a device
     }
-    // Matrix hardware for mode "fast" (ortops/fast.py), where the device offers it.
+    // The Vulkan memory model where offered (the persistent step kernel; the cooperative-matrix
+    // kernels need it too, and its structure is chained once, here), then matrix hardware for
+    // mode "fast" (ortops/fast.py), where the device offers it.
+    MemoryModelEnable memoryModel(*physical);
+    memoryModelDeviceScope = memoryModel.deviceScope;
+    void* features = memoryModel.chain(nullptr);
     CooperativeMatrixEnable coopmat(*physical, validation, cooperativeMatrixOff);
     if (coopmat.usable) {
         deviceExtensions.push_back(kCooperativeMatrix);
-        deviceInfo.pNext = coopmat.chain(nullptr);
+        features = coopmat.chain(features);
     }
+    deviceInfo.pNext = features;
     cooperativeMatrix = coopmat.usable;
     deviceInfo.setPEnabledExtensionNames(deviceExtensions);
     device = std::make_shared<vk::Device>(physical->createDevice(deviceInfo));

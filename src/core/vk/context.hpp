@@ -65,6 +65,9 @@ struct Context
     // kernels need (cooperative_matrix.hpp): mode "fast" may use them only then.
     bool cooperativeMatrix = false;
     std::string cooperativeMatrixOff;   // why not, where the device offers it
+    // Whether the device was created with the Vulkan memory model at device scope
+    // (grid_support.hpp): the persistent step kernel's grid barrier needs it.
+    bool memoryModelDeviceScope = false;
     // The compute pipelines of the device's programs, one per shader and specialization
     // (pipelines.hpp); emptied before the device is destroyed.
     PipelineTable pipelines;

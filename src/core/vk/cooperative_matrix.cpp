@@ -193,21 +193,18 @@ CooperativeMatrixEnable::CooperativeMatrixEnable(const vk::PhysicalDevice& devic
     if (!usable) {
         off = "the device lacks shaderFloat16 or vulkanMemoryModel";
     }
-    // Enable only what the kernels use.
+    // Enable only what the kernels use (vulkanMemoryModel: grid_support.hpp's MemoryModelEnable,
+    // which the context chains wherever the device offers it).
     coopmat = CoopMatFeaturesKHR{ kFeaturesType, nullptr, VK_TRUE, VK_FALSE };
     float16 = VkPhysicalDeviceShaderFloat16Int8Features{};
     float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
     float16.shaderFloat16 = VK_TRUE;
-    memoryModel = VkPhysicalDeviceVulkanMemoryModelFeatures{};
-    memoryModel.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
-    memoryModel.vulkanMemoryModel = VK_TRUE;
 }
 
 void*
 CooperativeMatrixEnable::chain(void* next)
 {
-    memoryModel.pNext = next;
-    float16.pNext = &memoryModel;
+    float16.pNext = next;
     coopmat.pNext = &float16;
     return &coopmat;
 }

@@ -26,9 +26,11 @@ struct CoopMatFeaturesKHR
 };
 
 // What device creation chains when the device can run the cooperative-matrix kernels: the
-// extension's feature, shaderFloat16 (the operands are float16 values) and vulkanMemoryModel
-// (glslang writes every GL_KHR_cooperative_matrix shader against the Vulkan memory model).
-// ``usable`` is false, and nothing is chained, on a device lacking any of them.
+// extension's feature and shaderFloat16 (the operands are float16 values). They also need
+// vulkanMemoryModel (glslang writes every GL_KHR_cooperative_matrix shader against the Vulkan
+// memory model), which ``usable`` requires and the context enables wherever it is offered
+// (grid_support.hpp: one structure of that type in the chain). ``usable`` is false, and
+// nothing is chained, on a device lacking any of them.
 struct CooperativeMatrixEnable
 {
     CoopMatFeaturesKHR coopmat{};
@@ -38,7 +40,8 @@ struct CooperativeMatrixEnable
 
     // ``off``: why it is not enabled although the device offers it (else left empty).
     CooperativeMatrixEnable(const vk::PhysicalDevice& device, bool validation, std::string& off);
-    // The head of the chain of the three structures, ending in ``next``.
+    // The head of the chain of the two structures, ending in ``next`` (which holds the
+    // memory model's).
     void* chain(void* next);
 };
 

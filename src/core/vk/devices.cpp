@@ -1,6 +1,7 @@
 // The devices' descriptions, the choice of one and the shared contexts (see devices.hpp).
 
 #include "vk/devices.hpp"
+#include "vk/grid_support.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -145,6 +146,7 @@ describe(const vk::Instance& instance, const vk::PhysicalDevice& device, uint32_
     // VK_KHR_cooperative_matrix's combinations (mode "fast", cooperative_matrix.hpp).
     d.cooperativeMatrix = describeCooperativeMatrix(instance, device);
     d.subgroupSizeRange = describeSubgroupSizes(device);
+    describeGridSupport(device, d);   // the persistent step kernel's needs
     return d;
 }
 

@@ -52,6 +52,11 @@ struct DeviceDescription
     std::optional<std::string> pciBusId;
     std::vector<CooperativeMatrixShape> cooperativeMatrix;
     std::optional<std::pair<uint32_t, uint32_t>> subgroupSizeRange;
+    // What a persistent grid needs (grid_support.hpp): the compute units that run workgroups
+    // (VK_NV_shader_sm_builtins' shaderSMCount; 0: the device does not say) and whether the
+    // Vulkan memory model at device scope is offered.
+    uint32_t computeUnits = 0;
+    bool memoryModelDeviceScope = false;
 };
 
 // Every Vulkan device with a compute queue, described with a short-lived instance of its own.

@@ -233,7 +233,7 @@ Sequence::wait()
     pending = false;
     vk::Result result;
     try {
-        result = ctx->device->waitForFences(fence, VK_TRUE, UINT64_MAX);
+        result = ctx->device->waitForFences(fence, VK_TRUE, fenceTimeoutNs);
     } catch (const vk::DeviceLostError& e) {
         ctx->fail(std::string("vkWaitForFences: ") + e.what());
     }

@@ -69,6 +69,9 @@ class Sequence
 
     // Submit the recorded commands and wait for them (one run at a time).
     void eval();
+    // How long a wait may take before the device counts as lost (default: no limit; the
+    // persistent step kernel's runs have one, rnn/persistent.hpp).
+    void setFenceTimeout(uint64_t ns) { fenceTimeoutNs = ns; }
     // Run once; microseconds in submit, until the marker lands, and in the fence wait.
     std::vector<double> profileEval();
     // Timestamps of the last run, in nanoseconds.
@@ -91,6 +94,7 @@ class Sequence
     vk::QueryPool queries;
     std::vector<std::shared_ptr<kp::OpBase>> ops;
     std::shared_ptr<HostBuffer> doneFlag;
+    uint64_t fenceTimeoutNs = UINT64_MAX;
     uint32_t timestampCount = 0;
     uint32_t timestampsWritten = 0;
     bool recording = false;

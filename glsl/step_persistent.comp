@@ -1,0 +1,329 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Loops over the batch rows and the 32 lane sums must unroll so that acc[] and v[] stay in registers.
+#extension GL_EXT_control_flow_attributes : enable
+// The Vulkan memory model (vulkanMemoryModel, vulkanMemoryModelDeviceScope, enabled at device
+// creation where offered: src/core/vk/grid_support.cpp): device-scope atomics and fences for the
+// grid barrier, and a nonprivate state buffer (which those fences order).
+#extension GL_KHR_memory_scope_semantics : require
+// The module against the Vulkan memory model throughout (glslang then also declares
+// VulkanMemoryModelDeviceScope for the device-scope atomics and fences, which it does not when
+// the model is only implied by their use, and honours nonprivate).
+#pragma use_vulkan_memory_model
+// Pass 3 as one persistent dispatch (issue 45; Diamos et al., "Persistent RNNs: Stashing
+// Recurrent Weights On-Chip", 2016; docs/design.md, "Passes"). Every time step of a layer run
+// in one grid whose workgroups each keep a slice of R in shared memory for the whole run and meet
+// at one grid-wide barrier a step (two for a GRU with linear_before_reset = 0). h goes through
+// the state buffer, declared nonprivate here (cell.glsl's STATE_COHERENCE): the barrier's
+// device-scope release and acquire fences (with availability and visibility) order its accesses
+// across workgroups, so every load of h sees what the other workgroups wrote before the barrier.
+//
+// Same sums as the step kernels, bit for bit: a workgroup computes glsl/step.comp's lanes
+// reduction for its rows (lane l sums k = l, l + 32, ... in increasing order from +0, the 32
+// lane sums joined by the fixed halving tree 16, 8, 4, 2, 1), from R held in shared memory
+// instead of read from R, and updates its cells with cell.glsl's code.
+//
+// Vulkan promises no progress between workgroups and has no cooperative launch, so the kernel
+// finds out which of its workgroups run at once (occupancy discovery, Sorensen et al., OOPSLA
+// 2016): each workgroup takes a ticket from a counter while a poll is open; the first holds it
+// open until every dispatched workgroup has arrived or WINDOW polls have passed, then closes it.
+// Those that arrived are running, and a running workgroup runs to its end, so they can wait for
+// each other; those that come later exit. The units are split over the workgroups that
+// arrived; where so few arrived that a slice would not fit the shared memory (UNITS_MAX units),
+// the dispatch ends with a status the host reads. Every wait is bounded (SPINS polls): a
+// barrier not met ends the dispatch with a status too, and every other workgroup ends at its
+// next poll of the status. The host then runs the layer again on the step kernels (same bits)
+// and uses the persistent kernel no more on that device (src/core/rnn/persistent.cpp).
+//
+// The sync words (binding 6, zeroed by the run's upload before the dispatch):
+//   POLL    tickets taken; bit 31 once the poll is closed
+//   COUNT   workgroups that took part + 1, published by the first (0: not yet)
+//   ARRIVE  arrivals at grid barriers, over the whole run
+//   STATUS  0, or the failures' bits (FEW, LATE, COUNTLESS, CUT)
+//   TAKEN   workgroups that took part (the host's diagnostics)
+//   DELAYED the polls' delay chain (kept, see POLL_DELAY)
+#define GENERAL_ACTIVATIONS
+#define STATE_COHERENCE nonprivate
+#include "common.glsl"
+#include "cell.glsl"
+
+layout(local_size_x_id = 40) in;
+
+layout(constant_id = 40) const uint THREADS = 32;      // invocations: 32 lanes x TY row threads
+layout(constant_id = 41) const uint UNITS_MAX = 1;     // units whose rows of R a workgroup holds
+layout(constant_id = 42) const uint SPINS = 1048576;   // polls before a wait gives up
+layout(constant_id = 43) const uint WINDOW = 2048;     // polls the first workgroup holds the poll open
+// 0: every dispatched workgroup takes part without a poll (a test hook: a grid larger than the
+// device runs at once then meets its bounded waits).
+layout(constant_id = 44) const uint DISCOVERY = 1;
+// 1: the barriers and the set-up only, no arithmetic (a profile piece, bench/persistent.py).
+layout(constant_id = 45) const uint PIECE = 0;
+// Dependent integer divisions a poll computes before its load (0 on a GPU). Lavapipe (Mesa 22.3)
+// ends every loop of an invocation once its loops have taken 65,535 iterations in all (gallivm's
+// loop limiter), and its workgroups' threads may start milliseconds apart on a loaded machine:
+// a poll of some microseconds there makes that budget a fraction of a second of waiting. The
+// check at the kernel's end (CUT) turns a budget spent into a failed grid instead of a loop cut
+// short. (Integers: no float arithmetic outside the layer's, which exact mode's build checks.)
+layout(constant_id = 46) const uint POLL_DELAY = 0;
+
+// Read and written by atomics alone.
+layout(std430, binding = 6) buffer SyncBuf { uint sync[]; };
+
+const uint POLL = 0u, COUNT = 1u, ARRIVE = 2u, STATUS = 3u, TAKEN = 4u, DELAYED = 5u;
+const uint CLOSED = 0x80000000u;
+const uint NONE = 0xFFFFFFFFu;
+// STATUS bits: too few arrived, a barrier not met, no count published, a loop cut short.
+const uint FEW = 1u, LATE = 2u, COUNTLESS = 4u, CUT = 8u;
+const uint TY = THREADS / 32u;
+const uint UNITS = DIRS * HIDDEN;                  // (direction, unit) pairs of the layer
+const bool TWO_PASS = CELL == 1u && LBR == 0u;
+const uint PASS_GATES = TWO_PASS ? 2u : GATES;     // rows a unit has in its widest pass
+
+// The workgroup's rows of R, [unit of the slice][gate][k], as float32 values (float16 ones
+// unpacked as step.comp's loads unpack them).
+shared float rs[UNITS_MAX * GATES * HIDDEN];
+// Lane sums of one round of TY rows: (row of the round, batch row) pair p at [p * 33 + lane] (as
+// step.comp's partial), and the reduced sums of the pass, [gate of the pass][unit][batch row].
+shared float partial[TY * BATCH * 33u];
+shared float sums[PASS_GATES * UNITS_MAX * BATCH];
+// What thread 0 found out for the workgroup: its ticket (NONE: it takes no part), the workgroups
+// that took part, and whether the last barrier was met.
+shared uint role[3];
+
+// The sync words are read and written by relaxed device-scope atomics; the ordering of the state
+// around a grid barrier comes from the device-scope fences of the workgroup barriers every
+// invocation meets before and after thread 0's atomics (gridBarrier). Why not thread 0's own
+// acquire and release atomics: lavapipe (Mesa 22.3) makes any operation with memory semantics a
+// point where a workgroup's subgroups take turns, and a subgroup that passes more such points
+// than the others (thread 0's, polling) is abandoned when the others end. Fences met by every
+// invocation keep the points equal, and on any device they order what an acquire and a release
+// atomic of thread 0 would.
+uint load(uint word)
+{
+    return atomicLoad(sync[word], gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+}
+
+void fail(uint bits)
+{
+    atomicOr(sync[STATUS], bits, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+}
+
+// A poll: POLL_DELAY's divisions (their result kept in DELAYED after each wait), then the load.
+uint delay = 1u;
+
+uint poll(uint word)
+{
+    [[unroll]] for (uint j = 0u; j < POLL_DELAY; j++) delay = (delay * 2654435761u + 12345u) / ((delay & 7u) + 3u);
+    return load(word);
+}
+
+// Poll `word` until it reaches `target`: false (and STATUS's `why` bit set) after `bound` polls,
+// or at once when another workgroup has failed.
+bool waitFor(uint word, uint target, uint why, uint bound)
+{
+    bool met = false;
+    for (uint i = 0u; i < bound && !met; i++) {
+        met = poll(word) >= target;
+        if (!met && (i & 63u) == 63u && load(STATUS) != 0u) {
+            break;
+        }
+    }
+    if (POLL_DELAY != 0u) {
+        atomicStore(sync[DELAYED], delay, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    }
+    if (!met && load(STATUS) == 0u) {
+        fail(why);
+    }
+    return met;
+}
+
+// Whether this invocation's loops still run in full: a loop of a length the compiler does not
+// know (the grid's height, 1) must take 2 iterations (see POLL_DELAY).
+bool loopsWhole()
+{
+    uint n = 0u;
+    for (uint i = 0u; i <= gl_NumWorkGroups.y; i++) n++;
+    return n == gl_NumWorkGroups.y + 1u;
+}
+
+// Thread 0: the ticket and the number of workgroups that take part (role[0], role[1]).
+void discover()
+{
+    uint old = atomicAdd(sync[POLL], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    role[0] = NONE;
+    if ((old & CLOSED) != 0u) {
+        return;   // arrived after the poll closed: the others may already be waiting
+    }
+    uint count;
+    if (DISCOVERY == 0u) {
+        count = gl_NumWorkGroups.x;
+    } else if (old == 0u) {
+        // The first: the poll stays open until every workgroup has arrived or WINDOW polls.
+        uint seen = 1u;
+        for (uint i = 0u; i < WINDOW && seen < gl_NumWorkGroups.x; i++) {
+            seen = poll(POLL) & ~CLOSED;
+        }
+        count = atomicOr(sync[POLL], CLOSED, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed) & ~CLOSED;
+        atomicStore(sync[TAKEN], count, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicStore(sync[COUNT], count + 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    } else {
+        if (!waitFor(COUNT, 1u, COUNTLESS, WINDOW + SPINS)) {   // the first's window, then a wait
+            return;
+        }
+        count = load(COUNT) - 1u;
+    }
+    role[0] = old;
+    role[1] = count;
+}
+
+// Every workgroup that takes part reaches it the same number of times; `epoch` counts them.
+// The workgroup's state writes happen before its first barrier, a device-scope release fence
+// (and the state is devicecoherent: each write available at device scope), sequenced before
+// thread 0's arrival; whichever thread 0 sees the last arrival meets its second barrier, a
+// device-scope acquire fence, before its workgroup loads the state.
+const int FENCE_STORAGE = gl_StorageSemanticsBuffer | gl_StorageSemanticsShared;
+const int FENCE = gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible;
+
+bool gridBarrier(inout uint epoch, uint members)
+{
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, FENCE_STORAGE, FENCE);
+    epoch++;
+    if (gl_LocalInvocationIndex == 0u) {
+        atomicAdd(sync[ARRIVE], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        role[2] = waitFor(ARRIVE, epoch * members, LATE, SPINS) ? 1u : 0u;
+    }
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, FENCE_STORAGE, FENCE);
+    return role[2] != 0u;
+}
+
+// The slice: units first .. first + mine - 1 of the layer's DIRS * HIDDEN, (direction, unit) =
+// (gu / HIDDEN, gu % HIDDEN) for gu = first + i.
+struct Slice
+{
+    uint first, mine;
+};
+
+// Every loop that touches shared memory takes the same number of iterations in every invocation
+// of the workgroup (the bound uniform, the work guarded inside): under the Vulkan memory model
+// each shared access makes its workgroup-scope availability or visibility, which lavapipe
+// (Mesa 22.3) turns into a point where a workgroup's subgroups take turns, and a subgroup that
+// passes more of them than the others is abandoned when the others end.
+void loadR(Slice sl)
+{
+    for (uint e0 = 0u; e0 < sl.mine * GATES * HIDDEN; e0 += THREADS) {
+        uint e = e0 + gl_LocalInvocationIndex;
+        if (e < sl.mine * GATES * HIDDEN) {
+            uint gu = sl.first + e / (GATES * HIDDEN);
+            uint gk = e % (GATES * HIDDEN);   // gate * HIDDEN + k
+            uint d = gu / HIDDEN, u = gu % HIDDEN;
+            rs[e] = LOADR(R, (d * GH + (gk / HIDDEN) * HIDDEN + u) * HIDDEN + gk % HIDDEN);
+        }
+    }
+}
+
+// The state a pass multiplies with R for direction d at step s (cell.glsl's stateBase, by pass).
+uint stateAt(uint pass, uint d, uint s)
+{
+    return pass == 2u ? G_BASE + PLANE + d * BATCH * HIDDEN : STATE_OFFSET + s * PLANE + d * BATCH * HIDDEN;
+}
+
+// The pass's recurrent sums of the slice into sums[]: rounds of TY rows (row = gate of the pass
+// * mine + unit of the slice), each row's lane sums as step.comp takes them, then its tree.
+void products(uint pass, uint s, Slice sl)
+{
+    uint lane = gl_LocalInvocationIndex % 32u, ty = gl_LocalInvocationIndex / 32u;
+    uint firstGate = pass == 2u ? 2u : 0u;
+    uint rows = (pass == 1u ? 2u : (pass == 2u ? 1u : GATES)) * sl.mine;
+    for (uint r0 = 0u; r0 < rows; r0 += TY) {
+        uint row = r0 + ty;
+        if (row < rows) {
+            uint g = row / sl.mine, lu = row % sl.mine;
+            uint rAt = (lu * GATES + firstGate + g) * HIDDEN;
+            uint hAt = stateAt(pass, (sl.first + lu) / HIDDEN, s);
+            float acc[BATCH];
+            [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = 0.0;
+            // Lane l: k = l, l + 32, ... in increasing order (the loop's bound is the lanes').
+            for (uint k0 = 0u; k0 < HIDDEN; k0 += 32u) {
+                uint k = k0 + lane;
+                if (k < HIDDEN) {
+                    float w = rs[rAt + k];
+                    [[unroll]] for (uint j = 0u; j < BATCH; j++)
+                        acc[j] = ADD(acc[j], MUL(w, LOADF(S, hAt + j * HIDDEN + k)));
+                }
+            }
+            [[unroll]] for (uint j = 0u; j < BATCH; j++) partial[(ty * BATCH + j) * 33u + lane] = acc[j];
+        }
+        barrier();
+        uint t = gl_LocalInvocationIndex;
+        if (t < TY * BATCH && r0 + t / BATCH < rows) {
+            float v[32];
+            [[unroll]] for (uint l = 0u; l < 32u; l++) v[l] = partial[t * 33u + l];
+            [[unroll]] for (uint stride = 16u; stride > 0u; stride >>= 1u)
+                [[unroll]] for (uint l = 0u; l < stride; l++) v[l] = ADD(v[l], v[l + stride]);
+            sums[(r0 + t / BATCH) * BATCH + t % BATCH] = v[0];
+        }
+        barrier();
+    }
+}
+
+// One pass of step s: the products, then the cells of the slice (cell.glsl's update, the pass a
+// constant where the callers below inline it).
+void stepPass(uint pass, uint s, Slice sl)
+{
+    if (PIECE == 1u) {
+        return;
+    }
+    products(pass, s, sl);
+    uint gates = pass == 1u ? 2u : (pass == 2u ? 1u : GATES);
+    for (uint c0 = 0u; c0 < sl.mine * BATCH; c0 += THREADS) {
+        uint c = c0 + gl_LocalInvocationIndex;
+        if (c >= sl.mine * BATCH) {
+            continue;
+        }
+        uint lu = c % sl.mine, b = c / sl.mine;
+        uint gu = sl.first + lu;
+        vec4 rec = vec4(0.0);
+        [[unroll]] for (uint g = 0u; g < 4u; g++)
+            if (g < gates) rec[g] = sums[(g * sl.mine + lu) * BATCH + b];
+        updateCellIn(pass, gu / HIDDEN, gu % HIDDEN, b, s, rec);
+    }
+}
+
+void main()
+{
+    if (gl_LocalInvocationIndex == 0u) {
+        discover();
+    }
+    barrier();
+    uint ticket = role[0], count = role[1];
+    if (ticket == NONE) {
+        return;
+    }
+    uint upw = (UNITS + count - 1u) / count;       // units a workgroup
+    uint members = (UNITS + upw - 1u) / upw;        // workgroups that take part
+    if (upw > UNITS_MAX) {
+        if (gl_LocalInvocationIndex == 0u) fail(FEW);
+        return;
+    }
+    if (ticket >= members) {
+        return;
+    }
+    Slice sl = Slice(ticket * upw, min(upw, UNITS - ticket * upw));
+    loadR(sl);
+    barrier();
+    uint epoch = 0u, steps = pc.step;   // cell.glsl's push constant: here the number of steps
+    for (uint s = 0u; s < steps; s++) {
+        if (TWO_PASS) {
+            stepPass(1u, s, sl);
+            if (!gridBarrier(epoch, members)) return;
+            stepPass(2u, s, sl);
+        } else {
+            stepPass(0u, s, sl);
+        }
+        // The dispatch's end orders the last step's writes before the output passes.
+        if (s + 1u < steps && !gridBarrier(epoch, members)) return;
+    }
+    if (!loopsWhole()) {
+        fail(CUT);
+    }
+}

@@ -1,0 +1,34 @@
+// What a persistent grid (glsl/step_persistent.comp, rnn/persistent.hpp) needs of a device: the
+// Vulkan memory model at device scope, enabled at device creation where offered, and how many
+// compute units run its workgroups, where the device says (VK_NV_shader_sm_builtins).
+#pragma once
+
+#include <kompute/Kompute.hpp>
+
+#include <cstdint>
+
+namespace ortops {
+
+struct DeviceDescription;
+
+// VkPhysicalDeviceVulkanMemoryModelFeatures to chain into device creation: vulkanMemoryModel
+// (and vulkanMemoryModelDeviceScope where offered) on a Vulkan 1.2 device that offers it. The
+// cooperative-matrix kernels (cooperative_matrix.hpp) need vulkanMemoryModel too: this is the
+// one structure of its type in the chain.
+struct MemoryModelEnable
+{
+    VkPhysicalDeviceVulkanMemoryModelFeatures features{};
+    bool enabled = false;       // vulkanMemoryModel
+    bool deviceScope = false;   // and vulkanMemoryModelDeviceScope
+
+    explicit MemoryModelEnable(const vk::PhysicalDevice& device);
+    // The structure ending in `next`, or `next` itself where nothing is enabled.
+    void* chain(void* next);
+};
+
+// Fills DeviceDescription::computeUnits (VK_NV_shader_sm_builtins' shaderSMCount where the
+// device offers the extension, else 0: unknown) and memoryModelDeviceScope.
+void
+describeGridSupport(const vk::PhysicalDevice& device, DeviceDescription& d);
+
+} // namespace ortops
