@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "vk/context.hpp"
+#include "vk/devices.hpp"
 
 namespace ortops {
 
