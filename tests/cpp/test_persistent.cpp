@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "rnn/persistent.hpp"
+#include "vk/devices.hpp"
 #include "support.hpp"
-#include "vk/context.hpp"
 
 using namespace ortops;
 
