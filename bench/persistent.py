@@ -34,10 +34,12 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # bench/'s helpers (python -P leaves it off)
+import cudnn  # noqa: E402
+
 import ortops
 import ortops.device
 from ortops import _vk, variants
-from ortops.tools import cudnn
 from ortops.tools.measure import weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
