@@ -238,3 +238,16 @@ def device_lost_error() -> type:
 def validation_messages() -> list[str]:
     """Validation-layer warnings and errors reported since the last call (then cleared)."""
     return list(_native().take_messages())
+
+
+def _device_among(text: str, found: list[Device]) -> Device | None:
+    """The device of ``found`` that ``select(text)`` chooses (the core's rule), else None."""
+    chosen = select(text)
+    return next((d for d in found if d.uuid == chosen.uuid), None)
+
+
+from ortops._deprecated import module_getattr  # noqa: E402 - the deprecated names, after what they use
+
+__getattr__ = module_getattr(__name__, {
+    "match_uuid": ("ortops.device.select(uuid): the core's one device rule", lambda: _device_among),
+})

@@ -126,3 +126,34 @@ def layer_kwargs(cfg_attrs: NodeAttrs | Mapping, op: str) -> dict:
     if isinstance(cfg_attrs, NodeAttrs):
         cfg_attrs = cfg_attrs.to_dict()
     return {name: cfg_attrs.get(name, ATTRIBUTE_DEFAULTS.get(name)) for name in sorted(CELLS[op].attributes)}
+
+
+def _weights_checked(op: str, weights: dict, cfg_attrs: NodeAttrs | Mapping, device=None, mode=None):
+    """What ``check_node`` did (deprecated): the weights and attributes checked by the core as
+    ``RecurrentLayer``'s are, the mode on the device, each weight within its storage binding;
+    returns the ``ortops.Device``. The placement of a whole node is the core's node checker's
+    (``ortops.ort.session.placement``)."""
+    import numpy as np
+
+    from ortops import validation
+    from ortops.device import require_mode, select
+    from ortops.modes import check_mode
+
+    names = CELLS[op].weights
+    tensors = {name: weights.get(name) if name in CELLS[op].inputs else None for name in ("W", "R", "B", "P")}
+    spec = validation.check_layer(op, tensors["W"], tensors["R"], tensors["B"], tensors["P"],
+                                  allowed_dtypes=(np.float32, np.float16), **layer_kwargs(cfg_attrs, op))
+    mode = check_mode(mode, op)
+    dev = select(device)
+    require_mode(dev, mode)
+    validation.check_bindings(spec, {n: tensors[n] for n in names}, mode=mode, device=dev.name,
+                              storage_range=dev.max_storage_buffer_range)
+    return dev
+
+
+from ortops._deprecated import module_getattr  # noqa: E402 - the deprecated names, after what they use
+
+__getattr__ = module_getattr(__name__, {
+    "check_node": ("ortops.ort.session.placement(model) (the core's node checker, the execution provider's)",
+                   lambda: _weights_checked),
+})

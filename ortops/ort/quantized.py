@@ -147,3 +147,12 @@ def with_outputs(model: onnx.ModelProto, names) -> onnx.ModelProto:
     out.CopyFrom(model)
     out.graph.output.extend(helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in names)
     return out
+
+
+from ortops._deprecated import module_getattr  # noqa: E402 - the deprecated names, after what they use
+
+__getattr__ = module_getattr(__name__, {
+    "dequantized_weights": ("ortops.ort.quantized.dequantize(name, q, scale, zero_point) for each weight, or "
+                            "ortops.ort.session.placement(model) for whether a node is taken",
+                            lambda: lambda node, constant: (_dequantized_weights(node, constant), "")),
+})
