@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     from ortops.ort import costmodel, session
 
     device = select()
-    shapes = "small" if args.quick else "default"
+    shapes = "small" if args.quick else costmodel.table(device)
     if args.recalibrate or args.quick:
         cal = costmodel.measure(device, shapes)
         costmodel.store(cal)

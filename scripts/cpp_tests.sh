@@ -5,7 +5,8 @@
 #
 #   scripts/cpp_tests.sh plain [DOCTEST ARGS]   the wheel's build directory (build/<wheel tag>,
 #                                               Release), else build/cpp-plain; scripts/test.sh
-#                                               runs it before pytest
+#                                               builds it (--build-only) and runs it as a test of
+#                                               its pytest session (tests/test_cpp.py)
 #   scripts/cpp_tests.sh tsan  [DOCTEST ARGS]   build/cpp-tsan, ThreadSanitizer
 #   scripts/cpp_tests.sh asan-ubsan [DOCTEST ARGS]   build/cpp-asan-ubsan, AddressSanitizer (and
 #                                               LeakSanitizer) with UndefinedBehaviorSanitizer:
@@ -18,7 +19,8 @@
 # target ortops_core_tests is built: the core's sources, Kompute's library, the shaders and the
 # tests — not the custom-op library, the Python module or Kompute's own tests. The
 # suppressions (tests/cpp/*.supp) name third-party libraries only, each with its reason.
-# DOCTEST ARGS go to the test program (e.g. -ts=concurrency: one suite; -tc="*race*": cases).
+# DOCTEST ARGS go to the test program (e.g. -ts=concurrency: one suite; -tc="*race*": cases);
+# --build-only instead builds it and prints its path.
 # Needs scripts/setup.sh first (.venv's pybind11 and glslang, build/deps' Kompute sources).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +69,10 @@ if ! cmake --build "$build" --target ortops_core_tests -j "${JOBS:-2}" >"$build/
   tail -n 40 "$build/build.log"
   echo "cpp_tests.sh: the $flavour build failed (the whole log: $build/build.log)" >&2
   exit 1
+fi
+if [ "${1:-}" = "--build-only" ]; then
+  echo "$build/tests/cpp/ortops_core_tests"
+  exit 0
 fi
 
 supp=$root/tests/cpp

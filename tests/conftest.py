@@ -8,7 +8,9 @@ purpose takes them itself through ortops.device.validation_messages().
 
 The header and the summary name the onnxruntime imported (CI also runs the session tests
 against the oldest admitted one). ``--onnxruntime-version V`` refuses to start with another
-one; ``--fail-on-skip`` makes a skipped or xfailed test fail the session.
+one; ``--fail-on-skip`` makes a skipped or xfailed test fail the session; ``--cpp-tests=PROGRAM``
+runs the core's C++ unit tests as one test of the session (tests/test_cpp.py; the summary says
+how many passed).
 
 Markers (registered in pyproject.toml): ``gpu`` on every test that needs a Vulkan device
 (lavapipe will do), ``slow`` on those that take more than about 2 s, ``conformance`` on the
@@ -58,6 +60,10 @@ os.environ.setdefault("ORTOPS_SEQUENCE_STEPS", "0")
 # which wins over this variable), as does the table's choice; ORTOPS_CPU_PROJECTION=1 runs the
 # suite with it.
 os.environ.setdefault("ORTOPS_CPU_PROJECTION", "0")
+#: The environment switches this file sets for the Python suite (above, and --vk-validation's
+#: in pytest_configure), which the C++ tests (tests/test_cpp.py) run without.
+PYTHON_SUITE_SWITCHES = ("ORTOPS_SEQUENCE_STEPS", "ORTOPS_CPU_PROJECTION", "ORTOPS_VALIDATION",
+                         "VK_LAYER_SETTINGS_PATH")
 
 #: Tests that need no Vulkan device: a module name maps to None (the whole module) or to the
 #: names of its device-free tests (parametrized cases share their function's name).
@@ -150,6 +156,7 @@ NO_DEVICE = {
 #: whole modules that together take tens of seconds: module -> None (all) or test names.
 SLOW = {
     "test_kernels": None,          # the kernel matrix (about 60 s), the recognizer shapes
+    "test_cpp": None,              # the core's C++ unit tests: 25 s, 42 s with Mesa's cache empty
     "test_step_kernels": {"test_batched_kernel_gives_the_lanes_kernels_bits",   # 24 cases x 5 layers: ~65 s
                           "test_special_values_give_the_lanes_kernels_bits",   # exact-mode pipelines
                           "test_every_tiling_gives_the_same_bits",       # 15 tilings, 0.4-1.3 s each: 9 s
@@ -378,10 +385,25 @@ def pytest_addoption(parser):
         "(scripts/test_packaging.sh) instead of requiring them",
     )
     parser.addoption(
+        "--cpp-tests",
+        metavar="PROGRAM",
+        help="also run the core's C++ unit tests, the doctest program PROGRAM (scripts/cpp_tests.sh plain "
+        "--build-only builds it and prints its path), as one test of this session (tests/test_cpp.py; "
+        "collected only with this option): scripts/test.sh's quick command passes it. Give it as "
+        "--cpp-tests=PROGRAM: pytest finds this file from the paths on its command line before it knows "
+        "this option, so PROGRAM as a separate word would be taken for a path to test",
+    )
+    parser.addoption(
         "--fail-on-skip",
         action="store_true",
         help="a skipped or xfailed test fails the session (exit status 1): nothing counts as passed unless it ran",
     )
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.name == "test_cpp.py" and not config.getoption("--cpp-tests"):
+        return True
+    return None
 
 
 def pytest_configure(config):
@@ -464,6 +486,10 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(_onnxruntime_line())  # also under -q, which hides the header
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        summary = dict(getattr(report, "user_properties", ())).get("cpp_summary")
+        if summary and report.when == "call":
+            terminalreporter.write_line(f"ortops: the core's C++ unit tests: {summary}")
     if config.getoption("--fail-on-skip") and _NOT_RUN:
         terminalreporter.write_line(
             f"--fail-on-skip: {len(_NOT_RUN)} test(s) did not run, the session fails: "

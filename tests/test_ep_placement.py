@@ -7,8 +7,9 @@ library's path), as a C# or C++ application would use the EP:
 - with a calibration cached (the stub of tests/test_policy.py, under the key the EP computes),
   placement "auto" leaves to the CPU exactly the nodes the core's model says, by ONNX Runtime's
   own graph-assignment report, logs why naming the node, and decides as the Python door does;
-- with no calibration, the EP measures one itself (the ORT CPU side through ONNX Runtime's C
-  API, ORTOPS_COST_SHAPES=small), caches it under the same key, and places by it;
+- with no calibration, the EP says so and measures one itself (the ORT CPU side through ONNX
+  Runtime's C API, ORTOPS_COST_SHAPES=small), caches it under the same key, and places by it; a
+  later process reads it and measures nothing;
 - CUDA_VISIBLE_DEVICES decides the EP's default device, or the session is refused with the
   rules' error (on lavapipe there is no NVIDIA device: an index or a MIG instance is refused;
   tests/cpp/test_visible.cpp covers the rules on made-up GPU lists);
@@ -158,6 +159,14 @@ def test_without_a_calibration_the_ep_measures_caches_and_places_by_it(tmp_path)
         assert f"node '{name}': " in output and why in output
     assert [n.name for n in model.graph.node] == ["big_gru", "small_rnn"]
     _check_outputs(tmp_path, "auto")
+    # It said so first, on ONNX Runtime's log at warning level: the device, the points, the cache.
+    assert f"calibrating the cost model for {select().name} once" in output and f"cached in {cache} " in output
+    # A later process reads the cache: it measures nothing, says nothing of it, places alike.
+    stored = cache.read_text()
+    report, output = _child(tmp_path, {"auto": {"placement": "auto"}},
+                            {costmodel.CACHE_ENV: str(cache), "ORTOPS_COST_SHAPES": "small"})
+    assert "calibrat" not in output and cache.read_text() == stored
+    assert report["runs"]["auto"]["assigned"] == run["assigned"]
 
 
 def _assignment(value):

@@ -51,8 +51,8 @@ def test_dynamic_dimensions_take_the_stated_defaults():
 
 def test_fit_recovers_the_three_costs():
     side = costmodel.Side(per_run=2e-4, per_step=3e-6, per_flop=5e-11)
-    shapes = costmodel.SHAPES["default"]
-    works = [costmodel.work("LSTM", s, b, i, h, 1) for s, b, i, h in shapes]
+    shapes = costmodel.SHAPES["wide"]
+    works = [costmodel.work("LSTM", steps, b, i, h, 1) for _, b, i, h, steps in shapes]
     got = costmodel.fit([(w, side.predict(w)) for w in works])
     for name in ("per_run", "per_step", "per_flop"):
         assert getattr(got, name) == pytest.approx(getattr(side, name), rel=1e-6), name
@@ -180,20 +180,29 @@ def test_info_placement_auto(stub_cache, tmp_path, capsys):
            "0.011 ms vs device 1.01 ms)" in out
 
 
-def test_real_calibration_is_measured_once_and_cached(tmp_path, monkeypatch):
+def test_real_calibration_is_measured_once_and_cached(tmp_path, monkeypatch, caplog):
     from ortops.device import select
 
-    monkeypatch.setenv(costmodel.CACHE_ENV, str(tmp_path / "cost.json"))
+    cache = tmp_path / "cost.json"
+    monkeypatch.setenv(costmodel.CACHE_ENV, str(cache))
     real = costmodel.measure
     calls = []
-    monkeypatch.setattr(costmodel, "measure", lambda d: calls.append(d) or real(d, "small", repeat=3))
+    monkeypatch.setattr(costmodel, "measure", lambda d: calls.append(d) or real(d, "small", max_runs=3))
     device = select()
-    cal = costmodel.calibration(device)
+    with caplog.at_level("INFO", logger="ortops"):
+        cal = costmodel.calibration(device)
     for side in (cal.device, cal.cpu):
         assert all(np.isfinite(v) and v >= 0 for v in (side.per_run, side.per_step, side.per_flop))
         assert side.per_run + side.per_step > 0
     assert cal.key == costmodel.key(device) and device.name in cal.key and ortops.__version__ in cal.key
+    # said before measuring, as a warning (shown by default): the device, the points, the cache
+    notice = [r for r in caplog.records if "calibrating the cost model" in r.getMessage()]
+    assert len(notice) == 1 and notice[0].levelname == "WARNING", caplog.text
+    assert f"for {device.name} once" in notice[0].getMessage() and f"cached in {cache} " in notice[0].getMessage()
+    assert re.search(r"cost model calibrated in \d+\.\d s: ", caplog.text)
+    caplog.clear()
     assert costmodel.calibration(device) == cal and len(calls) == 1   # the second from the cache
+    assert "calibrating" not in caplog.text
 
 
 def test_placement_script_quick(tmp_path, monkeypatch, capsys):

@@ -10,13 +10,15 @@ Each side is modelled as ``per_run + per_step * steps + per_flop * flops`` (seco
 * ``per_flop``: the inverse of the throughput (``flops = 2 * directions * seq * batch * gates *
   hidden * (input + hidden)``, the two matrix products).
 
-:func:`calibrate` measures both sides once per device, with an LSTM on the device
-(``ortops.RecurrentLayer``) and the same LSTM in a small ORT model on this machine's thread
-count, at three shapes chosen to isolate the three terms (:data:`SHAPES`). The result is cached
-on disk (:func:`cache_path`; ``ORTOPS_COST_CACHE`` relocates it) under a key naming the device,
-its driver, the versions of ortops and onnxruntime and the thread count, so it is measured once
-per such combination; :func:`calibration` reads it or measures it. Writers take a file lock and
-replace the file atomically, so processes calibrating at once leave a whole file.
+:func:`measure` times both sides once per device, with an LSTM on the device (the core's
+``Layer``) and the same LSTM in a small ORT model on this machine's thread count, at three points
+chosen to isolate the three terms (:data:`SHAPES`: one step and all the steps of a small layer,
+then a wide one; the table by device class, :func:`table`). The result is cached on disk
+(:func:`cache_path`; ``ORTOPS_COST_CACHE`` relocates it) under a key naming the device, its
+driver, the versions of ortops and onnxruntime and the thread count, so it is measured once per
+such combination; :func:`calibration` reads it or measures it, saying so first (a warning on
+the ``ortops`` logger: the first ``placement="auto"`` session waits for it). Writers take a file
+lock and replace the file atomically, so processes calibrating at once leave a whole file.
 
 The model (prediction, fit, key, the calibration shapes) and the cache are the native core's
 (``src/core/placement/costmodel.hpp``, ``costcache.hpp``, through ``_vk``), the ones the plugin
@@ -27,7 +29,7 @@ same nodes to the CPU; what stays here is the Python door's measurement.
 from __future__ import annotations
 
 import logging
-import os
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -50,11 +52,11 @@ GATES = {name: c.gates for name, c in CELLS.items()}
 
 
 def __getattr__(name: str):
-    """``SHAPES``: the calibration shapes by name, each (seq, batch, input, hidden): one step
-    of a small LSTM (fixed cost per run), many steps of it (cost per step), a short wide one
-    (throughput). The core's table (costmodel.hpp), read on first use."""
+    """``SHAPES``: the calibration tables by name ("wide" for GPUs, "small" for CPU devices and
+    tests), each point (seq, batch, input, hidden, steps): an LSTM of ``seq`` steps run for its
+    first ``steps``. The core's tables (costmodel.hpp), read on first use."""
     if name == "SHAPES":
-        return {n: tuple(_native().calibration_shapes(n)) for n in ("default", "small")}
+        return {n: tuple(_native().calibration_shapes(n)) for n in ("wide", "small")}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -200,25 +202,33 @@ def _cpu_session(inp: int, hidden: int, W, R):
     return lambda x: sess.run(None, {"X": x})
 
 
-def measure(device, shapes: str | None = None, repeat: int | None = None) -> Calibration:
-    """Measure both sides on ``device`` (an ``ortops.Device``) at ``SHAPES[shapes]`` with the
-    core's measurement (the plugin EP's): the device side through the native layer, the ORT CPU
-    side in this process's onnxruntime. By default the shapes ``ORTOPS_COST_SHAPES`` names
-    ("small": the small ones, 3 runs each, as the EP measures under it), else "default" with 20
-    runs each."""
-    shapes = shapes or os.environ.get("ORTOPS_COST_SHAPES") or "default"
-    repeat = repeat or (3 if shapes == "small" else 20)
-    k, dev, cpu = _native().measure_calibration(device.uuid, key(device), shapes, repeat, _cpu_session)
-    cal = Calibration(k, Side(*dev), Side(*cpu))
-    log.info("ortops: cost model calibrated: %s", cal.describe())
-    return cal
+def table(device) -> str:
+    """The name of the :data:`SHAPES` table ``device`` is calibrated with: "small" on a CPU
+    implementation of Vulkan (or anywhere with ``ORTOPS_COST_SHAPES=small``), else "wide"."""
+    return _native().calibration_table(device.uuid)
+
+
+def measure(device, shapes: str | None = None, max_runs: int | None = None) -> Calibration:
+    """Measure both sides on ``device`` (an ``ortops.Device``) with the core's measurement (the
+    plugin EP's): the device side through the native layer, the ORT CPU side in this process's
+    onnxruntime, at the points of ``SHAPES[shapes]`` (by default the device's table,
+    :func:`table`), each timed over up to ``max_runs`` runs (default 20; fewer where they
+    take over 0.1 s, 3 at least: calibration.hpp)."""
+    k, dev, cpu = _native().measure_calibration(device.uuid, key(device), shapes or "default", max_runs or 20,
+                                                _cpu_session)
+    return Calibration(k, Side(*dev), Side(*cpu))
 
 
 def calibration(device) -> Calibration:
-    """The calibration of ``device`` (an ``ortops.Device``): cached, else measured and cached."""
+    """The calibration of ``device`` (an ``ortops.Device``): cached, else measured (announced
+    on the ``ortops`` logger as a warning, reported at info level) and cached."""
     k = key(device)
     cal = load(k)
     if cal is None:
+        log.warning("%s", _native().calibration_notice(device.uuid, cache_path()))
+        start = time.perf_counter()
         cal = measure(device)
+        log.info("%s", _native().calibration_report(cal.key, cal.device.astuple(), cal.cpu.astuple(),
+                                                   time.perf_counter() - start))
         store(cal)
     return cal

@@ -4,6 +4,8 @@
 // Runtime's C API (cpu_side.hpp). The key is the one the Python door uses (ortops version,
 // onnxruntime version, device, driver, threads), so both doors read one calibration and
 // leave the same nodes to the CPU.
+#include <chrono>
+
 #include "ep/cpu_side.hpp"
 #include "ep/ep_impl.hpp"
 
@@ -33,10 +35,13 @@ Ep::costModel(std::string& why)
         try {
             std::string key = keyOf(*this);
             auto measure = [&] {
-                CalibrationShapes shapes = requestedCalibrationShapes();
+                CalibrationShapes shapes = calibrationShapesFor(device);
+                warning(calibrationNotice(device, shapes, costCachePath()));
                 OrtCpuRunner cpu(api);
-                Calibration cal = measureCalibration(device, cpu, key, shapes, repeatsFor(shapes));
-                verbose("ortops: cost model calibrated: " + cal.describe());
+                auto start = std::chrono::steady_clock::now();
+                Calibration cal = measureCalibration(device, cpu, key, shapes);
+                double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                verbose(calibrationReport(cal, s));
                 return cal;
             };
             cost_ = calibrationFor(key, measure, [&](const std::string& m) { warning("ortops: " + m); });

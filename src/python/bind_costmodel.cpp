@@ -62,6 +62,20 @@ graphDims(const std::optional<std::vector<std::optional<int64_t>>>& dims)
     return out;
 }
 
+// "wide" / "small": a table by name; "default": the one `device` is calibrated with.
+CalibrationShapes
+shapesNamed(const std::string& which, const DeviceDescription* device = nullptr)
+{
+    if (which == "default" && device != nullptr) {
+        return calibrationShapesFor(*device);
+    }
+    if (which == "wide" || which == "small") {
+        return which == "small" ? CalibrationShapes::Small : CalibrationShapes::Wide;
+    }
+    throw std::invalid_argument("calibration shapes must be " + std::string(device ? "'default', " : "") +
+                                "'wide' or 'small', got '" + which + "'");
+}
+
 void
 bindModel(py::module_& m)
 {
@@ -83,12 +97,9 @@ bindModel(py::module_& m)
     m.def("calibration_key", &calibrationKey);
     m.def("cpu_threads", &cpuThreads);
     m.def("calibration_shapes", [](const std::string& which) {
-        std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> out;
-        if (which != "default" && which != "small") {
-            throw std::invalid_argument("calibration shapes must be 'default' or 'small', got '" + which + "'");
-        }
-        for (const auto& s : calibrationShapes(which == "small" ? CalibrationShapes::Small : CalibrationShapes::Default)) {
-            out.emplace_back(s.seq, s.batch, s.input, s.hidden);
+        std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>> out;
+        for (const auto& s : calibrationShapes(shapesNamed(which))) {
+            out.emplace_back(s.seq, s.batch, s.input, s.hidden, s.steps);
         }
         return out;
     });
@@ -183,24 +194,35 @@ bindMeasure(py::module_& m)
 {
     m.def(
       "measure_calibration",
-      [](const std::string& deviceUuid, const std::string& key, const std::string& shapes, int repeat,
+      [](const std::string& deviceUuid, const std::string& key, const std::string& shapes, int maxRuns,
          py::function makeCpu) {
-          if (shapes != "default" && shapes != "small") {
-              throw std::invalid_argument("calibration shapes must be 'default' or 'small', got '" + shapes + "'");
-          }
           const DeviceDescription& device = chooseDevice(deviceUuid);
+          CalibrationShapes which = shapesNamed(shapes, &device);
           PythonCpuRunner cpu(std::move(makeCpu));
           Calibration c;
           {
               py::gil_scoped_release release;    // the device runs need no GIL; the CPU side takes it
-              c = measureCalibration(device, cpu, key,
-                                     shapes == "small" ? CalibrationShapes::Small : CalibrationShapes::Default, repeat);
+              c = measureCalibration(device, cpu, key, which, maxRuns);
           }
           return py::make_tuple(c.key, tupleOf(c.device), tupleOf(c.cpu));
       },
-      py::arg("device_uuid"), py::arg("key"), py::arg("shapes"), py::arg("repeat"), py::arg("make_cpu"),
+      py::arg("device_uuid"), py::arg("key"), py::arg("shapes"), py::arg("max_runs"), py::arg("make_cpu"),
       "Measure a calibration with the core (calibration.hpp): the device side through Layer, the "
-      "ORT CPU side through make_cpu(input, hidden, W, R) -> run(x).");
+      "ORT CPU side through make_cpu(input, hidden, W, R) -> run(x); shapes 'default' (the device's "
+      "table), 'wide' or 'small'.");
+    m.def(
+      "calibration_notice",
+      [](const std::string& deviceUuid, const std::string& cachePath) {
+          const DeviceDescription& device = chooseDevice(deviceUuid);
+          return calibrationNotice(device, calibrationShapesFor(device), cachePath);
+      },
+      py::arg("device_uuid"), py::arg("cache_path"));
+    m.def("calibration_report", [](const std::string& key, const SideTuple& device, const SideTuple& cpu, double seconds) {
+        return calibrationReport(Calibration{ key, sideOf(device), sideOf(cpu) }, seconds);
+    });
+    m.def("calibration_table", [](const std::string& deviceUuid) {
+        return calibrationShapesFor(chooseDevice(deviceUuid)) == CalibrationShapes::Small ? "small" : "wide";
+    });
 }
 
 } // namespace

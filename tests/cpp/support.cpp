@@ -63,6 +63,7 @@ stepKernelSettings()
 {
     LayerSettings s;
     s.variants.sequenceSteps = 0;   // never (variants.hpp: 0 never, 1 where it fits)
+    s.variants.cpuProjection = 0;   // the tiled projection (variants.hpp: 0 never, 1 on every device)
     return s;
 }
 

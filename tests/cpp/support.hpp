@@ -42,10 +42,15 @@ std::vector<float>
 randomFloats(size_t n, uint32_t seed);
 
 // A node's weights (W, R, B and P of ONNX's shapes) and its decoded config.
-// The settings these tests are written about: the step kernels, one dispatch a time step.
-// On a CPU implementation of Vulkan (lavapipe) the table picks the whole-sequence kernel
-// (variants.hpp, SEQUENCE_STEPS) for most of their shapes; test_kernel_choice.cpp checks that
-// choice, tests/test_sequence_kernel.py its results.
+// The settings these tests are written about: the step kernels, one dispatch a time step, and
+// the tiled input projection, on every device. On a CPU implementation of Vulkan (lavapipe) the
+// table picks the whole-sequence kernel (variants.hpp, SEQUENCE_STEPS) for most of their shapes
+// and the CPU projection (CPU_PROJECTION) for all, each compiled for seconds per new shape
+// (the projection 3-5 s of CPU: with both, the suite's first run with Mesa's shader cache
+// empty took 259 s of CPU, with these settings 61 s; lavapipe, 2026-12-06);
+// test_kernel_choice.cpp checks the table's choice, tests/test_sequence_kernel.py and
+// tests/test_cpu_projection.py those kernels' results (tests/conftest.py gives the Python suite
+// the same two settings, for the same reason).
 LayerSettings
 stepKernelSettings();
 

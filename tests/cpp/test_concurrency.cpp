@@ -129,7 +129,7 @@ TEST_SUITE("concurrency")
             wantSmall = runOnce(*reference, m, small);
             wantBig = runOnce(*reference, m, big);
         }
-        LayerSettings settings;
+        LayerSettings settings = stepKernelSettings();
         settings.coalesceRows = 1;
         uint32_t n = rounds(32);
         for (uint32_t round = 0; round < n; round++) {
@@ -159,7 +159,7 @@ TEST_SUITE("concurrency")
     TEST_CASE("concurrent runs of one shape use plans of their own, at most maxConcurrent")
     {
         Model m = makeModel(LayerSpec{ "RNN", 8, 4 });
-        LayerSettings settings;
+        LayerSettings settings = stepKernelSettings();
         settings.coalesceRows = 1;
         settings.maxConcurrent = 3;
         auto layer = m.layer(settings);
@@ -198,7 +198,7 @@ TEST_SUITE("concurrency")
                 serial.push_back(runOnce(*reference, m, requests.back()));
             }
         }
-        LayerSettings settings;
+        LayerSettings settings = stepKernelSettings();
         settings.coalesceRows = 32;
         settings.coalesceInFlight = 1;
         auto layer = m.layer(settings);

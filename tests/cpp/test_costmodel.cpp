@@ -79,8 +79,8 @@ TEST_SUITE("costmodel")
     {
         Side side{ 2e-4, 3e-6, 5e-11 };
         std::vector<std::pair<Work, double>> points;
-        for (const CalibrationShape& s : calibrationShapes(CalibrationShapes::Default)) {
-            Work w = workOf(4, s.seq, s.batch, s.input, s.hidden, 1);
+        for (const CalibrationShape& s : calibrationShapes(CalibrationShapes::Wide)) {
+            Work w = workOf(4, s.steps, s.batch, s.input, s.hidden, 1);
             points.emplace_back(w, side.predict(w));
         }
         Side got = fit(points);

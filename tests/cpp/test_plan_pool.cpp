@@ -116,7 +116,7 @@ TEST_SUITE("plan pool")
     TEST_CASE("the cache keeps at most planCache idle shapes, the least recently used dropped first")
     {
         Model m = makeModel(LayerSpec{ "RNN", 8, 4 });
-        LayerSettings settings;
+        LayerSettings settings = stepKernelSettings();
         settings.planCache = 2;
         auto layer = m.layer(settings);
         for (uint32_t seq : { 1u, 2u, 3u }) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -58,10 +59,16 @@ struct DeviceLstm
         layer = std::make_unique<Layer>(lstmConfig(device, hidden), w);
     }
 
-    void run(const std::vector<float>& x, uint32_t seq, uint32_t batch, uint32_t input, std::vector<float>& y)
+    // Run the first `steps` of x ([seq, batch, input]): every sequence length and max_length
+    // `steps`, so that the runs of one seq share the layer's kernels whatever their steps.
+    void run(const std::vector<float>& x, uint32_t seq, uint32_t batch, uint32_t input, uint32_t steps,
+             std::vector<float>& y)
     {
+        lens.assign(batch, static_cast<int32_t>(steps));
         RunInputs in;
         in.X = HostTensor{ x.data(), ElementType::Float32, { seq, batch, input } };
+        in.sequenceLens = HostTensor{ lens.data(), ElementType::Int32, { batch } };
+        in.steps = steps;
         OutputShapes shapes = layer->outputShapes(in);
         size_t n = 1;
         for (int64_t d : *shapes[0]) {
@@ -70,19 +77,24 @@ struct DeviceLstm
         y.resize(n);
         layer->run(in, shapes, OutputPointers{ y.data(), nullptr, nullptr });
     }
+
+    std::vector<int32_t> lens;
 };
 
 } // namespace
 
 double
-medianSeconds(const std::function<void()>& run, int repeat)
+medianSeconds(const std::function<void()>& run, int maxRuns, double budget)
 {
     run();
     std::vector<double> times;
-    for (int i = 0; i < std::max(repeat, 1); ++i) {
+    double spent = 0.0;
+    while (static_cast<int>(times.size()) < std::max(maxRuns, 1) &&
+           (static_cast<int>(times.size()) < CALIBRATION_MIN_RUNS || spent < budget)) {
         auto start = std::chrono::steady_clock::now();
         run();
         times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        spent += times.back();
     }
     std::sort(times.begin(), times.end());
     size_t m = times.size();
@@ -91,7 +103,7 @@ medianSeconds(const std::function<void()>& run, int repeat)
 
 Calibration
 measureCalibration(const DeviceDescription& device, CpuLstmRunner& cpu, const std::string& key,
-                   CalibrationShapes shapes, int repeat)
+                   CalibrationShapes shapes, int maxRuns)
 {
     std::vector<std::pair<Work, double>> onDevice, onCpu;
     std::map<std::pair<uint32_t, uint32_t>, std::pair<std::unique_ptr<DeviceLstm>, std::unique_ptr<CpuLstm>>> runners;
@@ -106,32 +118,50 @@ measureCalibration(const DeviceDescription& device, CpuLstmRunner& cpu, const st
             r.first = std::make_unique<DeviceLstm>(device, s.input, s.hidden, W, R);
             r.second = cpu.make(s.input, s.hidden, W, R);
         }
+        // The device gets all `seq` steps and runs the first `steps`; ORT CPU gets those steps.
         std::vector<float> x = uniform(size_t(s.seq) * s.batch * s.input, 1.0f, seed++);
-        Work w = workOf(4, s.seq, s.batch, s.input, s.hidden, 1);
-        onDevice.emplace_back(w, medianSeconds([&] { r.first->run(x, s.seq, s.batch, s.input, y); }, repeat));
-        onCpu.emplace_back(w, medianSeconds([&] { r.second->run(x, s.seq, s.batch); }, repeat));
+        std::vector<float> xSteps(x.begin(), x.begin() + size_t(s.steps) * s.batch * s.input);
+        Work w = workOf(4, s.steps, s.batch, s.input, s.hidden, 1);
+        onDevice.emplace_back(w, medianSeconds([&] { r.first->run(x, s.seq, s.batch, s.input, s.steps, y); }, maxRuns));
+        onCpu.emplace_back(w, medianSeconds([&] { r.second->run(xSteps, s.steps, s.batch); }, maxRuns));
     }
     return Calibration{ key, fit(onDevice), fit(onCpu) };
 }
 
 CalibrationShapes
-requestedCalibrationShapes()
+calibrationShapesFor(const DeviceDescription& device)
 {
     const char* env = std::getenv("ORTOPS_COST_SHAPES");
     std::string v = env ? env : "";
-    if (v.empty() || v == "default") {
-        return CalibrationShapes::Default;
-    }
     if (v == "small") {
         return CalibrationShapes::Small;
     }
-    throw std::invalid_argument("ortops: ORTOPS_COST_SHAPES must be 'default' or 'small', got '" + v + "'");
+    if (!v.empty() && v != "default") {
+        throw std::invalid_argument("ortops: ORTOPS_COST_SHAPES must be 'default' or 'small', got '" + v + "'");
+    }
+    return device.type == "cpu" ? CalibrationShapes::Small : CalibrationShapes::Wide;
 }
 
-int
-repeatsFor(CalibrationShapes shapes)
+std::string
+calibrationNotice(const DeviceDescription& device, CalibrationShapes shapes, const std::string& cachePath)
 {
-    return shapes == CalibrationShapes::Small ? 3 : 20;
+    std::string sizes;
+    for (const CalibrationShape& s : calibrationShapes(shapes)) {
+        sizes += (sizes.empty() ? "" : ", ") + std::to_string(s.steps) + "x" + std::to_string(s.batch) + "x" +
+                 std::to_string(s.input) + "x" + std::to_string(s.hidden);
+    }
+    return "ortops: placement auto: calibrating the cost model for " + device.name +
+           " once (an LSTM timed on the device and on ONNX Runtime CPU at steps x batch x input x hidden " + sizes +
+           (device.type == "cpu" ? "; about 8 s on lavapipe with 2 cores, most of it compiling" : "") +
+           "); the result is cached in " + cachePath + " for later sessions and processes";
+}
+
+std::string
+calibrationReport(const Calibration& cal, double seconds)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", seconds);
+    return std::string("ortops: cost model calibrated in ") + buf + " s: " + cal.describe();
 }
 
 Calibration

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "rnn/variants.hpp"
+
 #if defined(__linux__)
 #include <sched.h>
 #endif
@@ -99,12 +101,21 @@ workOf(uint32_t gates, uint64_t seq, uint64_t batch, uint64_t input, uint64_t hi
     return Work{ seq * directions, flops, std::move(assumed) };
 }
 
+// Wide (GPUs): 1 and 64 steps of a 64-step layer of batch 1, hidden 32; 8 steps of batch 16,
+// hidden 512 (the sizes of the H200's calibration in docs/onnxruntime.md). Small (CPU devices,
+// tests): the same at hidden 8; 2 steps of batch 128, hidden 32, a batch beyond what the
+// whole-sequence kernel takes on a CPU device, so that this layer compiles the step kernels. On
+// lavapipe each new layer's first run compiles its kernels (first runs in a new process, CPU
+// seconds, loaded machine, 2026-12-06: 8x16x512x512 22.7, its whole-sequence kernel unrolling
+// hidden 512; 64x1x32x32 7.1; 64x1x8x8 4.1); the whole calibration, idle, Mesa's cache empty,
+// took 20-36 s with the wide points and 7.7-8.4 s with the small ones.
 const std::array<CalibrationShape, 3>&
 calibrationShapes(CalibrationShapes which)
 {
-    static const std::array<CalibrationShape, 3> standard = { { { 1, 1, 32, 32 }, { 64, 1, 32, 32 }, { 8, 16, 512, 512 } } };
-    static const std::array<CalibrationShape, 3> small = { { { 1, 1, 8, 8 }, { 16, 1, 8, 8 }, { 4, 4, 64, 64 } } };
-    return which == CalibrationShapes::Small ? small : standard;
+    static const std::array<CalibrationShape, 3> wide = { { { 64, 1, 32, 32, 1 }, { 64, 1, 32, 32, 64 }, { 8, 16, 512, 512, 8 } } };
+    static const std::array<CalibrationShape, 3> small = { { { 64, 1, 8, 8, 1 }, { 64, 1, 8, 8, 64 }, { 2, 128, 32, 32, 2 } } };
+    static_assert(128 > SEQUENCE_CPU_MAX_BATCH, "the small table's wide layer must run the step kernels on a CPU device");
+    return which == CalibrationShapes::Small ? small : wide;
 }
 
 Side

@@ -7,7 +7,7 @@
 //             and a barrier; the CPU: the per-step GEMM call); steps = seq_length * directions;
 //   per_flop  the inverse of the throughput; flops = 2 * directions * seq * batch * gates *
 //             hidden * (input + hidden), the two matrix products.
-// Both sides are measured once per device at CALIBRATION_SHAPES (calibration.hpp) and cached
+// Both sides are measured once per device at calibrationShapes' points (calibration.hpp) and cached
 // on disk (costcache.hpp) under calibrationKey. The one copy of the model: the plugin EP and
 // the Python door (ortops/ort/costmodel.py, through _vk) decide with it.
 #pragma once
@@ -58,22 +58,26 @@ Work
 workOf(uint32_t gates, uint64_t seq, uint64_t batch, uint64_t input, uint64_t hidden, uint32_t directions,
        std::string assumed = "");
 
-// One calibration shape: an LSTM of one direction.
+// One calibration point: an LSTM of one direction, `seq` steps long, run for its first `steps`
+// (max_length, every sequence length `steps`). Points of one layer share its compiled kernels:
+// the device's specialization constants are the layer's shape, not the steps run.
 struct CalibrationShape
 {
-    uint32_t seq, batch, input, hidden;
+    uint32_t seq, batch, input, hidden, steps;
 };
 
-// Which set of calibration shapes: Default (what a device is calibrated with) or Small
-// (tests' and quick tools' measurement on slow devices such as lavapipe).
+// Which table of points: Wide, for GPUs (their kernels compile in milliseconds, and their
+// throughput shows only on a wide layer), or Small, for CPU implementations of Vulkan such as
+// lavapipe (each new shape's kernels compile for seconds there, and they reach their throughput
+// on small layers) and for tests on any device.
 enum class CalibrationShapes
 {
-    Default,
+    Wide,
     Small,
 };
 
-// One step of a small LSTM (cost per run), many steps of it (cost per step), a short wide one
-// (throughput): the three terms isolated.
+// One step of a small LSTM (cost per run) and all its steps (cost per step), then a wide one
+// (throughput): the three terms isolated with two compiled layers.
 const std::array<CalibrationShape, 3>&
 calibrationShapes(CalibrationShapes which);
 
