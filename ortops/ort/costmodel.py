@@ -212,10 +212,11 @@ def measure(device, shapes: str | None = None, max_runs: int | None = None) -> C
     """Measure both sides on ``device`` (an ``ortops.Device``) with the core's measurement (the
     plugin EP's): the device side through the native layer, the ORT CPU side in this process's
     onnxruntime, at the points of ``SHAPES[shapes]`` (by default the device's table,
-    :func:`table`), each timed over up to ``max_runs`` runs (default 20; fewer where they
-    take over 0.1 s, 3 at least: calibration.hpp)."""
-    k, dev, cpu = _native().measure_calibration(device.uuid, key(device), shapes or "default", max_runs or 20,
-                                                _cpu_session)
+    :func:`table`), each timed over up to ``max_runs`` runs (by default the core's
+    CALIBRATION_MAX_RUNS; fewer once they take its budget, calibration.hpp)."""
+    limit = {"max_runs": max_runs} if max_runs else {}
+    k, dev, cpu = _native().measure_calibration(device.uuid, key(device), shapes or "default", _cpu_session,
+                                                **limit)
     return Calibration(k, Side(*dev), Side(*cpu))
 
 

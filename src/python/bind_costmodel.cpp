@@ -194,8 +194,8 @@ bindMeasure(py::module_& m)
 {
     m.def(
       "measure_calibration",
-      [](const std::string& deviceUuid, const std::string& key, const std::string& shapes, int maxRuns,
-         py::function makeCpu) {
+      [](const std::string& deviceUuid, const std::string& key, const std::string& shapes, py::function makeCpu,
+         int maxRuns) {
           const DeviceDescription& device = chooseDevice(deviceUuid);
           CalibrationShapes which = shapesNamed(shapes, &device);
           PythonCpuRunner cpu(std::move(makeCpu));
@@ -206,7 +206,8 @@ bindMeasure(py::module_& m)
           }
           return py::make_tuple(c.key, tupleOf(c.device), tupleOf(c.cpu));
       },
-      py::arg("device_uuid"), py::arg("key"), py::arg("shapes"), py::arg("max_runs"), py::arg("make_cpu"),
+      py::arg("device_uuid"), py::arg("key"), py::arg("shapes"), py::arg("make_cpu"),
+      py::arg("max_runs") = CALIBRATION_MAX_RUNS,
       "Measure a calibration with the core (calibration.hpp): the device side through Layer, the "
       "ORT CPU side through make_cpu(input, hidden, W, R) -> run(x); shapes 'default' (the device's "
       "table), 'wide' or 'small'.");
