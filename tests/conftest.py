@@ -327,6 +327,21 @@ def pytest_collection_modifyitems(config, items):
         if _listed(FULL_ONLY, item):
             item.add_marker(pytest.mark.full)
     _mark_matrix_rest(items)
+    _longest_first(items)
+
+
+#: The quick command's longest tests (tens of seconds each on lavapipe with Mesa's cache empty),
+#: by node id prefix. They go first, so that pytest-xdist, which deals the first tests round
+#: robin, starts them on different processes rather than leaving one to end the run alone.
+LONGEST = ("tests/test_persistent_kernel.py::test_forced_on_it_gives_the_step_kernels_bits_at_every_shape",
+           "tests/test_cpp.py::test_the_cores_cpp_unit_tests_pass")
+
+
+def _longest_first(items) -> None:
+    def rank(item):
+        return next((i for i, prefix in enumerate(LONGEST) if item.nodeid.startswith(prefix)), len(LONGEST))
+
+    items.sort(key=rank)   # stable: every other test keeps its place
 
 
 class DeviceUsed(BaseException):
