@@ -213,11 +213,14 @@ if has persistent; then
   # kernels, barriers-only and cuDNN strict alternated in rounds at 80x1x256 and 48x8x192->96,
   # the recognizer through the EP with the kernel left to the table and switched off; exit
   # status 1 on different bits, 2 where the grid fell back. PERSISTENT_ARGS: e.g. "--rounds 5".
-  py -m pytest -q -p no:cacheprovider tests/test_persistent_kernel.py > "$OUT/pytest_persistent.txt" 2>&1
-  tail -3 "$OUT/pytest_persistent.txt"
-  VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
-    tests/test_persistent_kernel.py > "$OUT/pytest_persistent_validation.txt" 2>&1
-  tail -3 "$OUT/pytest_persistent_validation.txt"
+  # (Not again where the shards stage of the same call ran them.)
+  if ! has shards; then
+    py -m pytest -q -p no:cacheprovider tests/test_persistent_kernel.py > "$OUT/pytest_persistent.txt" 2>&1
+    tail -3 "$OUT/pytest_persistent.txt"
+    VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
+      tests/test_persistent_kernel.py > "$OUT/pytest_persistent_validation.txt" 2>&1
+    tail -3 "$OUT/pytest_persistent_validation.txt"
+  fi
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   py bench/persistent.py --out "$OUT" ${PERSISTENT_ARGS:-} 2>&1 | tee "$OUT/persistent_log.txt"
   echo "bench/persistent.py exit status ${PIPESTATUS[0]}" | tee -a "$OUT/persistent_log.txt"

@@ -163,7 +163,7 @@ def test_without_a_calibration_the_ep_measures_caches_and_places_by_it(tmp_path)
     assert f"calibrating the cost model for {select().name} once" in output and f"cached in {cache} " in output
     # A later process reads the cache: it measures nothing, says nothing of it, places alike.
     stored = cache.read_text()
-    report, output = _child(tmp_path, {"auto": {"placement": "auto"}},
+    report, output = _child(tmp_path, {"auto": {"options": {"placement": "auto"}}},
                             {costmodel.CACHE_ENV: str(cache), "ORTOPS_COST_SHAPES": "small"})
     assert "calibrat" not in output and cache.read_text() == stored
     assert report["runs"]["auto"]["assigned"] == run["assigned"]
