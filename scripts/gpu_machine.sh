@@ -44,7 +44,7 @@ STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, t
                       # or shards: both at once in parallel processes),
                       # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
                       # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
-                      # host, ep, models, persistent, cpp (none: build only); bench/README.md says what each study measures
+                      # host, ep, models, persistent, calibrate, cpp (none: build only); bench/README.md says what each study measures
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
 if has library; then
   # The custom-op library as C and C++ programs use it, on the GPU: no libpython, its
@@ -200,6 +200,20 @@ if has ab; then
   tail -2 /tmp/build-old.txt
   py bench/ab_bench.py --build old=/tmp/site-old --build new= --rounds ${AB_ROUNDS:-3} --out "$OUT" \
     ${AB_ARGS:-} 2>&1 | tee "$OUT/ab_log.txt"
+fi
+if has calibrate; then
+  # Placement auto's first calibration on this device (issue 44, item 3; docs/onnxruntime.md,
+  # "Placement"): `ortops info --placement auto` with an empty cost cache (it measures, says so
+  # and caches), then again reading that cache; after the stages above, so the machine is quiet.
+  [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
+  cache=$(mktemp -d)
+  for run in "empty cache" "cache filled"; do
+    t0=$(date +%s.%N)
+    XDG_CACHE_HOME=$cache py -m ortops info models/recognizer.onnx --placement auto > /tmp/calibrate.txt 2>&1
+    t1=$(date +%s.%N)
+    { grep -i "calibrat\|cached\| -> " /tmp/calibrate.txt; echo "ortops info --placement auto, $run: $(python3 -c "print(round($t1 - $t0, 2))") s"; } \
+      | tee -a "$OUT/calibrate.txt"
+  done
 fi
 if has sequence; then
   # The whole-sequence kernel's GPU rows (issue 32): whole-sequence against step kernels and
