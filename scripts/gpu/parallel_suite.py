@@ -33,8 +33,10 @@ from collections import OrderedDict
 
 def collect() -> "OrderedDict[str, int]":
     """Test files in collection order with their number of tests."""
+    # Without PYTEST_ADDOPTS: options meant for the shards (-v, --durations) change this listing.
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     out = subprocess.run([sys.executable, "-P", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          "tests"], capture_output=True, text=True).stdout
+                          "tests"], capture_output=True, text=True, env=env).stdout
     files: "OrderedDict[str, int]" = OrderedDict()
     for line in out.splitlines():
         if "::" in line:
@@ -117,12 +119,15 @@ def main(argv=None) -> int:
         if n <= 0:
             continue
         for i, shard in enumerate(deal(chosen, n)):
-            cmd = [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", *shard]
+            # -v: a shard cut at the time limit ends its log with the test it was running; -rs: why
+            # each skip; --durations: the slow tests, for the next gate's shard sizes.
+            cmd = [sys.executable, "-P", "-m", "pytest", "-v", "-rs", "--durations=15", "-p", "no:cacheprovider",
+                   *shard]
             env = dict(os.environ)
             if kind == "plain":
                 env.pop("VK_LAYER_PATH", None)   # as the plain run had it: no layer on the path
             if kind == "validation":
-                cmd.insert(cmd.index("-q"), "--vk-validation")
+                cmd.insert(cmd.index("-v"), "--vk-validation")
             path = os.path.join(args.out, f"{kind}-{i}.txt")
             with open(path, "w") as log:
                 log.write(f"# {' '.join(shard)}\n")
