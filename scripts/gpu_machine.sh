@@ -109,6 +109,10 @@ if has cpp; then
   # choice, concurrency) on the real GPU, in the build directory pip just used (doctest's headers
   # from Debian's doctest-dev, carried in .gl/).
   scripts/cpp_tests.sh plain 2>&1 | tail -4 | tee "$OUT/cpp.txt"
+  # Again under the validation layer (synchronization validation): any message fails the run,
+  # naming its test case (tests/cpp/main.cpp).
+  ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH=$PWD/tests VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d \
+    scripts/cpp_tests.sh plain 2>&1 | tail -4 | tee -a "$OUT/cpp.txt"
 fi
 if has portability; then
   # Portability enumeration (docs/packaging.md): what the loader offers, what the instance

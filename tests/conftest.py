@@ -60,10 +60,10 @@ os.environ.setdefault("ORTOPS_SEQUENCE_STEPS", "0")
 # which wins over this variable), as does the table's choice; ORTOPS_CPU_PROJECTION=1 runs the
 # suite with it.
 os.environ.setdefault("ORTOPS_CPU_PROJECTION", "0")
-#: The environment switches this file sets for the Python suite (above, and --vk-validation's
-#: in pytest_configure), which the C++ tests (tests/test_cpp.py) run without.
-PYTHON_SUITE_SWITCHES = ("ORTOPS_SEQUENCE_STEPS", "ORTOPS_CPU_PROJECTION", "ORTOPS_VALIDATION",
-                         "VK_LAYER_SETTINGS_PATH")
+#: The kernel switches this file sets for the Python suite (above), which the C++ tests
+#: (tests/test_cpp.py) run without: they choose their kernels themselves. They keep
+#: --vk-validation's (pytest_configure), and fail on any validation message (tests/cpp/main.cpp).
+PYTHON_SUITE_SWITCHES = ("ORTOPS_SEQUENCE_STEPS", "ORTOPS_CPU_PROJECTION")
 
 #: Tests that need no Vulkan device: a module name maps to None (the whole module) or to the
 #: names of its device-free tests (parametrized cases share their function's name).

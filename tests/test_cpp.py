@@ -5,10 +5,11 @@ it, this file fails saying so). Why a pytest
 test: in the quick command they run in one of pytest-xdist's processes beside the Python tests,
 instead of alone before them with a core idle (each compiles its pipelines on one core).
 
-The program runs in the environment the session started with, less the switches tests/conftest.py
-sets for the Python suite (:data:`conftest.PYTHON_SUITE_SWITCHES`): the C++ tests choose their
-kernels themselves (tests/cpp/support.hpp), and check the table's choice where it is their
-subject. Two rounds of the race test's sweep, as scripts/test.sh always ran them
+The program runs in the environment the session started with, less the kernel switches
+tests/conftest.py sets for the Python suite (:data:`conftest.PYTHON_SUITE_SWITCHES`): the C++
+tests choose their kernels themselves (tests/cpp/support.hpp), and check the table's choice where
+it is their subject. Under --vk-validation it runs under the validation layer too, and any
+validation message fails it (tests/cpp/main.cpp names the case that caused it). Two rounds of the race test's sweep, as scripts/test.sh always ran them
 (ORTOPS_TEST_ROUNDS; the ThreadSanitizer job runs 32).
 """
 
