@@ -4,6 +4,7 @@ module-level ``__getattr__`` with a ``DeprecationWarning`` saying what to use in
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any, Callable
 
@@ -23,3 +24,9 @@ def module_getattr(module: str, table: Table) -> Callable[[str], Any]:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def attribute(module: str, name: str) -> Callable[[], Any]:
+    """The value of ``module.name``, imported when the deprecated alias is read (the module
+    that defines the alias may be imported by ``module``)."""
+    return lambda: getattr(importlib.import_module(module), name)

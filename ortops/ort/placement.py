@@ -261,9 +261,9 @@ def place(std: StandardNode, info: ModelInfo, opset: int, device, mode: str, pla
     return Decision(p, config, verdict["constant"], verdict["device"], arrays)
 
 
-from ortops._deprecated import module_getattr  # noqa: E402 - the deprecated names, after what they use
+from ortops._deprecated import attribute, module_getattr  # noqa: E402 - the deprecated names, after what they use
 
 __getattr__ = module_getattr(__name__, {
     "SUPPORTED_VERSIONS": ("ortops.vocabulary.SUPPORTED_VERSIONS (the core's)",
-                           lambda: __import__("ortops.vocabulary", fromlist=["x"]).SUPPORTED_VERSIONS),
+                           attribute("ortops.vocabulary", "SUPPORTED_VERSIONS")),
 })

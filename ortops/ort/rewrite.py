@@ -203,9 +203,9 @@ def _drop_unused_constants(g, used: set | None = None) -> int:
     return before - len(g.initializer) - len(g.node)
 
 
-from ortops._deprecated import module_getattr  # noqa: E402 - the deprecated names, after what they use
+from ortops._deprecated import attribute, module_getattr  # noqa: E402 - the deprecated names, after what they use
 
 __getattr__ = module_getattr(__name__, {
     "SUPPORTED_VERSIONS": ("ortops.vocabulary.SUPPORTED_VERSIONS (the core's)",
-                           lambda: __import__("ortops.vocabulary", fromlist=["x"]).SUPPORTED_VERSIONS),
+                           attribute("ortops.vocabulary", "SUPPORTED_VERSIONS")),
 })

@@ -471,9 +471,9 @@ class InferenceSession:
         return False
 
 
-from ortops._deprecated import module_getattr  # noqa: E402 - the deprecated names, after what they use
+from ortops._deprecated import attribute, module_getattr  # noqa: E402 - the deprecated names, after what they use
 
 __getattr__ = module_getattr(__name__, {
     "session_device": ("ortops.device.select(device) (a device that matches nothing is an error now)",
-                       lambda: __import__("ortops.device", fromlist=["select"]).select),
+                       attribute("ortops.device", "select")),
 })

@@ -105,10 +105,9 @@ workOf(uint32_t gates, uint64_t seq, uint64_t batch, uint64_t input, uint64_t hi
 // hidden 512 (the sizes of the H200's calibration in docs/onnxruntime.md). Small (CPU devices,
 // tests): the same at hidden 8; 2 steps of batch 128, hidden 32, a batch beyond what the
 // whole-sequence kernel takes on a CPU device, so that this layer compiles the step kernels. On
-// lavapipe each new layer's first run compiles its kernels (first runs in a new process, CPU
-// seconds, loaded machine, 2026-12-06: 8x16x512x512 22.7, its whole-sequence kernel unrolling
-// hidden 512; 64x1x32x32 7.1; 64x1x8x8 4.1); the whole calibration, idle, Mesa's cache empty,
-// took 20-36 s with the wide points and 7.7-8.4 s with the small ones.
+// lavapipe each new layer's first run compiles its kernels for seconds, most of a calibration's
+// time, and the wide layer's whole-sequence kernel unrolls hidden 512 (the figures:
+// docs/onnxruntime.md, "Placement policy").
 const std::array<CalibrationShape, 3>&
 calibrationShapes(CalibrationShapes which)
 {
