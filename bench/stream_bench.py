@@ -60,7 +60,9 @@ STATE_SHAPE = (2, 1, 128)
 
 
 def find_wheel(path: str | None = None) -> str:
-    """The silero-vad wheel (``path``, else the one in build/deps); a clear error if absent."""
+    """The silero-vad wheel (``path``, else $ORTOPS_SILERO_WHEEL, else the one in build/deps);
+    a clear error if absent."""
+    path = path or os.environ.get("ORTOPS_SILERO_WHEEL")
     if path:
         return path
     found = sorted(glob.glob(WHEEL_GLOB))

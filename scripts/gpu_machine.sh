@@ -13,10 +13,10 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
+for f in ${GL_DIR:-.gl}/*.deb; do dpkg -x "$f" /; done   # GL_DIR, WHL_DIR: scripts/gpu/models_carry.sh
 ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
+  --target /tmp/site ${WHL_DIR:-.whl}/*.whl && export PYTHONPATH=/tmp/site || exit 1
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && \
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export ORTOPS_KOMPUTE_SDIST=$PWD/build/deps/kp-0.9.0.tar.gz KOMPUTE_PYTHON_NUM_PARALLEL_THREADS=8
@@ -348,12 +348,9 @@ if has models; then
   # end to end through ONNX Runtime: ORT CPU, the ortops EP (placement gpu and auto), the WebGPU
   # plugin EP and onnxruntime-ggml on Vulkan, engines alternated in rounds (bench/real_models.py;
   # exit status 1 if ortops' outputs break the rule against ORT CPU). The peers' wheels for this
-  # Python (onnxruntime_ep_webgpu-0.4.0, onnxruntime_ggml-0.2.0; 29 MB) come in .whl-peers/, the
-  # silero-vad wheel (11 MB) in build/deps/: with .gl and .whl both are over 64 MiB, so two calls on
-  # one warm machine (the peers stay in /tmp/site-peers): call 1 carries .gl .whl
-  # build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime .whl-peers (the build, the peers installed);
-  # call 2 the same with build/deps/silero_vad-6.2.3-py3-none-any.whl for .whl-peers (an
-  # incremental build, then the table: about 3 minutes on the H200, MODELS_ARGS adds options).
+  # Python (onnxruntime_ep_webgpu-0.4.0, onnxruntime_ggml-0.2.0; 29 MB) come in .whl-peers/; with
+  # .gl, .whl and the silero-vad wheel they are over 64 MiB, so scripts/gpu/models_carry.sh makes
+  # smaller ones (its header gives the call); about 3 minutes on the H200 after the build.
   if compgen -G ".whl-peers/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site-peers .whl-peers/*.whl || exit 1
@@ -361,7 +358,7 @@ if has models; then
   export PYTHONPATH=$PYTHONPATH:/tmp/site-peers
   py -c "import onnxruntime as o, onnxruntime_ep_webgpu as w, onnxruntime_ggml as g; \
 print('onnxruntime', o.__version__, '| webgpu', w.get_library_path(), '| ggml', g.library_path())" 2>&1 | tail -1
-  if compgen -G "build/deps/silero_vad-*.whl" > /dev/null; then
+  if [ -n "${ORTOPS_SILERO_WHEEL:-}" ] || compgen -G "build/deps/silero_vad-*.whl" > /dev/null; then
     py bench/real_models.py --out "$OUT" ${MODELS_ARGS:-} 2>&1 | tee "$OUT/real_models_log.txt"
     echo "real_models exit status ${PIPESTATUS[0]}"
   else
