@@ -231,8 +231,8 @@ if has persistent; then
   # kernels, barriers-only and cuDNN strict alternated in rounds at 80x1x256 and 48x8x192->96,
   # the recognizer through the EP with the kernel left to the table and switched off; exit
   # status 1 on different bits, 2 where the grid fell back. PERSISTENT_ARGS: e.g. "--rounds 5".
-  # (Not again where the shards stage of the same call ran them.)
-  if ! has shards; then
+  # (Not again where the shards stage of the same call ran them, nor with PERSISTENT_TESTS=0.)
+  if ! has shards && [ "${PERSISTENT_TESTS:-1}" != 0 ]; then
     py -m pytest -q -p no:cacheprovider tests/test_persistent_kernel.py > "$OUT/pytest_persistent.txt" 2>&1
     tail -3 "$OUT/pytest_persistent.txt"
     VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d py -m pytest -q -p no:cacheprovider --vk-validation \
