@@ -180,13 +180,14 @@ def _table_choice(**kw):
 
 def test_the_table_chooses_it_on_gpus_only(monkeypatch):
     # variants.hpp's PERSISTENT_STEPS: GPUs that report their compute units, from above the
-    # whole-sequence kernel's hidden sizes, batch 1-8, where R fits; never CPU devices.
+    # whole-sequence kernel's hidden sizes, batch 1 (the rule's maxBatch), where R fits; never CPU devices.
     monkeypatch.setattr(variants, "PERSISTENT_STEPS", variants.TABLE)
     monkeypatch.delenv("ORTOPS_PERSISTENT_STEPS", raising=False)
     rules = _vk.batched_tiles()["persistent_steps"]
     assert [r[0] for r in rules] == ["cpu", "gpu"] and rules[0][2] == 0
     assert _table_choice()                                   # the recognizer's layer on an H200
-    assert _table_choice(batch=8) and not _table_choice(batch=9)
+    assert rules[1][2] >= 1
+    assert _table_choice(batch=rules[1][2]) and not _table_choice(batch=rules[1][2] + 1)
     assert not _table_choice(cpu=True)
     assert not _table_choice(compute_units=0)               # the device does not say
     assert not _table_choice(hidden=rules[1][1] - 1) and _table_choice(hidden=rules[1][1])
