@@ -4,8 +4,9 @@
 // ortops/ort/costmodel.py). Both sides run the same one-direction LSTM (random weights, no
 // bias) at each calibration point, the device's with sequence_lens and max_length set to the
 // point's steps (so the points of one layer share its kernels), the CPU's on that many steps;
-// each time is the median of the runs after one untimed run (medianSeconds' stopping rule),
-// fitted per side (fit). Also the one place that says which calibration a door uses: cached
+// every point runs once untimed first (the device layers' first runs, which compile their
+// kernels, each on its own thread), then each time is the median of its timed runs
+// (medianSeconds' stopping rule), fitted per side (fit). Also the one place that says which calibration a door uses: cached
 // under the key, else measured and cached (calibrationFor), and what a door says meanwhile
 // (calibrationNotice).
 #pragma once
@@ -49,6 +50,10 @@ inline constexpr double CALIBRATION_BUDGET_S = 0.1;
 double
 medianSeconds(const std::function<void()>& run, int maxRuns = CALIBRATION_MAX_RUNS,
               double budget = CALIBRATION_BUDGET_S);
+// The same without the untimed run (`run` made its first run before).
+double
+timedMedianSeconds(const std::function<void()>& run, int maxRuns = CALIBRATION_MAX_RUNS,
+                   double budget = CALIBRATION_BUDGET_S);
 
 // Measure both sides on `device` at the points of `shapes`; `key` names the result
 // (calibrationKey).
