@@ -8,9 +8,11 @@
 Why: on the GPU machine one device call may run 10 minutes, and the whole suite takes longer
 than that under validation alone, so the gate's two runs (plainly, under validation) do not fit
 two calls. The machine has 16 cores and the suite keeps its GPU
-mostly idle, so shards run side by side. Files are dealt to shards by their test count
-(greedy, largest first); a file never splits, so module fixtures stay whole. Each shard writes
-DIR/<plain|validation>-<i>.txt; the script prints every shard's summary and the totals, and exits
+mostly idle, so shards run side by side. Files are dealt to shards by their expected seconds
+(greedy, longest first; SECONDS, else their test count at SECONDS_A_TEST); a file never splits,
+so module fixtures stay whole. Each shard writes DIR/<plain|validation>-<i>.txt and a JUnit
+report; DIR/file_seconds.txt gives each finished file's seconds (for SECONDS). The script
+prints every shard's summary and the totals, and exits
 1 if any shard failed, errored or did not finish. ``--validation-from FILE`` runs under
 validation only the files from FILE on, in collection order (the rest of a run that a call's
 time limit cut; the gate record names both parts); ``--validation-only`` runs those files
@@ -60,15 +62,48 @@ def unfinished(folder: str) -> dict:
     return left
 
 
+# Seconds a file took plainly on the GPU machine's H100 (gate 15, 2026-12-07: shards of one or a
+# few files; under validation up to 1.3 times as long), where its test count misleads: the
+# kernel files compile a pipeline for every tiling, the reference and decoder tests run in
+# microseconds. Other files: their test count at SECONDS_A_TEST (gate 15's other shards).
+SECONDS = {
+    "tests/test_step_kernels.py": 220, "tests/test_sequence_kernel.py": 150, "tests/test_kernels.py": 137,
+    "tests/test_reference.py": 4, "tests/test_validation.py": 12, "tests/test_node_config_decoder.py": 15,
+}
+SECONDS_A_TEST = 0.7
+
+
 def deal(files: "OrderedDict[str, int]", n: int) -> list:
-    """The files in n shards of about equal test counts (largest file first)."""
+    """The files in n shards of about equal expected seconds (the longest file first)."""
     shards = [[] for _ in range(max(1, n))]
-    load = [0] * len(shards)
-    for f, count in sorted(files.items(), key=lambda kv: -kv[1]):
+    load = [0.0] * len(shards)
+    for f, seconds in sorted(((f, SECONDS.get(f, SECONDS_A_TEST * c)) for f, c in files.items()),
+                             key=lambda kv: -kv[1]):
         i = load.index(min(load))
         shards[i].append(f)
-        load[i] += count
+        load[i] += seconds
     return [s for s in shards if s]
+
+
+def file_seconds(folder: str) -> "dict[str, float]":
+    """{file: seconds} over the JUnit reports of the shards in ``folder`` (each kind apart:
+    "plain tests/x.py" and "validation tests/x.py")."""
+    import xml.etree.ElementTree as ET
+
+    out: "dict[str, float]" = {}
+    for name in sorted(os.listdir(folder)):
+        m = re.fullmatch(r"(plain|validation)-\d+\.xml", name)
+        if not m:
+            continue
+        try:
+            root = ET.parse(os.path.join(folder, name)).getroot()
+        except ET.ParseError:   # a shard stopped at the time limit writes none
+            continue
+        for case in root.iter("testcase"):
+            # pytest's classname: tests.test_x or tests.test_x.TestClass
+            f = m.group(1) + " " + "/".join(case.get("classname", "").split(".")[:2]) + ".py"
+            out[f] = out.get(f, 0.0) + float(case.get("time", 0))
+    return out
 
 
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)")
@@ -122,7 +157,7 @@ def main(argv=None) -> int:
             # -v: a shard cut at the time limit ends its log with the test it was running; -rs: why
             # each skip; --durations: the slow tests, for the next gate's shard sizes.
             cmd = [sys.executable, "-P", "-m", "pytest", "-v", "-rs", "--durations=15", "-p", "no:cacheprovider",
-                   *shard]
+                   f"--junitxml={os.path.join(args.out, f'{kind}-{i}.xml')}", *shard]
             env = dict(os.environ)
             if kind == "plain":
                 env.pop("VK_LAYER_PATH", None)   # as the plain run had it: no layer on the path
@@ -156,6 +191,9 @@ def main(argv=None) -> int:
             totals[kind][k] = totals[kind].get(k, 0) + v
         state = "" if finished else " NOT FINISHED"
         print(f"{kind} {i} ({count} tests): rc {p.returncode}{state}: {last[0]}", flush=True)
+    seconds = file_seconds(args.out)
+    with open(os.path.join(args.out, "file_seconds.txt"), "w") as f:
+        f.writelines(f"{k} {v:.1f}\n" for k, v in sorted(seconds.items(), key=lambda kv: -kv[1]))
     for kind, t in totals.items():
         if t:
             print(f"{kind} total: " + ", ".join(f"{v} {k}" for k, v in sorted(t.items())) +
