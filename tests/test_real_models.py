@@ -16,7 +16,8 @@ def test_one_model_one_engine_and_a_peer_that_does_not_start(tmp_path, monkeypat
         raise real_models.NotHere("no adapter (the test's)")
 
     monkeypatch.setitem(real_models.FACTORIES, "WebGPU EP", no_adapter)
-    assert real_models.main(ARGS + ["--engines", "ortops gpu,WebGPU EP", "--out", str(tmp_path)]) == 0
+    # --no-probe: the peer in this process, where the patched factory is
+    assert real_models.main(ARGS + ["--engines", "ortops gpu,WebGPU EP", "--no-probe", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "real_models.json").read_text())
     (row,) = report["rows"]
     ep = row["engines"]["ortops gpu"]
@@ -29,6 +30,29 @@ def test_one_model_one_engine_and_a_peer_that_does_not_start(tmp_path, monkeypat
     table = (tmp_path / "real_models.md").read_text()
     assert "| crnn | " in table and " · 1/1 |" in table
     assert "does not run here [1]" in table and "[1] no adapter (the test's)" in table
+
+
+def test_a_peer_that_ends_the_process_is_a_cell_not_the_end(tmp_path, monkeypatch):
+    # The child that runs the peer first dies on an assert (as onnxruntime-ggml 0.2.0 did on the
+    # H100); the table goes on, the peer's cell says why, and the exit status follows ortops alone.
+    import subprocess
+
+    asked = []
+
+    def child(cmd, **kw):
+        asked.append(cmd)
+        return subprocess.CompletedProcess(cmd, -6, "", "ggml_vulkan: 0 = a GPU\n/x/ggml-vulkan.cpp:8146: "
+                                           "GGML_ASSERT(allow_misalign || misalign_bytes == 0) failed\nbacktrace\n")
+
+    monkeypatch.setattr(real_models.subprocess, "run", child)
+    assert real_models.main(ARGS + ["--engines", "ortops gpu,ggml Vulkan", "--out", str(tmp_path)]) == 0
+    (cmd,) = asked   # one child: the peer on the model, never an ortops engine
+    assert cmd[cmd.index("--engines") + 1] == "ggml Vulkan" and cmd[cmd.index("--models") + 1] == "crnn"
+    (row,) = json.loads((tmp_path / "real_models.json").read_text())["rows"]
+    assert row["engines"]["ortops gpu"]["runs_here"]
+    assert row["engines"]["ggml Vulkan"] == {
+        "runs_here": False,
+        "message": "ends the process (exit status -6): GGML_ASSERT(allow_misalign || misalign_bytes == 0) failed"}
 
 
 def test_exit_status_follows_ortops_outputs(tmp_path, inject_fault):
