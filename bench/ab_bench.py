@@ -79,10 +79,12 @@ def worker(runs: int, dtypes, shapes, modes=("deterministic",)) -> dict:
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 1.0:     # clocks up (docs/perf.md, "GPU clocks")
             layer(X)
-        gpu = []
+        gpu, parts = [], {}
         for _ in range(runs):
             layer(X)
             gpu.append(layer.last_gpu_time_ms)
+            for k, v in (layer.last_gpu_profile or {}).items():
+                parts.setdefault(k, []).append(v)
         call = _median_ms(lambda: layer(X), runs)
         y = np.asarray(layer(X)[0])
         sess = ortops.InferenceSession(_model(cell, seq, batch, inp, hidden, direction, W, R, B, dtype), mode=mode)
@@ -92,6 +94,7 @@ def worker(runs: int, dtypes, shapes, modes=("deterministic",)) -> dict:
         import hashlib
         res["rows"].append(dict(shape="%s %dx%dx%d->%d %s" % (cell, seq, batch, inp, hidden, direction[:2]),
                                 dtype=dt, mode=mode, gpu_ms=statistics.median(gpu), call_ms=call, session_ms=e2e,
+                                gpu_parts_ms={k: statistics.median(v) for k, v in parts.items()},
                                 y_sha=hashlib.sha256(y.tobytes()).hexdigest()[:16]))
         del layer, sess
     return res
@@ -135,6 +138,7 @@ def main() -> int:
     lines = ["| shape | dtype | mode | figure | %s median (min–max) | %s median (min–max) | %s/%s | verdict | same bits |"
              % (old, new, new, old), "|---|---|---|---|---|---|---|---|---|"]
     worst = 0
+    split = []   # where a GPU time is slower: its parts (projection and set-up, steps, outputs)
     for i, row in enumerate(rounds[old][0]["rows"]):
         same = all(rr["rows"][i]["y_sha"] == row["y_sha"] for b in rounds for rr in rounds[b])
         for fig in ("gpu_ms", "call_ms", "session_ms"):
@@ -143,9 +147,20 @@ def main() -> int:
             ratio = statistics.median(n) / statistics.median(o)
             verdict = "slower" if min(n) > max(o) else ("faster" if max(n) < min(o) else "within spread")
             worst += verdict == "slower"
+            if fig == "gpu_ms" and verdict == "slower":
+                for part in row.get("gpu_parts_ms", {}):
+                    po = [rr["rows"][i]["gpu_parts_ms"][part] for rr in rounds[old]]
+                    pn = [rr["rows"][i]["gpu_parts_ms"][part] for rr in rounds[new]]
+                    split.append("| %s | %s | %s | %.4f (%.4f–%.4f) | %.4f (%.4f–%.4f) |" % (
+                        row["shape"], row["dtype"], part, statistics.median(po), min(po), max(po),
+                        statistics.median(pn), min(pn), max(pn)))
             lines.append("| %s | %s | %s | %s | %.3f (%.3f–%.3f) | %.3f (%.3f–%.3f) | %.3f | %s | %s |" % (
                 row["shape"], row["dtype"], row.get("mode", "deterministic"), fig, statistics.median(o), min(o), max(o),
                 statistics.median(n), min(n), max(n), ratio, verdict, "yes" if same else "NO"))
+    if split:
+        lines += ["", "Where a GPU time is slower, its parts (ms):", "",
+                  "| shape | dtype | part | %s median (min–max) | %s median (min–max) |" % (old, new), "|---|---|---|---|---|",
+                  *split]
     if len(modes) > 1:
         # Each build's GPU time in each further mode over the first mode's, per round (the
         # modes ran in the same process, one after the other): median (min–max) of the rounds.
