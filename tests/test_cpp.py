@@ -9,7 +9,8 @@ The program runs in the environment the session started with, less the kernel sw
 tests/conftest.py sets for the Python suite (:data:`conftest.PYTHON_SUITE_SWITCHES`): the C++
 tests choose their kernels themselves (tests/cpp/support.hpp), and check the table's choice where
 it is their subject. Under --vk-validation it runs under the validation layer too, and any
-validation message fails it (tests/cpp/main.cpp names the case that caused it). Two rounds of the race test's sweep, as scripts/test.sh always ran them
+validation message fails it (tests/cpp/main.cpp names the case that caused it). Two rounds of
+the race test's sweep, as scripts/test.sh always ran them
 (ORTOPS_TEST_ROUNDS; the ThreadSanitizer job runs 32).
 """
 

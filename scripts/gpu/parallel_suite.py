@@ -87,7 +87,7 @@ def deal(files: "OrderedDict[str, int]", n: int) -> list:
 
 def file_seconds(folder: str) -> "dict[str, float]":
     """{file: seconds} over the JUnit reports of the shards in ``folder`` (each kind apart:
-    "plain tests/x.py" and "validation tests/x.py")."""
+    "plain tests/test_cli.py" and "validation tests/test_cli.py")."""
     import xml.etree.ElementTree as ET
 
     out: "dict[str, float]" = {}

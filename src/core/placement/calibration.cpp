@@ -87,13 +87,6 @@ struct DeviceLstm
 double
 medianSeconds(const std::function<void()>& run, int maxRuns, double budget)
 {
-    run();
-    return timedMedianSeconds(run, maxRuns, budget);
-}
-
-double
-timedMedianSeconds(const std::function<void()>& run, int maxRuns, double budget)
-{
     std::vector<double> times;
     double spent = 0.0;
     while (static_cast<int>(times.size()) < std::max(maxRuns, 1) &&
@@ -140,22 +133,21 @@ measureCalibration(const DeviceDescription& device, CpuLstmRunner& cpu, const st
     // a first run compiles the layer's kernels (most of a calibration's time), and the pipeline
     // table makes different pipelines at once, so the layers' compiles overlap; ORT CPU's first
     // runs go meanwhile on this thread. Nothing is timed until every compile is done.
-    std::map<DeviceLstm*, std::future<void>> firstRuns;
+    std::vector<std::future<void>> firstRuns;
     for (auto& [shape, r] : runners) {
-        DeviceLstm* layer = r.first.get();
-        firstRuns[layer] = std::async(std::launch::async, [layer, &points] {
+        firstRuns.push_back(std::async(std::launch::async, [layer = &r, &points] {
             std::vector<float> y;
             for (Point& p : points) {
-                if (p.r->first.get() == layer) {
-                    layer->run(p.x, p.s.seq, p.s.batch, p.s.input, p.s.steps, y);
+                if (p.r == layer) {
+                    p.r->first->run(p.x, p.s.seq, p.s.batch, p.s.input, p.s.steps, y);
                 }
             }
-        });
+        }));
     }
     for (Point& p : points) {
         p.r->second->run(p.xSteps, p.s.steps, p.s.batch);
     }
-    for (auto& [layer, done] : firstRuns) {
+    for (auto& done : firstRuns) {
         done.get();   // a first run's error, rethrown here
     }
     std::vector<std::pair<Work, double>> onDevice, onCpu;
@@ -163,9 +155,8 @@ measureCalibration(const DeviceDescription& device, CpuLstmRunner& cpu, const st
     for (Point& p : points) {
         const CalibrationShape& s = p.s;
         Work w = workOf(4, s.steps, s.batch, s.input, s.hidden, 1);
-        onDevice.emplace_back(
-          w, timedMedianSeconds([&] { p.r->first->run(p.x, s.seq, s.batch, s.input, s.steps, y); }, maxRuns));
-        onCpu.emplace_back(w, timedMedianSeconds([&] { p.r->second->run(p.xSteps, s.steps, s.batch); }, maxRuns));
+        onDevice.emplace_back(w, medianSeconds([&] { p.r->first->run(p.x, s.seq, s.batch, s.input, s.steps, y); }, maxRuns));
+        onCpu.emplace_back(w, medianSeconds([&] { p.r->second->run(p.xSteps, s.steps, s.batch); }, maxRuns));
     }
     return Calibration{ key, fit(onDevice), fit(onCpu) };
 }

@@ -6,9 +6,9 @@
 // point's steps (so the points of one layer share its kernels), the CPU's on that many steps;
 // every point runs once untimed first (the device layers' first runs, which compile their
 // kernels, each on its own thread), then each time is the median of its timed runs
-// (medianSeconds' stopping rule), fitted per side (fit). Also the one place that says which calibration a door uses: cached
-// under the key, else measured and cached (calibrationFor), and what a door says meanwhile
-// (calibrationNotice).
+// (medianSeconds' stopping rule), fitted per side (fit). Also the one place that says which
+// calibration a door uses: cached under the key, else measured and cached (calibrationFor),
+// and what a door says meanwhile (calibrationNotice).
 #pragma once
 
 #include <functional>
@@ -40,9 +40,9 @@ class CpuLstmRunner
                                           const std::vector<float>& R) = 0;
 };
 
-// The median wall-clock seconds of `run` over the timed runs after one untimed run (the
-// compile, the first allocations): runs until `maxRuns`, or until at least 3 and `budget`
-// seconds of timed runs, whichever comes first. A GPU's runs take microseconds to a few
+// The median wall-clock seconds of `run` over its timed runs (the caller makes the untimed
+// first run: the compile, the first allocations): runs until `maxRuns`, or until at least 3
+// and `budget` seconds of timed runs, whichever comes first. A GPU's runs take microseconds to a few
 // milliseconds (every run fits the budget: 20), lavapipe's widest tens of milliseconds (3-6).
 inline constexpr int CALIBRATION_MAX_RUNS = 20;
 inline constexpr int CALIBRATION_MIN_RUNS = 3;
@@ -50,10 +50,6 @@ inline constexpr double CALIBRATION_BUDGET_S = 0.1;
 double
 medianSeconds(const std::function<void()>& run, int maxRuns = CALIBRATION_MAX_RUNS,
               double budget = CALIBRATION_BUDGET_S);
-// The same without the untimed run (`run` made its first run before).
-double
-timedMedianSeconds(const std::function<void()>& run, int maxRuns = CALIBRATION_MAX_RUNS,
-                   double budget = CALIBRATION_BUDGET_S);
 
 // Measure both sides on `device` at the points of `shapes`; `key` names the result
 // (calibrationKey).

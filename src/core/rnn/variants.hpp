@@ -247,8 +247,9 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins on the H200): at batch 1 it beat the
 // step kernels for LSTM and GRU in both precisions, at batch 8 it lost (bench/persistent.py and
 // bench/ab_bench.py on the H100; the figures: docs/perf.md, "Kernel choices"); batches 2-7 are
-// unmeasured and stay with the step kernels. CPU implementations never: lavapipe runs a workgroup a thread to its end, so
-// a grid needs as many threads as workgroups and each barrier a trip through the scheduler.
+// unmeasured and stay with the step kernels. CPU implementations never: lavapipe runs a
+// workgroup a thread to its end, so a grid needs as many threads as workgroups and each
+// barrier a trip through the scheduler.
 struct PersistentRule
 {
     bool cpu;
