@@ -100,41 +100,8 @@ def worker(runs: int, dtypes, shapes, modes=("deterministic",)) -> dict:
     return res
 
 
-def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--worker", action="store_true")
-    p.add_argument("--build", action="append", default=[], help="NAME=DIR (put first on PYTHONPATH)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--runs", type=int, default=20)
-    p.add_argument("--dtypes", default="float32,float16")
-    p.add_argument("--out", default=".")
-    p.add_argument("--small", action="store_true", help="two tiny shapes (a check of this script on lavapipe)")
-    p.add_argument("--modes", default="deterministic", help="ortops modes, comma-separated (first: the ratios' base)")
-    a = p.parse_args()
-    dtypes = a.dtypes.split(",")
-    modes = a.modes.split(",")
-    if a.worker:
-        print(json.dumps(worker(a.runs, dtypes, SMALL if a.small else ANCHORS, modes)))
-        return 0
-    builds = [b.split("=", 1) for b in a.build]
-    rounds = {name: [] for name, _ in builds}
-    for r in range(a.rounds):
-        order = builds if r % 2 == 0 else builds[::-1]
-        for name, path in order:
-            env = dict(os.environ)
-            if path:   # empty: the interpreter's own installation
-                env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))
-            cp = subprocess.run([sys.executable, "-P", __file__, "--worker", "--runs", str(a.runs),
-                                 "--dtypes", a.dtypes, "--modes", a.modes] + (["--small"] if a.small else []), env=env, capture_output=True, text=True)
-            if cp.returncode != 0:
-                print(cp.stderr[-3000:], file=sys.stderr)
-                return 1
-            rounds[name].append(json.loads(cp.stdout.strip().splitlines()[-1]))
-            print("round %d %s done (%s)" % (r + 1, name, rounds[name][-1]["ortops"]), file=sys.stderr, flush=True)
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "ab_bench.json"), "w") as f:
-        json.dump(rounds, f, indent=1)
-    (old, _), (new, _) = builds[0], builds[1]
+def compare(rounds: dict, old: str, new: str, modes: list) -> tuple:
+    """The verdict table of build `new` against build `old`, and its number of slower figures."""
     lines = ["| shape | dtype | mode | figure | %s median (min–max) | %s median (min–max) | %s/%s | verdict | same bits |"
              % (old, new, new, old), "|---|---|---|---|---|---|---|---|---|"]
     worst = 0
@@ -178,6 +145,59 @@ def main() -> int:
                 cells.append("%.2f (%.2f–%.2f)" % (statistics.median(q), min(q), max(q)))
             lines.append("| %s | %s | GPU %s / %s | %s | %s |" % (row["shape"], row["dtype"], row["mode"], modes[0],
                                                                    cells[0], cells[1]))
+    return lines, worst
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--worker", action="store_true")
+    p.add_argument("--build", action="append", default=[],
+                   help="NAME=DIR (put first on PYTHONPATH), or NAME=DIR@VAR=VALUE,... (that build with these "
+                        "environment variables set, e.g. a switch); the first is the old build, each other is "
+                        "compared with it")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--dtypes", default="float32,float16")
+    p.add_argument("--out", default=".")
+    p.add_argument("--small", action="store_true", help="two tiny shapes (a check of this script on lavapipe)")
+    p.add_argument("--modes", default="deterministic", help="ortops modes, comma-separated (first: the ratios' base)")
+    a = p.parse_args()
+    dtypes = a.dtypes.split(",")
+    modes = a.modes.split(",")
+    if a.worker:
+        print(json.dumps(worker(a.runs, dtypes, SMALL if a.small else ANCHORS, modes)))
+        return 0
+    builds = [b.split("=", 1) for b in a.build]
+    settings = {}
+    for b in builds:
+        b[1], _, extra = b[1].partition("@")
+        settings[b[0]] = dict(kv.split("=", 1) for kv in filter(None, extra.split(",")))
+    rounds = {name: [] for name, _ in builds}
+    for r in range(a.rounds):
+        order = builds if r % 2 == 0 else builds[::-1]
+        for name, path in order:
+            env = dict(os.environ, **settings[name])
+            if path:   # empty: the interpreter's own installation
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))
+            cp = subprocess.run([sys.executable, "-P", __file__, "--worker", "--runs", str(a.runs),
+                                 "--dtypes", a.dtypes, "--modes", a.modes] + (["--small"] if a.small else []), env=env, capture_output=True, text=True)
+            if cp.returncode != 0:
+                print(cp.stderr[-3000:], file=sys.stderr)
+                return 1
+            rounds[name].append(json.loads(cp.stdout.strip().splitlines()[-1]))
+            print("round %d %s done (%s)" % (r + 1, name, rounds[name][-1]["ortops"]), file=sys.stderr, flush=True)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "ab_bench.json"), "w") as f:
+        json.dump(rounds, f, indent=1)
+    old = builds[0][0]
+    lines, worst = [], 0
+    for new, _ in builds[1:]:
+        if lines:
+            lines += ["", "%s (%s) against %s:" % (new, ", ".join("%s=%s" % kv for kv in settings[new].items()) or
+                                                   "no settings", old), ""]
+        block, slower = compare(rounds, old, new, modes)
+        lines += block
+        worst += slower if new == builds[1][0] else 0
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "ab_bench.md"), "w") as f:

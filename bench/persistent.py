@@ -66,6 +66,7 @@ class Engine:
         variants.SEQUENCE_STEPS = variants.TABLE
         variants.PERSISTENT_PIECE = None
         variants.PERSISTENT_GROUPS = None
+        variants.PERSISTENT_DESIGN = None
         for name, value in self.settings.items():
             setattr(variants, name, value)
 
@@ -251,9 +252,17 @@ def main(argv=None) -> int:
     ap.add_argument("--also-groups", default="64", metavar="G,G,...",
                     help="more persistent engines, with these many workgroups each (fewer at a barrier, more "
                          "units each; '' none)")
+    ap.add_argument("--designs", default="", metavar="D,D,...",
+                    help="more persistent engines, with these DESIGN bits each (glsl/step_persistent.comp), and "
+                         "their barriers-only pieces (bits 1 and 2)")
     a = ap.parse_args(argv)
     for e in ("persistent", "barriers"):
         ENGINES[e]["PERSISTENT_GROUPS"] = a.groups
+    for d in filter(None, a.designs.split(",")):
+        ENGINES[f"persistent-d{int(d)}"] = dict(PERSISTENT_STEPS=True, PERSISTENT_DESIGN=int(d), PERSISTENT_GROUPS=a.groups)
+        if int(d) < 4:
+            ENGINES[f"barriers-d{int(d)}"] = dict(PERSISTENT_STEPS=True, PERSISTENT_PIECE="barriers",
+                                                 PERSISTENT_DESIGN=int(d), PERSISTENT_GROUPS=a.groups)
     for g in filter(None, a.also_groups.split(",")):
         ENGINES[f"persistent-g{int(g)}"] = dict(PERSISTENT_STEPS=True, PERSISTENT_GROUPS=int(g))
     shapes = LAYERS if not a.layer else [("x".join(v.split(",")[:3]), *map(int, v.split(","))) for v in a.layer]

@@ -107,28 +107,84 @@ float bias(uint d, uint which, uint gate, uint u)
     return HAS_BIAS != 0u ? LOADT(Bias, d * 2u * GH + which * GH + gate * HIDDEN + u) : 0.0;
 }
 
-// A gate's pre-activation ((xw + rec) + Wb) + Rb, gate g of the pass (so also the R row).
-float pre(uint xw, uint g, float r, uint d, uint u)
+// What a cell update reads besides its recurrent sums (cellLoad), so that a kernel can load it
+// before the sums are ready (glsl/step_persistent.comp) and the update (cellUpdate) is the same
+// code either way: the row's length, the previous h (and c of an LSTM, z of a GRU's candidate
+// pass), and per gate of the pass (at its cell gate's index) the input projection xw and the W
+// and R biases (0.0 without B, as the sums below always add them), and an LSTM's peepholes
+// (i, o, f). Left 0 where the row's sequence has ended.
+struct CellIn
 {
-    return ADD(ADD(ADD(LOADF(Xw, xw + g * HIDDEN), r), bias(d, 0u, g, u)), bias(d, 1u, g, u));
+    int len;
+    float hPrev, cPrev, z;
+    vec4 x, wb, rb;
+    vec3 peep;
+};
+
+// Whether pass `pass` reads cell gate g's projection and biases.
+bool gateRead(uint pass, uint g)
+{
+    return g < GATES && (pass == 2u ? g == 2u : (pass == 1u ? g < 2u : true));
+}
+
+CellIn cellLoad(uint pass, uint d, uint u, uint b, uint s)
+{
+    CellIn ci;
+    ci.len = 0;
+    ci.hPrev = 0.0;
+    ci.cPrev = 0.0;
+    ci.z = 0.0;
+    ci.x = vec4(0.0);
+    ci.wb = vec4(0.0);
+    ci.rb = vec4(0.0);
+    ci.peep = vec3(0.0);
+    if (u >= HIDDEN || b >= BATCH) return ci;
+    bool backwards = (d == 1u) || (REVERSE0 != 0u);
+    ci.len = HAS_LENS != 0u ? Lens[b] : int(SEQ);
+    uint hIdx = (d * BATCH + b) * HIDDEN + u;
+    ci.hPrev = LOADF(S, STATE_OFFSET + s * PLANE + hIdx);
+    if (int(s) >= ci.len) return ci;
+    uint tIdx = backwards ? uint(ci.len) - 1u - s : s;
+    uint xw = XW_OFFSET + ((d * SEQ + tIdx) * BATCH + b) * GH + u;
+    [[unroll]] for (uint g = 0u; g < 4u; g++) {
+        if (gateRead(pass, g)) {
+            ci.x[g] = LOADF(Xw, xw + g * HIDDEN);
+            ci.wb[g] = bias(d, 0u, g, u);
+            ci.rb[g] = bias(d, 1u, g, u);
+        }
+    }
+    if (CELL == 0u) {
+        ci.cPrev = LOADF(S, C_BASE + hIdx);
+        if (HAS_PEEP != 0u) {
+            // P is [dirs, 3 * hidden] in the order i, o, f.
+            ci.peep = vec3(LOADT(Peep, d * 3u * HIDDEN + u), LOADT(Peep, d * 3u * HIDDEN + HIDDEN + u),
+                           LOADT(Peep, d * 3u * HIDDEN + 2u * HIDDEN + u));
+        }
+    } else if (CELL == 1u && pass == 2u) {
+        ci.z = LOADF(S, G_BASE + hIdx);
+    }
+    return ci;
+}
+
+// A gate's pre-activation ((xw + rec) + Wb) + Rb, cell gate g, its recurrent sum r.
+float pre(CellIn ci, uint g, float r)
+{
+    return ADD(ADD(ADD(ci.x[g], r), ci.wb[g]), ci.rb[g]);
 }
 
 // One (direction d, unit u, batch row b) at step s, from its gates' recurrent sums rec[g]
-// (g: the pass's gates, in cell order). Units and rows past the layer's do nothing. Returns
-// what the next product multiplies with R for this unit and row: r * h after pass 1 of a GRU,
-// else the new hidden state. `pass` is the PASS constant's meaning: the step kernels pass
-// PASS (updateCell); glsl/step_sequence.comp runs both passes of a GRU step in one kernel.
-// Callers pass a constant, so the compiler folds it as it folds PASS.
-float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
+// (g: the pass's gates, in cell order) and what cellLoad read. Units and rows past the layer's
+// do nothing. Returns what the next product multiplies with R for this unit and row: r * h
+// after pass 1 of a GRU, else the new hidden state. `pass` is the PASS constant's meaning: the
+// step kernels pass PASS (updateCell); glsl/step_sequence.comp runs both passes of a GRU step in
+// one kernel. Callers pass a constant, so the compiler folds it as it folds PASS.
+float cellUpdate(uint pass, uint d, uint u, uint b, uint s, vec4 rec, CellIn ci)
 {
     if (u >= HIDDEN || b >= BATCH) return 0.0;
-    bool backwards = (d == 1u) || (REVERSE0 != 0u);
-    int len = HAS_LENS != 0u ? Lens[b] : int(SEQ);
     uint hIdx = (d * BATCH + b) * HIDDEN + u;
-    uint hIn = STATE_OFFSET + s * PLANE + hIdx;
-    uint hOut = hIn + PLANE;
-    float hPrev = LOADF(S, hIn);
-    if (int(s) >= len) {
+    uint hOut = STATE_OFFSET + (s + 1u) * PLANE + hIdx;
+    float hPrev = ci.hPrev;
+    if (int(s) >= ci.len) {
         // This row's sequence has ended: carry its state through (pass 1 of a GRU only
         // prepares scratch, and zeros keep the candidate's product finite).
         if (pass == 1u) {
@@ -138,22 +194,18 @@ float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
         STOREF(S, hOut, hPrev);
         return hPrev;
     }
-    uint tIdx = backwards ? uint(len) - 1u - s : s;
-    uint xw = XW_OFFSET + ((d * SEQ + tIdx) * BATCH + b) * GH + u;
 
     if (CELL == 0u) {
         // LSTM, gates i, o, f, c. pre = ((xw + rec) + Wb) + Rb, then peepholes (i and f with
         // the previous cell state, o with the new one), then clip, then the activation.
-        uint cIdx = C_BASE + hIdx;
-        float cPrev = LOADF(S, cIdx);
-        float pi = pre(xw, 0u, rec[0], d, u);
-        float po = pre(xw, 1u, rec[1], d, u);
-        float pf = pre(xw, 2u, rec[2], d, u);
-        float pc_ = pre(xw, 3u, rec[3], d, u);
+        float cPrev = ci.cPrev;
+        float pi = pre(ci, 0u, rec[0]);
+        float po = pre(ci, 1u, rec[1]);
+        float pf = pre(ci, 2u, rec[2]);
+        float pc_ = pre(ci, 3u, rec[3]);
         if (HAS_PEEP != 0u) {
-            // P is [dirs, 3 * hidden] in the order i, o, f.
-            pi = ADD(pi, MUL(LOADT(Peep, d * 3u * HIDDEN + u), cPrev));
-            pf = ADD(pf, MUL(LOADT(Peep, d * 3u * HIDDEN + 2u * HIDDEN + u), cPrev));
+            pi = ADD(pi, MUL(ci.peep[0], cPrev));
+            pf = ADD(pf, MUL(ci.peep[2], cPrev));
         }
         float ig = act(d, 0u, clip(pi));
         // 1 - ig cannot be a denormal (exact.glsl's 1 - x rule; a denormal ig, a denormal clip
@@ -162,25 +214,24 @@ float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
         float cg = act(d, 1u, clip(pc_));
         float c = ADD(MUL(fg, cPrev), MUL(ig, cg));
         if (HAS_PEEP != 0u) {
-            po = ADD(po, MUL(LOADT(Peep, d * 3u * HIDDEN + HIDDEN + u), c));
+            po = ADD(po, MUL(ci.peep[1], c));
         }
         float og = act(d, 0u, clip(po));
         float h = MUL(og, act(d, 2u, c));
-        STOREF(S, cIdx, c);
+        STOREF(S, C_BASE + hIdx, c);
         STOREF(S, hOut, h);
         return h;
     } else if (CELL == 1u) {
         // GRU, gates z, r, h.
         if (pass == 2u) {
-            float ph = ADD(ADD(ADD(LOADF(Xw, xw + 2u * HIDDEN), rec[0]), bias(d, 0u, 2u, u)), bias(d, 1u, 2u, u));
-            float z = LOADF(S, G_BASE + hIdx);
+            float ph = pre(ci, 2u, rec[0]);
             float ht = act(d, 1u, clip(ph));
-            float h = ADD(MUL(SUBN(1.0, z), ht), MUL(z, hPrev));   // SUBN: as 1 - ig above
+            float h = ADD(MUL(SUBN(1.0, ci.z), ht), MUL(ci.z, hPrev));   // SUBN: as 1 - ig above
             STOREF(S, hOut, h);
             return h;
         }
-        float pz = pre(xw, 0u, rec[0], d, u);
-        float pr = pre(xw, 1u, rec[1], d, u);
+        float pz = pre(ci, 0u, rec[0]);
+        float pr = pre(ci, 1u, rec[1]);
         float z = act(d, 0u, clip(pz));
         float r = act(d, 0u, clip(pr));
         if (pass == 1u) {
@@ -192,15 +243,20 @@ float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
             return rh;
         }
         // linear_before_reset = 1: pre_h = (xw_h + r * (rec_h + Rb_h)) + Wb_h.
-        float ph = ADD(ADD(LOADF(Xw, xw + 2u * HIDDEN), MUL(r, ADD(rec[2], bias(d, 1u, 2u, u)))), bias(d, 0u, 2u, u));
+        float ph = ADD(ADD(ci.x[2], MUL(r, ADD(rec[2], ci.rb[2]))), ci.wb[2]);
         float ht = act(d, 1u, clip(ph));
         float h = ADD(MUL(SUBN(1.0, z), ht), MUL(z, hPrev));   // SUBN: as 1 - ig above
         STOREF(S, hOut, h);
         return h;
     }
-    float h = act(d, 0u, clip(pre(xw, 0u, rec[0], d, u)));
+    float h = act(d, 0u, clip(pre(ci, 0u, rec[0])));
     STOREF(S, hOut, h);
     return h;
+}
+
+float updateCellIn(uint pass, uint d, uint u, uint b, uint s, vec4 rec)
+{
+    return cellUpdate(pass, d, u, b, s, rec, cellLoad(pass, d, u, b, s));
 }
 
 float updateCell(uint d, uint u, uint b, uint s, vec4 rec)

@@ -10,6 +10,8 @@
 // VulkanMemoryModelDeviceScope for the device-scope atomics and fences, which it does not when
 // the model is only implied by their use, and honours nonprivate).
 #pragma use_vulkan_memory_model
+// DESIGN's shuffle tree (a row's lane sums joined in registers).
+#extension GL_KHR_shader_subgroup_shuffle_relative : require
 // Pass 3 as one persistent dispatch (issue 45; Diamos et al., "Persistent RNNs: Stashing
 // Recurrent Weights On-Chip", 2016; docs/design.md, "Passes"). Every time step of a layer run
 // in one grid whose workgroups each keep a slice of R in shared memory for the whole run and meet
@@ -38,7 +40,7 @@
 // The sync words (binding 6, zeroed by the run's upload before the dispatch):
 //   POLL    tickets taken; bit 31 once the poll is closed
 //   COUNT   workgroups that took part + 1, published by the first (0: not yet)
-//   ARRIVE  arrivals at grid barriers, over the whole run
+//   ARRIVE  arrivals at grid barriers, over the whole run (words 32 and 64: DESIGN)
 //   STATUS  0, or the failures' bits (FEW, LATE, COUNTLESS, CUT)
 //   TAKEN   workgroups that took part (the host's diagnostics)
 //   DELAYED the polls' delay chain (kept, see POLL_DELAY)
@@ -58,6 +60,15 @@ layout(constant_id = 43) const uint WINDOW = 2048;     // polls the first workgr
 layout(constant_id = 44) const uint DISCOVERY = 1;
 // 1: the barriers and the set-up only, no arithmetic (a profile piece, bench/persistent.py).
 layout(constant_id = 45) const uint PIECE = 0;
+// How the grid meets (bits): 1 thread 0's release atomic and acquire fence with workgroup-scope
+// barriers around them (GPUs: the fences of one invocation instead of every invocation's),
+// else device-scope fences in every invocation's barriers (lavapipe, see load()); 2 one arrival
+// counter a direction where the slices do not cross directions (a direction's workgroups need
+// only its own h), else one for the grid; 4 the cell's inputs of a step loaded before its
+// products, so that their latency overlaps the reads of h; 8 a row's lane sums joined by subgroup
+// shuffles (the same tree, in registers) where a subgroup is a row thread's 32 lanes (the host
+// sets it where the subgroup size is 32; the shader checks gl_SubgroupSize too).
+layout(constant_id = 47) const uint DESIGN = 0;
 // Dependent integer divisions a poll computes before its load (0 on a GPU). Lavapipe (Mesa 22.3)
 // ends every loop of an invocation once its loops have taken 65,535 iterations in all (gallivm's
 // loop limiter), and its workgroups' threads may start milliseconds apart on a loaded machine:
@@ -68,8 +79,14 @@ layout(constant_id = 46) const uint POLL_DELAY = 0;
 
 // Read and written by atomics alone.
 layout(std430, binding = 6) buffer SyncBuf { uint sync[]; };
-
-const uint POLL = 0u, COUNT = 1u, ARRIVE = 2u, STATUS = 3u, TAKEN = 4u, DELAYED = 5u;
+const uint POLL = 0u, COUNT = 1u, STATUS = 3u, TAKEN = 4u, DELAYED = 5u;
+// The arrival counters, each on a 128-byte line of its own (the polls of one do not meet the
+// atomics on the other or the status words): the grid's or direction 0's, and direction 1's.
+const uint ARRIVE = 32u, ARRIVE1 = 64u;
+const bool THREAD0_ATOMICS = (DESIGN & 1u) != 0u;
+const bool BY_DIRECTION = (DESIGN & 2u) != 0u;
+const bool PREFETCH = (DESIGN & 4u) != 0u;
+const bool SHUFFLE_TREE = (DESIGN & 8u) != 0u;
 const uint CLOSED = 0x80000000u;
 const uint NONE = 0xFFFFFFFFu;
 // STATUS bits: too few arrived, a barrier not met, no count published, a loop cut short.
@@ -111,9 +128,22 @@ void fail(uint bits)
 // A poll: POLL_DELAY's divisions (their result kept in DELAYED after each wait), then the load.
 uint delay = 1u;
 
-uint poll(uint word)
+void pollDelay()
 {
     [[unroll]] for (uint j = 0u; j < POLL_DELAY; j++) delay = (delay * 2654435761u + 12345u) / ((delay & 7u) + 3u);
+}
+
+// The chain's result kept after a wait, so that the compiler keeps the divisions.
+void keepDelay()
+{
+    if (POLL_DELAY != 0u) {
+        atomicStore(sync[DELAYED], delay, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    }
+}
+
+uint poll(uint word)
+{
+    pollDelay();
     return load(word);
 }
 
@@ -128,9 +158,7 @@ bool waitFor(uint word, uint target, uint why, uint bound)
             break;
         }
     }
-    if (POLL_DELAY != 0u) {
-        atomicStore(sync[DELAYED], delay, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-    }
+    keepDelay();
     if (!met && load(STATUS) == 0u) {
         fail(why);
     }
@@ -163,6 +191,7 @@ void discover()
         for (uint i = 0u; i < WINDOW && seen < gl_NumWorkGroups.x; i++) {
             seen = poll(POLL) & ~CLOSED;
         }
+        keepDelay();
         count = atomicOr(sync[POLL], CLOSED, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed) & ~CLOSED;
         atomicStore(sync[TAKEN], count, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
         atomicStore(sync[COUNT], count + 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
@@ -184,13 +213,32 @@ void discover()
 const int FENCE_STORAGE = gl_StorageSemanticsBuffer | gl_StorageSemanticsShared;
 const int FENCE = gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible;
 
-bool gridBarrier(inout uint epoch, uint members)
+// With THREAD0_ATOMICS, the same order by another chain: every invocation's state writes
+// happen before thread 0's release (a workgroup barrier with workgroup-scope availability), whose
+// device-scope availability extends the chain; thread 0's acquire fence after its wait makes
+// them visible at device scope, and the workgroup barrier after it passes that on to every
+// invocation. Only thread 0 meets a device-scope fence.
+const int WG_FENCE = gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible;
+
+bool gridBarrier(inout uint epoch, uint members, uint word)
 {
-    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, FENCE_STORAGE, FENCE);
     epoch++;
+    if (THREAD0_ATOMICS) {
+        controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, FENCE_STORAGE, WG_FENCE);
+        if (gl_LocalInvocationIndex == 0u) {
+            atomicAdd(sync[word], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                      gl_SemanticsRelease | gl_SemanticsMakeAvailable);
+            bool met = waitFor(word, epoch * members, LATE, SPINS);
+            memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire | gl_SemanticsMakeVisible);
+            role[2] = met ? 1u : 0u;
+        }
+        controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, FENCE_STORAGE, WG_FENCE);
+        return role[2] != 0u;
+    }
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, FENCE_STORAGE, FENCE);
     if (gl_LocalInvocationIndex == 0u) {
-        atomicAdd(sync[ARRIVE], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        role[2] = waitFor(ARRIVE, epoch * members, LATE, SPINS) ? 1u : 0u;
+        atomicAdd(sync[word], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        role[2] = waitFor(word, epoch * members, LATE, SPINS) ? 1u : 0u;
     }
     controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, FENCE_STORAGE, FENCE);
     return role[2] != 0u;
@@ -234,14 +282,15 @@ void products(uint pass, uint s, Slice sl)
     uint lane = gl_LocalInvocationIndex % 32u, ty = gl_LocalInvocationIndex / 32u;
     uint firstGate = pass == 2u ? 2u : 0u;
     uint rows = (pass == 1u ? 2u : (pass == 2u ? 1u : GATES)) * sl.mine;
+    bool shuffled = SHUFFLE_TREE && gl_SubgroupSize == 32u;
     for (uint r0 = 0u; r0 < rows; r0 += TY) {
         uint row = r0 + ty;
+        float acc[BATCH];
+        [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = 0.0;
         if (row < rows) {
             uint g = row / sl.mine, lu = row % sl.mine;
             uint rAt = (lu * GATES + firstGate + g) * HIDDEN;
             uint hAt = stateAt(pass, (sl.first + lu) / HIDDEN, s);
-            float acc[BATCH];
-            [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = 0.0;
             // Lane l: k = l, l + 32, ... in increasing order (the loop's bound is the lanes').
             for (uint k0 = 0u; k0 < HIDDEN; k0 += 32u) {
                 uint k = k0 + lane;
@@ -251,6 +300,19 @@ void products(uint pass, uint s, Slice sl)
                         acc[j] = ADD(acc[j], MUL(w, LOADF(S, hAt + j * HIDDEN + k)));
                 }
             }
+        }
+        if (shuffled) {
+            // Lane l takes lane l + stride's value: v[l] + v[l + stride] for l < stride, the
+            // tree below; every lane of the subgroup takes part (rows past the pass too).
+            [[unroll]] for (uint j = 0u; j < BATCH; j++) {
+                float v = acc[j];
+                [[unroll]] for (uint stride = 16u; stride > 0u; stride >>= 1u)
+                    v = ADD(v, subgroupShuffleDown(v, stride));
+                if (lane == 0u && row < rows) sums[row * BATCH + j] = v;
+            }
+            continue;
+        }
+        if (row < rows) {
             [[unroll]] for (uint j = 0u; j < BATCH; j++) partial[(ty * BATCH + j) * 33u + lane] = acc[j];
         }
         barrier();
@@ -264,17 +326,43 @@ void products(uint pass, uint s, Slice sl)
         }
         barrier();
     }
+    if (shuffled) {
+        barrier();
+    }
 }
 
+// The slice's cell of this invocation in a pass where every cell has its own invocation
+// (PREFETCH's case): c = (batch row) * mine + (unit of the slice), as stepPass's loop.
+const bool ONE_CELL_EACH = PREFETCH && UNITS_MAX * BATCH <= THREADS;
+
 // One pass of step s: the products, then the cells of the slice (cell.glsl's update, the pass a
-// constant where the callers below inline it).
+// constant where the callers below inline it). With ONE_CELL_EACH the cell's inputs are loaded
+// first (cell.glsl's cellLoad: the same values, so the same bits).
 void stepPass(uint pass, uint s, Slice sl)
 {
     if (PIECE == 1u) {
         return;
     }
-    products(pass, s, sl);
     uint gates = pass == 1u ? 2u : (pass == 2u ? 1u : GATES);
+    if (ONE_CELL_EACH) {
+        uint c = gl_LocalInvocationIndex;
+        bool mine = c < sl.mine * BATCH;
+        uint lu = mine ? c % sl.mine : 0u, b = mine ? c / sl.mine : 0u;
+        uint gu = sl.first + lu;
+        CellIn ci;
+        if (mine) {
+            ci = cellLoad(pass, gu / HIDDEN, gu % HIDDEN, b, s);
+        }
+        products(pass, s, sl);
+        if (mine) {
+            vec4 rec = vec4(0.0);
+            [[unroll]] for (uint g = 0u; g < 4u; g++)
+                if (g < gates) rec[g] = sums[(g * sl.mine + lu) * BATCH + b];
+            cellUpdate(pass, gu / HIDDEN, gu % HIDDEN, b, s, rec, ci);
+        }
+        return;
+    }
+    products(pass, s, sl);
     for (uint c0 = 0u; c0 < sl.mine * BATCH; c0 += THREADS) {
         uint c = c0 + gl_LocalInvocationIndex;
         if (c >= sl.mine * BATCH) {
@@ -309,19 +397,26 @@ void main()
         return;
     }
     Slice sl = Slice(ticket * upw, min(upw, UNITS - ticket * upw));
+    // BY_DIRECTION: where every slice lies in one direction, a direction's workgroups meet on
+    // their own counter.
+    uint word = ARRIVE;
+    if (BY_DIRECTION && DIRS == 2u && HIDDEN % upw == 0u) {
+        members = HIDDEN / upw;
+        word = ticket < members ? ARRIVE : ARRIVE1;
+    }
     loadR(sl);
     barrier();
     uint epoch = 0u, steps = pc.step;   // cell.glsl's push constant: here the number of steps
     for (uint s = 0u; s < steps; s++) {
         if (TWO_PASS) {
             stepPass(1u, s, sl);
-            if (!gridBarrier(epoch, members)) return;
+            if (!gridBarrier(epoch, members, word)) return;
             stepPass(2u, s, sl);
         } else {
             stepPass(0u, s, sl);
         }
         // The dispatch's end orders the last step's writes before the output passes.
-        if (s + 1u < steps && !gridBarrier(epoch, members)) return;
+        if (s + 1u < steps && !gridBarrier(epoch, members, word)) return;
     }
     if (!loopsWhole()) {
         fail(CUT);

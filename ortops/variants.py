@@ -89,6 +89,7 @@ SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); 
 #   PERSISTENT_SPINS      polls before a wait gives up; None: the rule
 #   PERSISTENT_DISCOVERY  occupancy discovery: None (on) or a bool (False, a test hook: every
 #                         dispatched workgroup takes part, whether or not it runs at once)
+#   PERSISTENT_DESIGN     the shader's DESIGN bits (glsl/step_persistent.comp); None: the rule
 #   PERSISTENT_PIECE      None the whole kernel; "barriers": its barriers only, no arithmetic (a
 #                         profile for bench/persistent.py; the results are wrong)
 PERSISTENT_STEPS: bool | str = TABLE
@@ -97,6 +98,7 @@ PERSISTENT_UNITS: int | None = None
 PERSISTENT_SPINS: int | None = None
 PERSISTENT_DISCOVERY: bool | None = None
 PERSISTENT_PIECE: str | None = None
+PERSISTENT_DESIGN: int | None = None
 
 # The CPU projection (glsl/input_projection_cpu.comp: a column of Xw an invocation, W's row in
 # registers, every row walked; the tiled projection's bits):
@@ -139,7 +141,7 @@ def tunables() -> tuple:
             _by_dtype(BATCHED_ROWS), COOPMAT_STEPS_FROM, COOPMAT_BLOCKS, SEQUENCE_STEPS, SEQUENCE_ROWS,
             SEQUENCE_BROADCAST, SEQUENCE_UNITS, CPU_PROJECTION, CPU_PROJECTION_ROWS, CPU_PROJECTION_W_REGS,
             CPU_PROJECTION_COLUMNS, PROJECTION_KT, PROJECTION_STAGES, PERSISTENT_STEPS, PERSISTENT_GROUPS,
-            PERSISTENT_UNITS, PERSISTENT_SPINS, PERSISTENT_DISCOVERY, PERSISTENT_PIECE)
+            PERSISTENT_UNITS, PERSISTENT_SPINS, PERSISTENT_DISCOVERY, PERSISTENT_PIECE, PERSISTENT_DESIGN)
 
 
 def settings():
@@ -218,6 +220,10 @@ def _persistent_settings(s) -> None:
     s.persistent_spins = _field(PERSISTENT_SPINS)
     s.persistent_discovery = _field(None if PERSISTENT_DISCOVERY is None else 1 + PERSISTENT_DISCOVERY)
     s.persistent_piece = 1 if PERSISTENT_PIECE == "barriers" else 0
+    if PERSISTENT_DESIGN is not None and (isinstance(PERSISTENT_DESIGN, bool) or not isinstance(PERSISTENT_DESIGN, int)
+                                          or not 0 <= PERSISTENT_DESIGN < 16):
+        raise ValueError(f"ortops.variants.PERSISTENT_DESIGN must be 0-15 (or None), got {PERSISTENT_DESIGN!r}")
+    s.persistent_design = _TABLE if PERSISTENT_DESIGN is None else PERSISTENT_DESIGN + 1
 
 
 def _field(value) -> int:

@@ -202,7 +202,9 @@ if has ab; then
   # deterministic GPU time (issue 32, item 4: an exact-kernel change against the tree before it).
   wait
   tail -2 /tmp/build-old.txt
-  py bench/ab_bench.py --build old=/tmp/site-old --build new= --rounds ${AB_ROUNDS:-3} --out "$OUT" \
+  # AB_BUILDS: more builds, each compared with the old one, e.g. "--build
+  # new-steps=@ORTOPS_PERSISTENT_STEPS=0" (this build with the persistent kernel switched off).
+  py bench/ab_bench.py --build old=/tmp/site-old --build new= ${AB_BUILDS:-} --rounds ${AB_ROUNDS:-3} --out "$OUT" \
     ${AB_ARGS:-} 2>&1 | tee "$OUT/ab_log.txt"
 fi
 if has calibrate; then

@@ -70,7 +70,7 @@ def run_case(case: dict) -> dict:
     arrays, lens = _arrays(case)
     steps = _layer(case, arrays, False)
     want = [_run(steps, arrays, lens), _run(steps, arrays, None)]
-    pers = _layer(case, arrays, True, PERSISTENT_GROUPS=case["groups"])
+    pers = _layer(case, arrays, True, PERSISTENT_GROUPS=case["groups"], **case.get("tunables", {}))
     before = _state(pers)
     got = [_run(pers, arrays, lens), _run(pers, arrays, None)]
     again = _run(pers, arrays, lens)

@@ -93,6 +93,35 @@ def test_forced_on_it_gives_the_step_kernels_bits_at_every_shape(part):
     assert not pending, f"never ran to its end on the persistent kernel: {[c['id'] for c in pending]}"
 
 
+#: The shader's DESIGN bits (glsl/step_persistent.comp: 1 thread 0's atomics at the grid barrier,
+#: 2 a counter a direction, 4 the cell's inputs loaded first, 8 the lane sums by subgroup
+#: shuffles where the subgroup size is 32, so not on lavapipe): each forced on gives the step
+#: kernels' bits, on cases whose slices cross directions (lstm-bi), stay in one (gru-two-pass,
+#: two passes) and run float16 (lstm-clip-cifg). The quick command runs every bit at once.
+DESIGN_CASES = ("lstm-bi", "gru-two-pass", "lstm-clip-cifg")
+
+
+@pytest.mark.parametrize("design", [15] + [pytest.param(d, marks=pytest.mark.full) for d in range(1, 15)])
+def test_every_design_gives_the_step_kernels_bits(design):
+    pending = []
+    for r in CASES:
+        if r[0] in DESIGN_CASES:
+            c = _case(r)
+            c["tunables"] = {"PERSISTENT_DESIGN": design}
+            pending.append(c)
+    threads = 1 + max(c["groups"] for c in pending)
+    ran: dict = {}
+    for _ in range(3):   # as above: a grid whose threads started late falls back; again in a fresh child
+        for r in _child({"kind": "cases", "cases": pending}, threads):
+            assert r["same"], r
+            if r["ran"] and r["taken"] == next(c["groups"] for c in pending if c["id"] == r["id"]):
+                ran[r["id"]] = r
+        pending = [c for c in pending if c["id"] not in ran]
+        if not pending:
+            break
+    assert not pending, f"never ran to its end on the persistent kernel: {[c['id'] for c in pending]}"
+
+
 def _cpu_device() -> bool:
     return ortops.device.select(None).type == "cpu"
 
@@ -231,7 +260,8 @@ def test_the_split_holds_r_in_one_workgroup_per_compute_unit():
 
 def test_tunables_are_checked(monkeypatch):
     for name, value in (("PERSISTENT_STEPS", 2), ("PERSISTENT_GROUPS", 0), ("PERSISTENT_UNITS", True),
-                        ("PERSISTENT_SPINS", -1), ("PERSISTENT_DISCOVERY", 1), ("PERSISTENT_PIECE", "all")):
+                        ("PERSISTENT_SPINS", -1), ("PERSISTENT_DISCOVERY", 1), ("PERSISTENT_PIECE", "all"),
+                        ("PERSISTENT_DESIGN", 16), ("PERSISTENT_DESIGN", True)):
         monkeypatch.setattr(variants, name, value)
         with pytest.raises(ValueError, match=name):
             variants.settings()

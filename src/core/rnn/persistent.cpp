@@ -69,14 +69,19 @@ PersistentVariant
 persistentVariant(const PersistentShape& shape, const PersistentDevice& device, const VariantSettings& s)
 {
     PersistentVariant v;
+    // The shader's DESIGN: the settings' (+ 1), else the rule's.
+    v.design = s.persistentDesign != BATCHED_TABLE ? s.persistentDesign - 1 : 0u;
     uint64_t units = static_cast<uint64_t>(shape.dirs) * shape.hidden;
     uint64_t passRows = shape.gruTwoPass ? 2 : shape.gates;   // a unit's rows in its widest pass
     // Shared memory: per unit its rows of R and its sums; per row thread its 32 lane sums (+1
     // word against bank conflicts) of every batch row; the workgroup's role words.
     uint64_t perUnit = 4ull * (shape.gates * shape.hidden + passRows * shape.batch);
     uint64_t rowThreadsMost = std::min<uint64_t>(MAX_ROW_THREADS, std::max<uint32_t>(device.maxInvocations, 32) / 32);
+    auto fixedBytes = [&](uint64_t rowThreads) {
+        return 4ull * rowThreads * shape.batch * 33 + 16;
+    };
     auto capacity = [&](uint64_t rowThreads) {
-        uint64_t fixed = 4ull * rowThreads * shape.batch * 33 + 16;
+        uint64_t fixed = fixedBytes(rowThreads);
         return device.maxShared > fixed ? (device.maxShared - fixed) / perUnit : 0;
     };
     // At most one workgroup a compute unit (the settings' count too), and no more than units;
@@ -101,7 +106,7 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     v.groups = static_cast<uint32_t>(groups);
     v.threads = static_cast<uint32_t>(32 * rowThreads);
     v.unitsMax = static_cast<uint32_t>(std::max<uint64_t>(unitsMax, 1));
-    uint64_t shared = v.unitsMax * perUnit + 4ull * rowThreads * shape.batch * 33 + 16;
+    uint64_t shared = v.unitsMax * perUnit + fixedBytes(rowThreads);
     v.sharedBytes = static_cast<uint32_t>(std::min<uint64_t>(shared, 0xFFFFFFFFu));
     v.fits = unitsMax >= perGroup && shared <= device.maxShared;
     v.spins = orRule(s.persistentSpins, device.cpu ? CPU_SPINS : GPU_SPINS);

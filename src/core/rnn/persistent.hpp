@@ -45,6 +45,7 @@ struct PersistentVariant
     uint32_t spins = 0, window = 0, pollDelay = 0;
     bool discovery = true;
     uint32_t piece = 0;
+    uint32_t design = 0;   // the shader's DESIGN bits
     bool fits = false;
 };
 PersistentVariant
@@ -59,8 +60,9 @@ bool
 persistentSteps(const PersistentShape& shape, const PersistentDevice& device, Mode mode, bool runnable,
                 const VariantSettings& s);
 
-// The status words of glsl/step_persistent.comp's sync buffer (its first SYNC_WORDS words).
-inline constexpr uint32_t PERSISTENT_SYNC_WORDS = 8;
+// glsl/step_persistent.comp's sync buffer: its status words, and its arrival counters at words
+// 32 and 64 (each on a 128-byte line of its own).
+inline constexpr uint32_t PERSISTENT_SYNC_WORDS = 96;
 inline constexpr uint32_t PERSISTENT_STATUS = 3;   // 0, or the failures' bits
 inline constexpr uint32_t PERSISTENT_TAKEN = 4;    // workgroups that took part
 // How long the host waits for a persistent run before the device counts as lost: its waits are

@@ -366,7 +366,8 @@ struct Recording
         auto p = program("step_persistent", { xw, weight("R"), weight("B"), weight("P"), lensB, st, plan->sync }, 1,
                          join(common, { { "THREADS", v.threads }, { "UNITS_MAX", v.unitsMax }, { "SPINS", v.spins },
                                         { "WINDOW", v.window }, { "DISCOVERY", v.discovery },
-                                        { "PIECE", v.piece }, { "POLL_DELAY", v.pollDelay } }));
+                                        { "PIECE", v.piece }, { "POLL_DELAY", v.pollDelay },
+                                        { "DESIGN", v.design } }));
         return { p, groups };
     }
 

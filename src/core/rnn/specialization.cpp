@@ -80,7 +80,7 @@ makeLayouts()
         { "step_persistent", with(cellConstants(), { { "THREADS", 40, 32 }, { "UNITS_MAX", 41, 1 },
                                                  { "SPINS", 42, 1048576 }, { "WINDOW", 43, 2048 },
                                                  { "DISCOVERY", 44, 1 }, { "PIECE", 45, 0 },
-                                                 { "POLL_DELAY", 46, 0 } }),
+                                                 { "POLL_DELAY", 46, 0 }, { "DESIGN", 47, 0 } }),
           { { "x", "THREADS" } } },
         { "input_projection",
           { { "N", 0, 1 }, { "K", 1, 1 }, { "SEQ", 2, 1 }, { "BATCH", 3, 1 }, { "LAYOUT", 4, 0 },

@@ -362,6 +362,7 @@ struct VariantSettings
     uint32_t persistentSpins = BATCHED_TABLE;
     uint32_t persistentDiscovery = BATCHED_TABLE;
     uint32_t persistentPiece = BATCHED_TABLE;
+    uint32_t persistentDesign = BATCHED_TABLE;   // the shader's DESIGN bits + 1 (0: the rule's)
     // The CPU projection (above): whether (CPU_PROJECTION_TABLE: CPU devices; 0 never; 1
     // always), with this many Xw rows a walk (0: the rule's) and W in registers (0: the
     // rule's, 1 never, 2 always).
