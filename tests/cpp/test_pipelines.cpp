@@ -1,7 +1,8 @@
 // The pipeline table (src/core/vk/pipelines.hpp): programs of one shader and specialization share
 // one pipeline, made once even when threads ask for it at once; the table keeps a bounded
 // number of pipelines no program uses; a layer made again compiles nothing and gets the same
-// bits.
+// bits; a program whose pipeline is new makes it on a thread of its own (src/core/vk/program.hpp)
+// and is waited for where it is used, or dropped.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -9,6 +10,9 @@
 #include <thread>
 
 #include "vk/devices.hpp"
+#include "vk/memory.hpp"
+#include "vk/program.hpp"
+#include "vk/sequence.hpp"
 #include "rnn/shaders.hpp"
 #include "support.hpp"
 
@@ -74,6 +78,21 @@ TEST_SUITE("pipelines")
         CHECK(c->bindings == 3);
     }
 
+    TEST_CASE("find gives a made pipeline, and null for a key never made, without making it")
+    {
+        Model m = makeModel({}, 3);
+        auto ctx = contextOf(m);
+        PipelineTable table;
+        const auto words = copyWords();
+        const std::vector<uint32_t> spec{ 7 };
+        CHECK(!table.find({ words, spec, 2, 1 }));
+        CHECK(table.size() == 0);
+        auto made = table.get(ctx->device, { words, spec, 2, 1 });
+        CHECK(table.find({ words, spec, 2, 1 }) == made);
+        CHECK(!table.find({ words, spec, 3, 1 }));
+        CHECK(table.size() == 1);
+    }
+
     TEST_CASE("the table keeps pipelines in use and at most kIdlePipelines idle ones, the oldest dropped")
     {
         Model m = makeModel({}, 3);
@@ -131,5 +150,40 @@ TEST_SUITE("concurrency")
         }
         CHECK(distinct.size() == 1 + threads / 2);
         CHECK(table.size() == 1 + threads / 2);
+    }
+
+    TEST_CASE("a program whose pipeline is new makes it on its own thread: dropped unrecorded, or "
+              "dispatched, it is waited for and the dispatch copies")
+    {
+        // In this suite so that the TSan job runs it: the making thread writes the set, the
+        // dispatch reads it.
+        Model m = makeModel({}, 3);
+        auto ctx = contextOf(m);
+        const std::string& code = spirv("copy_words", false, Mode::Deterministic);
+        const auto words = copyWords();
+        const uint32_t n = 64;
+        auto src = std::make_shared<Buffer>(ctx, 4 * n, "device");
+        auto dst = std::make_shared<Buffer>(ctx, 4 * n, "device");
+        std::vector<float> in = randomFloats(n, 5);
+        src->write(in.data(), 4 * n, 0);
+        // Specializations no other test asks for (copy_words has no constants: the same code),
+        // so the context's table holds neither pipeline yet.
+        const std::vector<uint32_t> dropped{ 0xC0FFEE }, used{ 0xC0FFEF };
+        CHECK(!ctx->pipelines.find({ words, dropped, 2, 1 }));
+        for (int i = 0; i < 4; ++i) {
+            Program p(ctx, code, { src, dst }, dropped, 1);   // never recorded: its destructor waits
+        }
+        CHECK(ctx->pipelines.find({ words, dropped, 2, 1 }));   // made once, idle in the table now
+        CHECK(!ctx->pipelines.find({ words, used, 2, 1 }));
+        auto program = std::make_shared<Program>(ctx, code, std::vector<std::shared_ptr<Buffer>>{ src, dst }, used, 1);
+        Sequence seq(ctx, 0);
+        seq.upload({ src });
+        seq.barrier("transfer", "compute");
+        seq.dispatch(program, 1, 1, 1, { n });
+        seq.download({ dst });
+        seq.eval();
+        std::vector<float> out(n);
+        dst->read(out.data(), 4 * n, 0);
+        CHECK(std::memcmp(out.data(), in.data(), 4 * n) == 0);
     }
 }

@@ -427,23 +427,35 @@ struct Recording
 
     // ---------------------------------------------------------------- stage 3: outputs
 
-    void recordOutputs(Sequence& seq)
+    // A program for each output asked for (null for the others).
+    std::array<std::shared_ptr<Program>, 3> outputPrograms()
     {
+        std::array<std::shared_ptr<Program>, 3> progs;
         for (uint32_t i = 0; i < 3; i++) {
             if (!outs[i]) {
                 continue;
             }
             Constants c = join(shape(), { { "HAS_LENS", key.hasLens }, { "STATE_OFFSET", stOff } });
+            progs[i] = i == 0 ? program("output_sequence", { st, lensB, outs[i] }, 0,
+                                        join(c, { { "REVERSE0", s.reverse } }))
+                              : program("output_state", { st, lensB, outs[i] }, 1,
+                                        join(c, { { "CELL_STATE", i == 2 }, { "ZERO_EMPTY", 1 } }));
+        }
+        return progs;
+    }
+
+    void recordOutputs(Sequence& seq, const std::array<std::shared_ptr<Program>, 3>& progs)
+    {
+        for (uint32_t i = 0; i < 3; i++) {
+            if (!progs[i]) {
+                continue;
+            }
             if (i == 0) {
                 uint64_t words = ceilDiv(static_cast<uint64_t>(key.seq) * plane() * s.item, 4);
-                auto prog = program("output_sequence", { st, lensB, outs[i] }, 0,
-                                    join(c, { { "REVERSE0", s.reverse } }));
-                seq.dispatch(prog, gridGroups(words, limits.maxGroups), 1, 1, {});
+                seq.dispatch(progs[i], gridGroups(words, limits.maxGroups), 1, 1, {});
             } else {
                 uint64_t words = ceilDiv(plane() * s.item, 4);
-                auto prog = program("output_state", { st, lensB, outs[i] }, 1,
-                                    join(c, { { "CELL_STATE", i == 2 }, { "ZERO_EMPTY", 1 } }));
-                seq.dispatch(prog, gridGroups(words, limits.maxGroups), 1, 1, { key.steps });
+                seq.dispatch(progs[i], gridGroups(words, limits.maxGroups), 1, 1, { key.steps });
             }
         }
         if (plan->timestamps) {
@@ -463,15 +475,32 @@ struct Recording
         seq.finish();
     }
 
-    std::shared_ptr<Sequence> recordSequence()
+    // ---------------------------------------------------------------- the sequences
+
+    // Every program of one sequence (for the current stepKernel). All are made before any is
+    // recorded: a program whose pipeline is new makes it on a thread of its own (program.hpp),
+    // so a plan's shaders compile at the same time, and recording waits for each in turn.
+    struct Programs
+    {
+        Projection gemm;
+        std::shared_ptr<Program> init;
+        std::vector<Pass> passes;
+        std::array<std::shared_ptr<Program>, 3> outputs;
+    };
+    Programs programs()
     {
         Projection gemm = projectionProgram();
         auto init = stateInitProgram();
         std::vector<Pass> passes = stepPrograms();
+        return { gemm, init, std::move(passes), outputPrograms() };
+    }
+
+    std::shared_ptr<Sequence> recordSequence(const Programs& p)
+    {
         auto seq = std::make_shared<Sequence>(L.ctx, plan->timestamps ? 4 : 0);
-        recordProjection(*seq, gemm, init);
-        recordSteps(*seq, passes);
-        recordOutputs(*seq);
+        recordProjection(*seq, p.gemm, p.init);
+        recordSteps(*seq, p.passes);
+        recordOutputs(*seq, p.outputs);
         return seq;
     }
 
@@ -479,18 +508,26 @@ struct Recording
     {
         allocate();
         plan->timestamps = settings.timestamps && L.device.timestamps;
-        plan->sequence = recordSequence();
-        if (stepKernel == StepKernel::Persistent) {
-            // Its waits are bounded: a run still going after the timeout will not end. And the
-            // same run on the step kernels, on the same buffers, for a grid that fails.
-            plan->sequence->setFenceTimeout(L.device.type == "cpu" ? PERSISTENT_CPU_FENCE_NS : PERSISTENT_FENCE_NS);
-            std::string steps = plan->steps;
-            stepKernel = fallbackKernel;
-            plan->fallback = recordSequence();
-            plan->fallbackSteps = plan->steps;
-            plan->steps = steps;
-            stepKernel = StepKernel::Persistent;
+        Programs made = programs();
+        if (stepKernel != StepKernel::Persistent) {
+            plan->sequence = recordSequence(made);
+            return plan;
         }
+        // And the same run on the step kernels, on the same buffers, for a grid that fails:
+        // its programs made before either sequence is recorded, so that they compile beside
+        // the persistent kernel's.
+        std::string steps = plan->steps;
+        stepKernel = fallbackKernel;
+        Programs fallbackPrograms = programs();
+        plan->fallbackSteps = plan->steps;
+        plan->steps = steps;
+        stepKernel = StepKernel::Persistent;
+        plan->sequence = recordSequence(made);
+        // Its waits are bounded: a run still going after the timeout will not end.
+        plan->sequence->setFenceTimeout(L.device.type == "cpu" ? PERSISTENT_CPU_FENCE_NS : PERSISTENT_FENCE_NS);
+        stepKernel = fallbackKernel;
+        plan->fallback = recordSequence(fallbackPrograms);
+        stepKernel = StepKernel::Persistent;
         return plan;
     }
 };

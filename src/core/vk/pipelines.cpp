@@ -107,6 +107,24 @@ PipelineTable::get(const std::shared_ptr<vk::Device>& device, const PipelineKey&
     return slot->pipeline;
 }
 
+std::shared_ptr<const Pipeline>
+PipelineTable::find(const PipelineKey& key)
+{
+    std::string bytes = keyBytes(key);
+    std::lock_guard<std::mutex> guard(mLock);
+    auto found = mSlots.find(std::string_view(bytes));
+    if (found == mSlots.end()) {
+        return nullptr;
+    }
+    // Held while a pipeline is made: then not made yet, and this does not wait for it.
+    std::unique_lock<std::mutex> making(found->second->second->make, std::try_to_lock);
+    if (!making.owns_lock() || !found->second->second->pipeline) {
+        return nullptr;
+    }
+    mLru.splice(mLru.end(), mLru, found->second);   // now the most recently asked for
+    return found->second->second->pipeline;
+}
+
 void
 PipelineTable::dropIdle()
 {

@@ -67,6 +67,11 @@ class PipelineTable
     // waits for the first), different keys are made at the same time.
     std::shared_ptr<const Pipeline> get(const std::shared_ptr<vk::Device>& device, const PipelineKey& key);
 
+    // The pipeline for key if the table holds it made, else null (none, or one still being
+    // made: get() waits for that one). Never makes nor waits: a Program asks first, and makes
+    // on a thread of its own only what this does not give (program.hpp). Thread-safe.
+    std::shared_ptr<const Pipeline> find(const PipelineKey& key);
+
     // Drop every pipeline the table keeps (programs keep theirs). Before the device goes.
     void clear();
 

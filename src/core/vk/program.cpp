@@ -1,10 +1,11 @@
-// Programs: SPIR-V checked, the context's shared pipeline taken, the buffers bound in a
-// descriptor set of the program's own (see program.hpp).
+// Programs: SPIR-V checked, the context's shared pipeline taken (or made on a thread of the
+// program's own), the buffers bound in a descriptor set of the program's own (see program.hpp).
 
 #include "vk/program.hpp"
 
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 namespace ortops {
 
@@ -28,44 +29,81 @@ Program::Program(std::shared_ptr<Context> c,
     std::vector<uint32_t> spirv(code.size() / 4);
     std::memcpy(spirv.data(), code.data(), code.size());
     const auto count = static_cast<uint32_t>(bound.size());
-    pipeline = ctx->pipelines.get(ctx->device, { spirv, specialization, count, pushWords });
+    const PipelineKey key{ spirv, specialization, count, pushWords };
 
-    vk::Device& device = *ctx->device;
     vk::DescriptorPoolSize sizes(vk::DescriptorType::eStorageBuffer, count);
-    mPool = device.createDescriptorPool({ {}, 1, count > 0 ? 1u : 0u, &sizes });
+    mPool = ctx->device->createDescriptorPool({ {}, 1, count > 0 ? 1u : 0u, &sizes });
+    std::shared_ptr<const Pipeline> made = ctx->pipelines.find(key);
+    if (!made) {
+        // Not made yet (or being made for another program): made on a thread of its own, so
+        // that the caller goes on to its next program meanwhile (program.hpp). The thread
+        // reads only what it captured and the context, which this program holds and outlives
+        // it (the destructor waits).
+        try {
+            mMaking = std::async(std::launch::async, [this, spirv, specialization, count] {
+                          bind(ctx->pipelines.get(ctx->device, { spirv, specialization, count, pushWords }));
+                      }).share();
+            return;
+        } catch (const std::system_error&) {
+            // No thread to be had: made here, as it was before.
+        }
+    }
     try {
-        mSet = device.allocateDescriptorSets({ mPool, pipeline->setLayout }).front();
-        std::vector<vk::DescriptorBufferInfo> infos;
-        for (const auto& b : bound) {
-            infos.push_back(b->tensor->constructDescriptorBufferInfo());
-        }
-        std::vector<vk::WriteDescriptorSet> writes;
-        for (uint32_t i = 0; i < count; ++i) {
-            writes.emplace_back(mSet, i, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &infos[i]);
-        }
-        device.updateDescriptorSets(writes, nullptr);
+        bind(made ? std::move(made) : ctx->pipelines.get(ctx->device, key));
     } catch (...) {
-        device.destroyDescriptorPool(mPool);
+        ctx->device->destroyDescriptorPool(mPool);
         throw;
     }
 }
 
+void
+Program::bind(std::shared_ptr<const Pipeline> made)
+{
+    mPipeline = std::move(made);
+    const auto count = static_cast<uint32_t>(buffers.size());
+    vk::Device& device = *ctx->device;
+    mSet = device.allocateDescriptorSets({ mPool, mPipeline->setLayout }).front();
+    std::vector<vk::DescriptorBufferInfo> infos;
+    for (const auto& b : buffers) {
+        infos.push_back(b->tensor->constructDescriptorBufferInfo());
+    }
+    std::vector<vk::WriteDescriptorSet> writes;
+    for (uint32_t i = 0; i < count; ++i) {
+        writes.emplace_back(mSet, i, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &infos[i]);
+    }
+    device.updateDescriptorSets(writes, nullptr);
+}
+
 Program::~Program()
 {
+    // The making thread uses the pool: it ends first (its error, if any, was the caller's to
+    // take through wait()).
+    if (mMaking.valid()) {
+        mMaking.wait();
+    }
     // Frees the set with it. The pipeline goes with its last program, or stays in the table.
     ctx->device->destroyDescriptorPool(mPool);
+}
+
+void
+Program::wait() const
+{
+    if (mMaking.valid()) {
+        mMaking.get();   // the making's exception, rethrown on every call
+    }
 }
 
 void
 Program::record(const vk::CommandBuffer& cb, const std::vector<uint32_t>& push, uint32_t x, uint32_t y,
                 uint32_t z) const
 {
-    cb.bindPipeline(vk::PipelineBindPoint::eCompute, pipeline->pipeline);
-    cb.bindDescriptorSets(vk::PipelineBindPoint::eCompute, pipeline->layout, 0, mSet, nullptr);
+    wait();
+    cb.bindPipeline(vk::PipelineBindPoint::eCompute, mPipeline->pipeline);
+    cb.bindDescriptorSets(vk::PipelineBindPoint::eCompute, mPipeline->layout, 0, mSet, nullptr);
     if (!push.empty()) {
         // Copied into the command buffer now: a sequence recorded once replays each dispatch
         // with its own step values.
-        cb.pushConstants<uint32_t>(pipeline->layout, vk::ShaderStageFlagBits::eCompute, 0, push);
+        cb.pushConstants<uint32_t>(mPipeline->layout, vk::ShaderStageFlagBits::eCompute, 0, push);
     }
     cb.dispatch(x, y, z);
 }

@@ -111,6 +111,10 @@ Sequence::dispatch(std::shared_ptr<Program> program,
                    uint32_t z,
                    std::vector<uint32_t> push)
 {
+    // A pipeline still being made is waited for here, its error raised here, first, as the
+    // program's constructor raised it before pipelines were made on their own thread
+    // (program.hpp), and for an empty dispatch too.
+    program->wait();
     if (push.size() != program->pushWords) {
         throw std::invalid_argument("ortops: program takes " + std::to_string(program->pushWords) +
                                     " push-constant words, got " + std::to_string(push.size()));

@@ -46,7 +46,7 @@ class Sequence
     // orders shader writes before its copy and its copy before host reads).
     void download(const std::vector<std::shared_ptr<Buffer>>& buffers);
     // One dispatch of x * y * z workgroups; push holds exactly program->pushWords words.
-    // A zero count records nothing.
+    // Waits for the program's pipeline first (Program::wait). A zero count records nothing.
     void dispatch(std::shared_ptr<Program> program,
                   uint32_t x,
                   uint32_t y,
