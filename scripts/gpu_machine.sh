@@ -29,7 +29,10 @@ export ORTOPS_GPU_MACHINE=1
 # /tmp/site-old, in the background while this one builds and the suite runs (stage ab compares them).
 if [ -n "${OLD_SRC:-}" ] && [ ! -d /tmp/site-old/ortops ]; then
   mkdir -p "$OLD_SRC/build/deps" && cp -r build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime "$OLD_SRC/build/deps/"
-  ( cd "$OLD_SRC" && python3 -m pip install -q --no-build-isolation --no-deps --target /tmp/site-old . \
+  # The same testing build as this one's (its hooks cost a relaxed load a call), so that only
+  # the trees differ.
+  ( cd "$OLD_SRC" && python3 -m pip install -q --no-build-isolation --no-deps --target /tmp/site-old \
+      -C cmake.define.ORTOPS_TESTING=ON . \
       > /tmp/build-old.txt 2>&1; echo "old build exit status $?" >> /tmp/build-old.txt ) &
 fi
 ( time python3 -m pip install -q --no-build-isolation --no-deps -C cmake.define.ORTOPS_TESTING=ON . ) > /tmp/build.txt 2>&1 \

@@ -11,6 +11,7 @@
 
 #include "base/errors.hpp"
 #include "rnn/plan_pool.hpp"
+#include "vk/grid_support.hpp"
 #include "vk/memory.hpp"
 #include "vk/sequence.hpp"
 
@@ -37,12 +38,12 @@ constexpr uint32_t CPU_WINDOW = 8000;
 // invocations).
 constexpr uint32_t MAX_ROW_THREADS = 32;
 
-// ORTOPS_PERSISTENT_STEPS=0 switches the kernel off where the settings leave it to the table.
+// ORTOPS_PERSISTENT_STEPS=0 switches the kernel off where the settings leave it to the table
+// (vk/grid_support.hpp: a device created then has no device scope, so it never runs there).
 bool
 switchedOff()
 {
-    const char* env = std::getenv("ORTOPS_PERSISTENT_STEPS");
-    return env && std::string(env) == "0";
+    return persistentSwitchedOff();
 }
 
 bool

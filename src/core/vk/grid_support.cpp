@@ -2,7 +2,9 @@
 
 #include "vk/grid_support.hpp"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "vk/devices.hpp"
 
@@ -40,12 +42,19 @@ memoryModelFeatures(const vk::PhysicalDevice& device)
 
 } // namespace
 
+bool
+persistentSwitchedOff()
+{
+    const char* env = std::getenv("ORTOPS_PERSISTENT_STEPS");
+    return env && std::string(env) == "0";
+}
+
 MemoryModelEnable::MemoryModelEnable(const vk::PhysicalDevice& device)
 {
     VkPhysicalDeviceVulkanMemoryModelFeatures offered = memoryModelFeatures(device);
     features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
     enabled = offered.vulkanMemoryModel;
-    deviceScope = enabled && offered.vulkanMemoryModelDeviceScope;
+    deviceScope = enabled && offered.vulkanMemoryModelDeviceScope && !persistentSwitchedOff();
     features.vulkanMemoryModel = enabled;
     features.vulkanMemoryModelDeviceScope = deviceScope;
 }

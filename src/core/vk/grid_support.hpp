@@ -26,6 +26,11 @@ struct MemoryModelEnable
     void* chain(void* next);
 };
 
+// ORTOPS_PERSISTENT_STEPS=0: the persistent kernel switched off (rnn/persistent.hpp); the
+// device is then created without what only it needs (vulkanMemoryModelDeviceScope).
+bool
+persistentSwitchedOff();
+
 // Fills DeviceDescription::computeUnits (VK_NV_shader_sm_builtins' shaderSMCount where the
 // device offers the extension, else 0: unknown) and memoryModelDeviceScope.
 void
