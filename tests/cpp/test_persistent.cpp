@@ -64,12 +64,13 @@ struct ScopedEnv
 
 TEST_SUITE("persistent kernel")
 {
-    TEST_CASE("the table chooses it on GPUs that report their compute units, batch 1, where R fits")
+    TEST_CASE("the table chooses it on GPUs that report their compute units, batches 1-2, where R fits")
     {
         VariantSettings s = table();
         CHECK(persistentSteps(recognizer(), H200, Mode::Deterministic, true, s));
         CHECK(persistentSteps(recognizer(1), H200, Mode::Fast, true, s));
-        CHECK_FALSE(persistentSteps(recognizer(2), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(2), H200, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps(recognizer(3), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(8), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(), H200, Mode::Exact, true, s));
         CHECK_FALSE(persistentSteps(recognizer(), H200, Mode::Deterministic, false, s));   // not runnable

@@ -243,11 +243,12 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // The rules by device class, as SEQUENCE_STEPS: the last row of the class applies; a layer
 // is chosen from hidden `fromHidden` and up to batch `maxBatch` (0: never) where its R fits
 // the shared memory of one workgroup per compute unit (the device must report its compute
-// units: VK_NV_shader_sm_builtins). GPUs: batch 1, from above the whole-sequence kernel's hidden
-// sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins on the H200): at batch 1 it beat the
-// step kernels for LSTM and GRU in both precisions, at batch 8 it lost (bench/persistent.py and
-// bench/ab_bench.py on the H100; the figures: docs/perf.md, "Kernel choices"); batches 2-7 are
-// unmeasured and stay with the step kernels. CPU implementations never: lavapipe runs a
+// units: VK_NV_shader_sm_builtins). GPUs: batches 1 and 2, from above the whole-sequence
+// kernel's hidden sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins on the H200): at batch
+// 1 it beat the step kernels for LSTM and GRU in both precisions (H100 and H200), at batch 2 too
+// (H200), at batches 4 and 8 it lost (bench/persistent.py and bench/ab_bench.py; the figures:
+// docs/perf.md, "Kernel choices"); batch 3 and 5-7 are unmeasured and stay with the step
+// kernels. CPU implementations never: lavapipe runs a
 // workgroup a thread to its end, so a grid needs as many threads as workgroups and each
 // barrier a trip through the scheduler.
 struct PersistentRule
@@ -258,7 +259,7 @@ struct PersistentRule
 };
 inline constexpr PersistentRule PERSISTENT_STEPS[] = {
     { true, 0, 0 },                                  // CPU implementations: never
-    { false, SEQUENCE_GPU_MAX_HIDDEN + 1, 1 },       // GPUs: batch 1
+    { false, SEQUENCE_GPU_MAX_HIDDEN + 1, 2 },       // GPUs: batches 1 and 2
 };
 // VariantSettings::persistentSteps: PERSISTENT_STEPS_TABLE (the rules above; the environment's
 // ORTOPS_PERSISTENT_STEPS=0 switches the kernel off), 0 never, 1 wherever it can run.
