@@ -287,8 +287,15 @@ void products(uint pass, uint s, Slice sl)
         uint row = r0 + ty;
         float acc[BATCH];
         [[unroll]] for (uint j = 0u; j < BATCH; j++) acc[j] = 0.0;
-        if (row < rows) {
-            uint g = row / sl.mine, lu = row % sl.mine;
+        {
+            // Every row thread takes the loop, one past the pass's rows (the last round where
+            // they are not a multiple of TY) on the last row, its sums not kept: the loop's reads
+            // are points where lavapipe's subgroups take turns (see loadR), and a subgroup of row
+            // threads that skipped it ran ahead of the workgroup's barriers a few points a step
+            // and was abandoned when the others ended (an LSTM of hidden 20, 80 rows: subgroups
+            // 0-63 never reached the kernel's end, nor its CUT check).
+            uint rr = min(row, rows - 1u);
+            uint g = rr / sl.mine, lu = rr % sl.mine;
             uint rAt = (lu * GATES + firstGate + g) * HIDDEN;
             uint hAt = stateAt(pass, (sl.first + lu) / HIDDEN, s);
             // Lane l: k = l, l + 32, ... in increasing order (the loop's bound is the lanes').
