@@ -12,6 +12,10 @@
 #pragma use_vulkan_memory_model
 // DESIGN's shuffle tree (a row's lane sums joined in registers).
 #extension GL_KHR_shader_subgroup_shuffle_relative : require
+// DESIGN's exchange: h and its step in one 64-bit word, read and written by relaxed atomics
+// (shaderInt64 and shaderBufferInt64Atomics, enabled at device creation where offered).
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_atomic_int64 : require
 // Pass 3 as one persistent dispatch (issue 45; Diamos et al., "Persistent RNNs: Stashing
 // Recurrent Weights On-Chip", 2016; docs/design.md, "Passes"). Every time step of a layer run
 // in one grid whose workgroups each keep a slice of R in shared memory for the whole run and meet
@@ -67,8 +71,17 @@ layout(constant_id = 45) const uint PIECE = 0;
 // only its own h), else one for the grid; 4 the cell's inputs of a step loaded before its
 // products, so that their latency overlaps the reads of h; 8 a row's lane sums joined by subgroup
 // shuffles (the same tree, in registers) where a subgroup is a row thread's 32 lanes (the host
-// sets it where the subgroup size is 32; the shader checks gl_SubgroupSize too).
+// sets it where the subgroup size is 32; the shader checks gl_SubgroupSize too); 16 no grid
+// barrier: each cell's new h (a GRU's r * h) goes to the exchange buffer (binding 7) with its
+// step in the same 64-bit word, and a workgroup reads the h it multiplies with R from there,
+// polling each word until it holds that step's value, into shared memory (bits 1 and 2 then
+// mean nothing). One word a value cannot be read half written, so no fence is needed; two
+// slots by the step's parity, since a workgroup writes a step's h only after every workgroup of
+// its direction wrote the step before, which each did only after reading the one before that.
 layout(constant_id = 47) const uint DESIGN = 0;
+// With EXCHANGE: the values of h an invocation reads into shared memory at a step, at most
+// (the host's ceil(DIRS * BATCH * HIDDEN / THREADS), at most 32).
+layout(constant_id = 48) const uint PER_INVOCATION = 1;
 // Dependent integer divisions a poll computes before its load (0 on a GPU). Lavapipe (Mesa 22.3)
 // ends every loop of an invocation once its loops have taken 65,535 iterations in all (gallivm's
 // loop limiter), and its workgroups' threads may start milliseconds apart on a loaded machine:
@@ -79,6 +92,11 @@ layout(constant_id = 46) const uint POLL_DELAY = 0;
 
 // Read and written by atomics alone.
 layout(std430, binding = 6) buffer SyncBuf { uint sync[]; };
+// EXCHANGE's words, zeroed by the run's upload: [slot][parity][direction][batch row][unit], slot
+// 0 h, 1 a GRU's r * h; the value's bits low, its step (from 1) high. Read and written by
+// relaxed atomics alone.
+layout(std430, binding = 7) buffer ExchangeBuf { uint64_t exchange[]; };
+
 const uint POLL = 0u, COUNT = 1u, STATUS = 3u, TAKEN = 4u, DELAYED = 5u;
 // The arrival counters, each on a 128-byte line of its own (the polls of one do not meet the
 // atomics on the other or the status words): the grid's or direction 0's, and direction 1's.
@@ -87,6 +105,7 @@ const bool THREAD0_ATOMICS = (DESIGN & 1u) != 0u;
 const bool BY_DIRECTION = (DESIGN & 2u) != 0u;
 const bool PREFETCH = (DESIGN & 4u) != 0u;
 const bool SHUFFLE_TREE = (DESIGN & 8u) != 0u;
+const bool EXCHANGE = (DESIGN & 16u) != 0u;
 const uint CLOSED = 0x80000000u;
 const uint NONE = 0xFFFFFFFFu;
 // STATUS bits: too few arrived, a barrier not met, no count published, a loop cut short.
@@ -103,6 +122,11 @@ shared float rs[UNITS_MAX * GATES * HIDDEN];
 // step.comp's partial), and the reduced sums of the pass, [gate of the pass][unit][batch row].
 shared float partial[TY * BATCH * 33u];
 shared float sums[PASS_GATES * UNITS_MAX * BATCH];
+// EXCHANGE: the h (or r * h) of the step for the directions of the slice, [direction of the
+// slice][batch row][unit].
+shared float hs[EXCHANGE ? DIRS * BATCH * HIDDEN : 1u];
+// EXCHANGE: set when a wait of the workgroup was not met (every invocation then ends).
+shared uint missed;
 // What thread 0 found out for the workgroup: its ticket (NONE: it takes no part), the workgroups
 // that took part, and whether the last barrier was met.
 shared uint role[3];
@@ -179,6 +203,7 @@ void discover()
 {
     uint old = atomicAdd(sync[POLL], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     role[0] = NONE;
+    missed = 0u;
     if ((old & CLOSED) != 0u) {
         return;   // arrived after the poll closed: the others may already be waiting
     }
@@ -291,20 +316,22 @@ void products(uint pass, uint s, Slice sl)
             // Every row thread takes the loop, one past the pass's rows (the last round where
             // they are not a multiple of TY) on the last row, its sums not kept: the loop's reads
             // are points where lavapipe's subgroups take turns (see loadR), and a subgroup of row
-            // threads that skipped it ran ahead of the workgroup's barriers a few points a step
-            // and was abandoned when the others ended (an LSTM of hidden 20, 80 rows: subgroups
-            // 0-63 never reached the kernel's end, nor its CUT check).
+            // threads that skipped it ran ahead of the workgroup's barriers by a few points a
+            // step. Without a grid barrier (EXCHANGE) the lag grew until its products of the next
+            // rounds read hs[] before stage() wrote it (an LSTM of hidden 20, 80 rows: from step
+            // 3, every unit but 12-15, whose rows lie outside those subgroups' rows 16-31, 48-63).
             uint rr = min(row, rows - 1u);
             uint g = rr / sl.mine, lu = rr % sl.mine;
             uint rAt = (lu * GATES + firstGate + g) * HIDDEN;
-            uint hAt = stateAt(pass, (sl.first + lu) / HIDDEN, s);
+            uint d = (sl.first + lu) / HIDDEN;
+            uint hAt = EXCHANGE ? (d - sl.first / HIDDEN) * BATCH * HIDDEN : stateAt(pass, d, s);
             // Lane l: k = l, l + 32, ... in increasing order (the loop's bound is the lanes').
             for (uint k0 = 0u; k0 < HIDDEN; k0 += 32u) {
                 uint k = k0 + lane;
                 if (k < HIDDEN) {
                     float w = rs[rAt + k];
                     [[unroll]] for (uint j = 0u; j < BATCH; j++)
-                        acc[j] = ADD(acc[j], MUL(w, LOADF(S, hAt + j * HIDDEN + k)));
+                        acc[j] = ADD(acc[j], MUL(w, EXCHANGE ? hs[hAt + j * HIDDEN + k] : LOADF(S, hAt + j * HIDDEN + k)));
                 }
             }
         }
@@ -338,6 +365,84 @@ void products(uint pass, uint s, Slice sl)
     }
 }
 
+// EXCHANGE's word of (slot, parity) for direction d, batch row b, unit u.
+uint exchangeAt(uint slot, uint parity, uint d, uint b, uint u)
+{
+    return ((slot * 2u + parity) * DIRS + d) * BATCH * HIDDEN + b * HIDDEN + u;
+}
+
+// What pass `pass` of step s multiplies with R comes from: h of step s (slot 0), or the r * h
+// of step s (slot 1); its words carry step s + 1 for r * h, s for h (h of step 0 is the state
+// pass's, read from the state buffer).
+uint exchangeSlot(uint pass) { return pass == 2u ? 1u : 0u; }
+uint exchangeTag(uint pass, uint s) { return pass == 2u ? s + 1u : s; }
+
+// EXCHANGE: the h (r * h) that pass `pass` of step s multiplies with R, for the slice's
+// directions, into hs[], after a workgroup barrier. Each invocation reads its words at once, then polls those not yet of
+// the step (SPINS polls in all, the status checked every 64); the values go to shared memory
+// after the polls, in a loop of the same length in every invocation (see loadR). False when a
+// wait of the workgroup was not met.
+bool stage(uint pass, uint s, Slice sl)
+{
+    // Every invocation's cells of the pass before written (and published) before any polls:
+    // lavapipe runs a workgroup's subgroups in turn, switching only at such points, and a
+    // subgroup polling for another workgroup's values would otherwise keep the subgroups whose
+    // cells that workgroup waits for from running.
+    barrier();
+    uint d0 = sl.first / HIDDEN;
+    uint n = ((sl.first + sl.mine - 1u) / HIDDEN - d0 + 1u) * BATCH * HIDDEN;
+    uint slot = exchangeSlot(pass), tag = exchangeTag(pass, s);
+    bool fromState = pass != 2u && s == 0u;
+    uint64_t x[PER_INVOCATION];
+    uint pending = 0u;
+    [[unroll]] for (uint q = 0u; q < PER_INVOCATION; q++) {
+        uint e = q * THREADS + gl_LocalInvocationIndex;
+        x[q] = 0ul;
+        if (e < n) {
+            uint i = d0 * BATCH * HIDDEN + e;   // (direction, batch row, unit)
+            if (fromState) {
+                x[q] = uint64_t(S[STATE_OFFSET + i]);
+            } else {
+                x[q] = atomicLoad(exchange[exchangeAt(slot, s % 2u, 0u, 0u, 0u) + i], gl_ScopeDevice,
+                                  gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+                if (uint(x[q] >> 32) != tag) pending |= 1u << q;
+            }
+        }
+    }
+    for (uint p = 0u; pending != 0u && p < SPINS; p++) {
+        if ((p & 63u) == 63u && load(STATUS) != 0u) break;
+        pollDelay();
+        [[unroll]] for (uint q = 0u; q < PER_INVOCATION; q++) {
+            if ((pending & (1u << q)) != 0u) {
+                uint i = d0 * BATCH * HIDDEN + q * THREADS + gl_LocalInvocationIndex;
+                x[q] = atomicLoad(exchange[exchangeAt(slot, s % 2u, 0u, 0u, 0u) + i], gl_ScopeDevice,
+                                  gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+                if (uint(x[q] >> 32) == tag) pending &= ~(1u << q);
+            }
+        }
+    }
+    keepDelay();
+    if (pending != 0u) {
+        if (load(STATUS) == 0u) fail(LATE);
+        missed = 1u;
+    }
+    [[unroll]] for (uint q = 0u; q < PER_INVOCATION; q++) {
+        uint e = q * THREADS + gl_LocalInvocationIndex;
+        if (e < n) hs[e] = uintBitsToFloat(uint(x[q]));
+    }
+    barrier();
+    return missed == 0u;
+}
+
+// EXCHANGE: a cell's new value (h, or r * h after pass 1) with its step, for the next pass.
+void publish(uint pass, uint d, uint u, uint b, uint s, float v)
+{
+    uint slot = pass == 1u ? 1u : 0u;
+    uint parity = pass == 1u ? s % 2u : (s + 1u) % 2u;
+    atomicStore(exchange[exchangeAt(slot, parity, d, b, u)], (uint64_t(s + 1u) << 32) | uint64_t(floatBitsToUint(v)),
+                gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+}
+
 // The slice's cell of this invocation in a pass where every cell has its own invocation
 // (PREFETCH's case): c = (batch row) * mine + (unit of the slice), as stepPass's loop.
 const bool ONE_CELL_EACH = PREFETCH && UNITS_MAX * BATCH <= THREADS;
@@ -345,10 +450,13 @@ const bool ONE_CELL_EACH = PREFETCH && UNITS_MAX * BATCH <= THREADS;
 // One pass of step s: the products, then the cells of the slice (cell.glsl's update, the pass a
 // constant where the callers below inline it). With ONE_CELL_EACH the cell's inputs are loaded
 // first (cell.glsl's cellLoad: the same values, so the same bits).
-void stepPass(uint pass, uint s, Slice sl)
+bool stepPass(uint pass, uint s, Slice sl)
 {
     if (PIECE == 1u) {
-        return;
+        return true;
+    }
+    if (EXCHANGE && !stage(pass, s, sl)) {
+        return false;
     }
     uint gates = pass == 1u ? 2u : (pass == 2u ? 1u : GATES);
     if (ONE_CELL_EACH) {
@@ -365,9 +473,10 @@ void stepPass(uint pass, uint s, Slice sl)
             vec4 rec = vec4(0.0);
             [[unroll]] for (uint g = 0u; g < 4u; g++)
                 if (g < gates) rec[g] = sums[(g * sl.mine + lu) * BATCH + b];
-            cellUpdate(pass, gu / HIDDEN, gu % HIDDEN, b, s, rec, ci);
+            float v = cellUpdate(pass, gu / HIDDEN, gu % HIDDEN, b, s, rec, ci);
+            if (EXCHANGE) publish(pass, gu / HIDDEN, gu % HIDDEN, b, s, v);
         }
-        return;
+        return true;
     }
     products(pass, s, sl);
     for (uint c0 = 0u; c0 < sl.mine * BATCH; c0 += THREADS) {
@@ -380,8 +489,10 @@ void stepPass(uint pass, uint s, Slice sl)
         vec4 rec = vec4(0.0);
         [[unroll]] for (uint g = 0u; g < 4u; g++)
             if (g < gates) rec[g] = sums[(g * sl.mine + lu) * BATCH + b];
-        updateCellIn(pass, gu / HIDDEN, gu % HIDDEN, b, s, rec);
+        float v = updateCellIn(pass, gu / HIDDEN, gu % HIDDEN, b, s, rec);
+        if (EXCHANGE) publish(pass, gu / HIDDEN, gu % HIDDEN, b, s, v);
     }
+    return true;
 }
 
 void main()
@@ -416,14 +527,14 @@ void main()
     uint epoch = 0u, steps = pc.step;   // cell.glsl's push constant: here the number of steps
     for (uint s = 0u; s < steps; s++) {
         if (TWO_PASS) {
-            stepPass(1u, s, sl);
-            if (!gridBarrier(epoch, members, word)) return;
-            stepPass(2u, s, sl);
+            if (!stepPass(1u, s, sl)) return;
+            if (!EXCHANGE && !gridBarrier(epoch, members, word)) return;
+            if (!stepPass(2u, s, sl)) return;
         } else {
-            stepPass(0u, s, sl);
+            if (!stepPass(0u, s, sl)) return;
         }
         // The dispatch's end orders the last step's writes before the output passes.
-        if (s + 1u < steps && !gridBarrier(epoch, members, word)) return;
+        if (!EXCHANGE && s + 1u < steps && !gridBarrier(epoch, members, word)) return;
     }
     if (!loopsWhole()) {
         fail(CUT);

@@ -221,8 +221,8 @@ def _persistent_settings(s) -> None:
     s.persistent_discovery = _field(None if PERSISTENT_DISCOVERY is None else 1 + PERSISTENT_DISCOVERY)
     s.persistent_piece = 1 if PERSISTENT_PIECE == "barriers" else 0
     if PERSISTENT_DESIGN is not None and (isinstance(PERSISTENT_DESIGN, bool) or not isinstance(PERSISTENT_DESIGN, int)
-                                          or not 0 <= PERSISTENT_DESIGN < 16):
-        raise ValueError(f"ortops.variants.PERSISTENT_DESIGN must be 0-15 (or None), got {PERSISTENT_DESIGN!r}")
+                                          or not 0 <= PERSISTENT_DESIGN < 32):
+        raise ValueError(f"ortops.variants.PERSISTENT_DESIGN must be 0-31 (or None), got {PERSISTENT_DESIGN!r}")
     s.persistent_design = _TABLE if PERSISTENT_DESIGN is None else PERSISTENT_DESIGN + 1
 
 

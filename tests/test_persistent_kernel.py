@@ -95,13 +95,14 @@ def test_forced_on_it_gives_the_step_kernels_bits_at_every_shape(part):
 
 #: The shader's DESIGN bits (glsl/step_persistent.comp: 1 thread 0's atomics at the grid barrier,
 #: 2 a counter a direction, 4 the cell's inputs loaded first, 8 the lane sums by subgroup
-#: shuffles where the subgroup size is 32, so not on lavapipe): each forced on gives the step
+#: shuffles where the subgroup size is 32, so not on lavapipe, 16 h exchanged with its step in
+#: 64-bit words instead of the grid barrier): each forced on gives the step
 #: kernels' bits, on cases whose slices cross directions (lstm-bi), stay in one (gru-two-pass,
 #: two passes) and run float16 (lstm-clip-cifg). The quick command runs every bit at once.
 DESIGN_CASES = ("lstm-bi", "gru-two-pass", "lstm-clip-cifg")
 
 
-@pytest.mark.parametrize("design", [15] + [pytest.param(d, marks=pytest.mark.full) for d in range(1, 15)])
+@pytest.mark.parametrize("design", [15, 28] + [pytest.param(d, marks=pytest.mark.full) for d in (*range(1, 15), 16, 20, 24)])
 def test_every_design_gives_the_step_kernels_bits(design):
     pending = []
     for r in CASES:
@@ -261,7 +262,7 @@ def test_the_split_holds_r_in_one_workgroup_per_compute_unit():
 def test_tunables_are_checked(monkeypatch):
     for name, value in (("PERSISTENT_STEPS", 2), ("PERSISTENT_GROUPS", 0), ("PERSISTENT_UNITS", True),
                         ("PERSISTENT_SPINS", -1), ("PERSISTENT_DISCOVERY", 1), ("PERSISTENT_PIECE", "all"),
-                        ("PERSISTENT_DESIGN", 16), ("PERSISTENT_DESIGN", True)):
+                        ("PERSISTENT_DESIGN", 32), ("PERSISTENT_DESIGN", True)):
         monkeypatch.setattr(variants, name, value)
         with pytest.raises(ValueError, match=name):
             variants.settings()

@@ -85,9 +85,9 @@ choose(const Spec& s, const DeviceDescription& d, const Context& ctx, const Laye
             return StepKernel::Coopmat;
         }
     }
-    // The persistent grid needs the memory model at device scope, and a device whose grid has
-    // failed in this process runs the step kernels.
-    bool runnable = ctx.memoryModelDeviceScope && !persistentOff(d.index);
+    // The persistent grid needs the memory model at device scope and 64-bit atomics, and a
+    // device whose grid has failed in this process runs the step kernels.
+    bool runnable = ctx.memoryModelDeviceScope && ctx.int64Atomics && !persistentOff(d.index);
     if (persistent &&
         persistentSteps(persistentShape(s, batch), persistentDevice(d), s.mode, runnable, settings.variants)) {
         return StepKernel::Persistent;   // every step in one grid holding R (variants.hpp, PERSISTENT_STEPS)

@@ -38,6 +38,11 @@ constexpr uint32_t CPU_WINDOW = 8000;
 // invocations).
 constexpr uint32_t MAX_ROW_THREADS = 32;
 
+// The shader's DESIGN bit of the exchange, and the most values of h an invocation reads a step
+// with it (a bit each in one word).
+constexpr uint32_t DESIGN_EXCHANGE = 16;
+constexpr uint64_t MAX_PER_INVOCATION = 32;
+
 // ORTOPS_PERSISTENT_STEPS=0 switches the kernel off where the settings leave it to the table
 // (vk/grid_support.hpp: a device created then has no device scope, so it never runs there).
 bool
@@ -74,12 +79,15 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     v.design = s.persistentDesign != BATCHED_TABLE ? s.persistentDesign - 1 : 0u;
     uint64_t units = static_cast<uint64_t>(shape.dirs) * shape.hidden;
     uint64_t passRows = shape.gruTwoPass ? 2 : shape.gates;   // a unit's rows in its widest pass
+    bool exchange = (v.design & DESIGN_EXCHANGE) != 0;
+    uint64_t plane = units * shape.batch;                     // h of every direction and batch row
     // Shared memory: per unit its rows of R and its sums; per row thread its 32 lane sums (+1
-    // word against bank conflicts) of every batch row; the workgroup's role words.
+    // word against bank conflicts) of every batch row; the workgroup's role words; with the
+    // exchange, h of the slice's directions.
     uint64_t perUnit = 4ull * (shape.gates * shape.hidden + passRows * shape.batch);
     uint64_t rowThreadsMost = std::min<uint64_t>(MAX_ROW_THREADS, std::max<uint32_t>(device.maxInvocations, 32) / 32);
     auto fixedBytes = [&](uint64_t rowThreads) {
-        return 4ull * rowThreads * shape.batch * 33 + 16;
+        return 4ull * rowThreads * shape.batch * 33 + 20 + (exchange ? 4ull * plane : 0);
     };
     auto capacity = [&](uint64_t rowThreads) {
         uint64_t fixed = fixedBytes(rowThreads);
@@ -109,7 +117,11 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     v.unitsMax = static_cast<uint32_t>(std::max<uint64_t>(unitsMax, 1));
     uint64_t shared = v.unitsMax * perUnit + fixedBytes(rowThreads);
     v.sharedBytes = static_cast<uint32_t>(std::min<uint64_t>(shared, 0xFFFFFFFFu));
-    v.fits = unitsMax >= perGroup && shared <= device.maxShared;
+    // The exchange's reads a step: every value of h over the workgroup's invocations, each
+    // holding at most MAX_PER_INVOCATION (bits of one word in the shader).
+    uint64_t per = ceilDiv(plane, v.threads);
+    v.perInvocation = static_cast<uint32_t>(exchange ? per : 1);
+    v.fits = unitsMax >= perGroup && shared <= device.maxShared && (!exchange || per <= MAX_PER_INVOCATION);
     v.spins = orRule(s.persistentSpins, device.cpu ? CPU_SPINS : GPU_SPINS);
     v.window = device.cpu ? CPU_WINDOW : GPU_WINDOW;
     v.pollDelay = device.cpu ? CPU_POLL_DELAY : 0;

@@ -46,6 +46,7 @@ struct PersistentVariant
     bool discovery = true;
     uint32_t piece = 0;
     uint32_t design = 0;   // the shader's DESIGN bits
+    uint32_t perInvocation = 1;   // its PER_INVOCATION
     bool fits = false;
 };
 PersistentVariant

@@ -63,6 +63,7 @@ struct Plan
     // reads after a run, and the same run recorded on the step kernels (`fallbackSteps`), on the
     // same buffers, for a grid that fails.
     std::shared_ptr<Buffer> sync;
+    std::shared_ptr<Buffer> exchange;   // the grid's exchange words (glsl/step_persistent.comp)
     std::shared_ptr<HostBuffer> syncStatus;
     std::shared_ptr<Sequence> fallback;
     std::string fallbackSteps;

@@ -193,6 +193,12 @@ struct Recording
             plan->syncStatus = std::make_shared<HostBuffer>(L.ctx, sizeof zeros, false);
             plan->keep.push_back(plan->sync);
             plan->keep.push_back(plan->syncStatus);
+            // The exchange's words (the shader's DESIGN), zeroed by every run's upload too: two
+            // slots (h, a GRU's r * h) by two parities of every (direction, batch row, unit).
+            std::vector<uint64_t> none(size_t(4) * plane(), 0);
+            plan->exchange = std::make_shared<Buffer>(L.ctx, none.size() * sizeof(uint64_t), "device");
+            plan->exchange->write(none.data(), none.size() * sizeof(uint64_t), 0);
+            plan->keep.push_back(plan->exchange);
         }
     }
 
@@ -261,6 +267,7 @@ struct Recording
         }
         if (stepKernel == StepKernel::Persistent) {
             inputs.push_back(plan->sync);
+            inputs.push_back(plan->exchange);
         }
         seq.upload(inputs);
         seq.barrier("transfer", "compute");
@@ -363,11 +370,12 @@ struct Recording
                                                 settings.variants);
         std::array<uint64_t, 3> groups{ v.groups, 1, 1 };
         limits.checkGroups("the persistent step pass", groups);
-        auto p = program("step_persistent", { xw, weight("R"), weight("B"), weight("P"), lensB, st, plan->sync }, 1,
+        auto p = program("step_persistent",
+                         { xw, weight("R"), weight("B"), weight("P"), lensB, st, plan->sync, plan->exchange }, 1,
                          join(common, { { "THREADS", v.threads }, { "UNITS_MAX", v.unitsMax }, { "SPINS", v.spins },
                                         { "WINDOW", v.window }, { "DISCOVERY", v.discovery },
                                         { "PIECE", v.piece }, { "POLL_DELAY", v.pollDelay },
-                                        { "DESIGN", v.design } }));
+                                        { "DESIGN", v.design }, { "PER_INVOCATION", v.perInvocation } }));
         return { p, groups };
     }
 

@@ -96,6 +96,12 @@ Context::Context(uint32_t index, bool validation, uint32_t maxQueues)
     MemoryModelEnable memoryModel(*physical);
     memoryModelDeviceScope = memoryModel.deviceScope;
     void* features = memoryModel.chain(nullptr);
+    Int64AtomicsEnable int64(*physical);
+    int64Atomics = int64.enabled;
+    features = int64.chain(features);
+    if (int64.enabled) {
+        deviceInfo.setPEnabledFeatures(reinterpret_cast<const vk::PhysicalDeviceFeatures*>(&int64.core));
+    }
     CooperativeMatrixEnable coopmat(*physical, validation, cooperativeMatrixOff);
     if (coopmat.usable) {
         deviceExtensions.push_back(kCooperativeMatrix);

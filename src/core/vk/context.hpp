@@ -68,6 +68,9 @@ struct Context
     // Whether the device was created with the Vulkan memory model at device scope
     // (grid_support.hpp): the persistent step kernel's grid barrier needs it.
     bool memoryModelDeviceScope = false;
+    // And with 64-bit atomics on storage buffers (grid_support.hpp): the persistent kernel's
+    // module declares them.
+    bool int64Atomics = false;
     // The compute pipelines of the device's programs, one per shader and specialization
     // (pipelines.hpp); emptied before the device is destroyed.
     PipelineTable pipelines;

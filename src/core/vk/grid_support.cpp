@@ -69,6 +69,34 @@ MemoryModelEnable::chain(void* next)
     return &features;
 }
 
+Int64AtomicsEnable::Int64AtomicsEnable(const vk::PhysicalDevice& device)
+{
+    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES;
+    if (persistentSwitchedOff() || device.getProperties().apiVersion < VK_API_VERSION_1_2
+        || !device.getFeatures().shaderInt64) {
+        return;
+    }
+    VkPhysicalDeviceShaderAtomicInt64Features offered{};
+    offered.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES;
+    VkPhysicalDeviceFeatures2 f2{};
+    f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    f2.pNext = &offered;
+    vkGetPhysicalDeviceFeatures2(static_cast<VkPhysicalDevice>(device), &f2);
+    enabled = offered.shaderBufferInt64Atomics;
+    features.shaderBufferInt64Atomics = enabled;
+    core.shaderInt64 = enabled;
+}
+
+void*
+Int64AtomicsEnable::chain(void* next)
+{
+    if (!enabled) {
+        return next;
+    }
+    features.pNext = next;
+    return &features;
+}
+
 void
 describeGridSupport(const vk::PhysicalDevice& device, DeviceDescription& d)
 {

@@ -31,6 +31,20 @@ struct MemoryModelEnable
 bool
 persistentSwitchedOff();
 
+// 64-bit integer atomics on storage buffers (shaderInt64 and shaderBufferInt64Atomics, core in
+// Vulkan 1.2), enabled at device creation where offered: the persistent kernel's exchange
+// (glsl/step_persistent.comp, DESIGN) keeps a value and its step in one 64-bit word, and its
+// module declares the capabilities whatever its design.
+struct Int64AtomicsEnable
+{
+    VkPhysicalDeviceShaderAtomicInt64Features features{};
+    VkPhysicalDeviceFeatures core{};   // shaderInt64 alone, for pEnabledFeatures
+    bool enabled = false;
+
+    explicit Int64AtomicsEnable(const vk::PhysicalDevice& device);
+    void* chain(void* next);
+};
+
 // Fills DeviceDescription::computeUnits (VK_NV_shader_sm_builtins' shaderSMCount where the
 // device offers the extension, else 0: unknown) and memoryModelDeviceScope.
 void
