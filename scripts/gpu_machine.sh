@@ -232,8 +232,16 @@ if has calibrate; then
     XDG_CACHE_HOME=$(mktemp -d) __GL_SHADER_DISK_CACHE_PATH=$shaders py -c "import logging, ortops
 logging.basicConfig(level=logging.INFO, format='%(message)s')
 from ortops.ort import costmodel
-costmodel.calibration(ortops.devices()[0])" 2>&1 | grep "calibrated in" | sed "s/^/$drv: /" | tee -a "$OUT/calibrate.txt"
+costmodel.calibration(ortops.devices()[0])" 2>&1 | grep -A2 "calibrated in" | sed "s/^/$drv: /" | tee -a "$OUT/calibrate.txt"
   done
+  # The predictions for silero-vad's detector (LSTM hidden 128, one frame), where the carried
+  # wheel has it (build/carry-lite/silero): the row the cost model decides closest.
+  wheel=$(ls build/carry-lite/silero/*.whl build/deps/silero_vad-*.whl 2>/dev/null | head -1)
+  if [ -n "$wheel" ]; then
+    sil=$(mktemp -d) && py -c "import sys; sys.path.insert(0, 'bench'); import stream_bench
+print(stream_bench.extract_models('$wheel', '$sil'))" > /dev/null
+    XDG_CACHE_HOME=$cache py -m ortops info "$sil/silero_vad.onnx" --placement auto 2>&1 | grep " -> " | tee -a "$OUT/calibrate.txt"
+  fi
 fi
 if has sequence; then
   # The whole-sequence kernel's GPU rows (issue 32): whole-sequence against step kernels and
