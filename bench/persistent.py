@@ -48,7 +48,8 @@ ENGINES = {   # the tunables each ortops engine sets (the rest at their defaults
     "persistent": dict(PERSISTENT_STEPS=True),
     "steps": dict(PERSISTENT_STEPS=False, SEQUENCE_STEPS=False),
     "table": dict(),
-    "barriers": dict(PERSISTENT_STEPS=True, PERSISTENT_PIECE="barriers"),
+    # the grid barriers of design 0 (the exchange's has none)
+    "barriers": dict(PERSISTENT_STEPS=True, PERSISTENT_PIECE="barriers", PERSISTENT_DESIGN=0),
 }
 
 

@@ -122,6 +122,8 @@ TEST_SUITE("persistent kernel")
         CHECK(v.sharedBytes <= 49152);
         CHECK(v.pollDelay == 0);
         CHECK(v.discovery);
+        CHECK(v.design == 16);   // a GPU's rule: h exchanged with its step, no grid barrier
+        CHECK(v.perInvocation == 1);
         // Asked for more workgroups than compute units: no more than the units.
         s.persistentGroups = 500;
         CHECK(persistentVariant(recognizer(), H200, s).groups == 132);
@@ -131,6 +133,7 @@ TEST_SUITE("persistent kernel")
         CHECK(c.fits);
         CHECK(c.groups * c.unitsMax >= 128);
         CHECK(c.pollDelay > 0);
+        CHECK(c.design == 0);   // a CPU implementation's: the grid barrier
         // Batch 8 in 32 KB: fewer row threads leave room for the slice.
         PersistentVariant b8 = persistentVariant({ 20, 4, 1, 8, false }, cpu, table());
         CHECK(b8.fits);
