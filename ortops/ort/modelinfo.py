@@ -80,6 +80,7 @@ class ModelInfo:
                 if t is not None:
                     self.consts[n.output[0]] = t
         self.folder = subgraphs.Folder(model, self.consts)
+        self.producers = {o: n for sg in subgraphs.all_graphs(g) for n in sg.node for o in n.output if o}
         self.types: dict[str, tuple[int, list | None]] = {}
         try:
             inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False).graph
@@ -122,6 +123,18 @@ class ModelInfo:
                 for a in n.attribute:
                     if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                         self.types.setdefault(n.output[0], (a.t.data_type, list(a.t.dims)))
+
+    def unsqueezed(self, name: str) -> list[int] | None:
+        """The axes of the ai.onnx Unsqueeze that makes ``name`` (its attribute, or its constant
+        second input), as the execution provider reads them; None where another node makes it."""
+        n = self.producers.get(name)
+        if n is None or n.op_type != "Unsqueeze" or n.domain not in ("", "ai.onnx"):
+            return None
+        if len(n.input) >= 2 and n.input[1]:
+            t = self.consts.get(n.input[1])   # an initializer or a Constant node, not folded
+            return None if t is None or t.data_type != TensorProto.INT64 else \
+                [int(a) for a in onnx.numpy_helper.to_array(t).ravel()]
+        return next((list(a.ints) for a in n.attribute if a.name == "axes"), None)
 
     def array(self, name: str) -> np.ndarray | None:
         """The constant value of ``name`` (folded through data-movement ops), else None."""

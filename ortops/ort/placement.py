@@ -160,7 +160,8 @@ def _input(position: int, name: str, info: ModelInfo) -> dict:
                 "constant": True, "data": value}
     element, dims = info.types.get(name) or (0, None)
     return {"name": name, "element": element, "constant": False,
-            "dims": None if dims is None else [-1 if d is None else d for d in dims]}
+            "dims": None if dims is None else [-1 if d is None else d for d in dims],
+            "unsqueezed": info.unsqueezed(name) if position == 0 else None}
 
 
 def _attribute(a: onnx.AttributeProto) -> dict:

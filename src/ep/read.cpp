@@ -193,6 +193,61 @@ valueInfos(const OrtApi* api, const OrtNode* node, bool inputs)
     return infos;
 }
 
+// The axes of an ai.onnx Unsqueeze that makes the value (NodeInput::unsqueezed): its second
+// input, a constant initializer (opset 13 on; ONNX Runtime makes Constant nodes initializers), or
+// its attribute (before). Nothing where another node, or none, makes it.
+std::optional<std::vector<int64_t>>
+unsqueezedAxes(const OrtApi* api, const OrtValueInfo* info)
+{
+    const OrtNode* producer = nullptr;
+    size_t index = 0;
+    check(api, api->ValueInfo_GetValueProducer(info, &producer, &index), "ValueInfo_GetValueProducer");
+    if (producer == nullptr) {
+        return std::nullopt;
+    }
+    const char* text = nullptr;
+    check(api, api->Node_GetOperatorType(producer, &text), "Node_GetOperatorType");
+    std::string op = cStr(text);
+    check(api, api->Node_GetDomain(producer, &text), "Node_GetDomain");
+    std::string domain = cStr(text);
+    if (op != "Unsqueeze" || !(domain.empty() || domain == "ai.onnx")) {
+        return std::nullopt;
+    }
+    std::vector<const OrtValueInfo*> in = valueInfos(api, producer, true);
+    if (in.size() >= 2 && in[1] != nullptr) {
+        bool constant = false;
+        check(api, api->ValueInfo_IsConstantInitializer(in[1], &constant), "ValueInfo_IsConstantInitializer");
+        if (!constant) {
+            return std::nullopt;
+        }
+        const OrtValue* value = nullptr;
+        check(api, api->ValueInfo_GetInitializerValue(in[1], &value), "ValueInfo_GetInitializerValue");
+        OrtTensorTypeAndShapeInfo* shape = nullptr;
+        check(api, api->GetTensorTypeAndShape(value, &shape), "GetTensorTypeAndShape");
+        ONNXTensorElementDataType element = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+        size_t count = 0;
+        OrtStatus* s = api->GetTensorElementType(shape, &element);
+        if (s == nullptr) {
+            s = api->GetTensorShapeElementCount(shape, &count);
+        }
+        api->ReleaseTensorTypeAndShapeInfo(shape);
+        check(api, s, "the Unsqueeze's axes");
+        if (element != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
+            return std::nullopt;
+        }
+        void* data = nullptr;
+        check(api, api->GetTensorMutableData(const_cast<OrtValue*>(value), &data), "GetTensorMutableData");
+        const auto* axes = static_cast<const int64_t*>(data);
+        return std::vector<int64_t>(axes, axes + count);
+    }
+    const OrtOpAttr* attr = nullptr;
+    if (OrtStatus* s = api->Node_GetAttributeByName(producer, "axes", &attr)) {
+        api->ReleaseStatus(s);   // ORT_NOT_FOUND: no axes given
+        return std::nullopt;
+    }
+    return elements<int64_t>(attrBytes(api, attr, ORT_OP_ATTR_INTS, "axes", "Unsqueeze"));
+}
+
 } // namespace
 
 bool
@@ -232,6 +287,9 @@ readNode(const OrtApi* api, const OrtNode* node)
         if (in[i] != nullptr) {
             readInput(api, in[i], d.inputs[i], r.constants[i]);
         }
+    }
+    if (!in.empty() && in[0] != nullptr) {
+        d.inputs[0].unsqueezed = unsqueezedAxes(api, in[0]);
     }
     for (const OrtValueInfo* o : out) {
         text = nullptr;

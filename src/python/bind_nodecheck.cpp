@@ -120,6 +120,9 @@ descriptionOf(const py::dict& d, std::vector<py::array>& keep)
             i.dims = in["dims"].cast<std::vector<int64_t>>();
         }
         i.constant = in["constant"].cast<bool>();
+        if (in.contains("unsqueezed") && !in["unsqueezed"].is_none()) {
+            i.unsqueezed = in["unsqueezed"].cast<std::vector<int64_t>>();
+        }
         if (in.contains("data") && !in["data"].is_none()) {
             keep.push_back(contiguous(in["data"]));
             i.data = keep.back().data();

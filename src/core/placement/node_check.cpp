@@ -23,6 +23,24 @@ namespace ortops {
 
 namespace {
 
+// X's dims with those an Unsqueeze makes 1 (NodeInput::unsqueezed): a recurrent op's X has rank 3.
+GraphDims
+withUnsqueezed(const GraphDims& dims, const std::optional<std::vector<int64_t>>& axes)
+{
+    if (!axes) {
+        return dims;
+    }
+    std::vector<int64_t> d = dims.value_or(std::vector<int64_t>(3, -1));
+    auto rank = static_cast<int64_t>(d.size());
+    for (int64_t a : *axes) {
+        int64_t at = a < 0 ? a + rank : a;
+        if (at >= 0 && at < rank && d[at] < 0) {
+            d[at] = 1;
+        }
+    }
+    return d;
+}
+
 // Input positions in ONNX's order (cells.hpp): X W R B sequence_lens initial_h initial_c P.
 constexpr size_t IN_X = 0, IN_W = 1, IN_R = 2, IN_B = 3, IN_LENS = 4, IN_P = 7;
 constexpr std::array<size_t, 4> WEIGHT_INPUTS = { IN_W, IN_R, IN_B, IN_P };
@@ -391,7 +409,7 @@ decide(const NodeDescription& node, const NodeQuestion& q, NodeVerdict& v)
     v.constantWeights = allWeightsConstant(node, *v.cell);
     v.weights = v.quantized ? quantized : v.constantWeights ? "constant, uploaded once" : "inputs, compared each run";
     if (const NodeInput* x = inputAt(node, IN_X)) {
-        v.xDims = x->dims;
+        v.xDims = withUnsqueezed(x->dims, x->unsqueezed);
     }
     if (const NodeInput* w = inputAt(node, IN_W)) {
         v.wDims = w->dims && v.quantized ? GraphDims(dequantizedShape(*w->dims)) : w->dims;

@@ -35,6 +35,10 @@ struct NodeInput
     bool constant = false;           // a constant initializer (its value known when the model loads)
     const void* data = nullptr;      // a constant's elements where the door has them (not owned;
                                      // read for a quantized node's scales and zero points only)
+    // Where an ai.onnx Unsqueeze with constant axes makes the input: those axes (negative from
+    // the end), each a dimension of 1 whatever the graph's shapes say (a streaming export's one
+    // frame, seq 1, often inside a subgraph whose shapes ONNX Runtime does not infer). X's only.
+    std::optional<std::vector<int64_t>> unsqueezed;
 
     bool present() const { return !name.empty(); }
     // The shape, where every dimension is known.
