@@ -240,3 +240,42 @@ def test_auto_without_a_cost_model_keeps_the_device_and_says_why(tmp_path, monke
     assert [p.where for p in places] == ["gpu", "gpu"]
     assert places[1].reason.endswith("; no cost model (timer broken)")
     assert "no cost model" in caplog.text
+
+
+def _frame_model(producer: str, opset: int = 17):
+    """A streaming export's LSTM (hidden 128) on one frame: X made by ``producer`` from F, whose
+    shape the graph does not give, so ONNX Runtime knows none of X's dimensions. An Unsqueeze on
+    axis 0 makes the sequence 1 (axes an initializer from opset 13, an attribute before)."""
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.uniform(-0.1, 0.1, s).astype(np.float32), n)
+             for n, s in (("W", (1, 512, 128)), ("R", (1, 512, 128)))]
+    if producer == "unsqueeze" and opset >= 13:
+        inits.append(numpy_helper.from_array(np.array([0], np.int64), "axes"))
+        make = helper.make_node("Unsqueeze", ["F", "axes"], ["X"], name="frame")
+    elif producer == "unsqueeze":
+        make = helper.make_node("Unsqueeze", ["F"], ["X"], name="frame", axes=[0])
+    else:
+        make = helper.make_node("Identity", ["F"], ["X"], name="frame")
+    nodes = [make, helper.make_node("LSTM", ["X", "W", "R"], ["Y"], name="lstm", hidden_size=128)]
+    graph = helper.make_graph(nodes, "frame", [helper.make_tensor_value_info("F", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_an_unsqueezed_frame_is_one_step_in_every_door(stub_cache, opset):
+    # Under the stub one step of this LSTM is ORT CPU's and the assumed 64 steps the device's;
+    # the EP (the session's report) and convert read the Unsqueeze alike.
+    frame = np.random.default_rng(3).uniform(-1, 1, (2, 128)).astype(np.float32)
+    for producer, where, assumed in (("unsqueeze", "cpu", "(assumed batch 1)"),
+                                     ("identity", "gpu", f"(assumed sequence {policy.DEFAULT_SEQ}, batch 1)")):
+        model = _frame_model(producer, opset)
+        with ortops.InferenceSession(model, providers=["CPUExecutionProvider"], placement="auto") as s:
+            (p,) = s.placement
+            assert p.where == where and p.reason.endswith(assumed), (producer, p.reason)
+            if producer == "unsqueeze":
+                assert s.run(None, {"F": frame})[0].shape == (1, 1, 2, 128)
+        converted = ortops.convert(model, placement="auto")
+        assert [n.domain for n in converted.graph.node] == ["", "ortops" if where == "gpu" else ""], producer

@@ -23,14 +23,15 @@ namespace ortops {
 
 namespace {
 
-// X's dims with those an Unsqueeze makes 1 (NodeInput::unsqueezed): a recurrent op's X has rank 3.
+// X's dims with those an Unsqueeze makes 1 (NodeInput::unsqueezed). A recurrent op's X has rank
+// 3: other dims (ONNX Runtime gives rank 0 for a shape it does not know) say nothing.
 GraphDims
 withUnsqueezed(const GraphDims& dims, const std::optional<std::vector<int64_t>>& axes)
 {
     if (!axes) {
         return dims;
     }
-    std::vector<int64_t> d = dims.value_or(std::vector<int64_t>(3, -1));
+    std::vector<int64_t> d = dims && dims->size() == 3 ? *dims : std::vector<int64_t>(3, -1);
     auto rank = static_cast<int64_t>(d.size());
     for (int64_t a : *axes) {
         int64_t at = a < 0 ? a + rank : a;
