@@ -192,6 +192,9 @@ SLOW = {
                                    # 50 x 4 sessions from threads: 22-39 s
     "test_silero_vad": {"test_streaming_frame_by_frame_equals_ort_cpu",   # 2.2-2.4 s each
                         "test_stream_bench_reports_every_engine"},           # 3 s
+    # 4 shapes x 2 modes x 2 precisions, 2.5-9.3 s each with Mesa's cache empty (82 s in all):
+    # the quick run keeps one case a shape, the four together every mode and precision.
+    "test_cpu_projection": {"test_cpu_projection_gives_the_tiled_bits"},
 }
 
 #: Whole tests that only scripts/test_full.sh runs (marker ``full`` on every case): checks of
