@@ -122,8 +122,15 @@ TEST_SUITE("persistent kernel")
         CHECK(v.sharedBytes <= 49152);
         CHECK(v.pollDelay == 0);
         CHECK(v.discovery);
-        CHECK(v.design == 16);   // a GPU's rule: h exchanged with its step, no grid barrier
+        CHECK(v.design == 0);   // the rule: one grid barrier a step
         CHECK(v.perInvocation == 1);
+        VariantSettings exchange = table();
+        exchange.persistentDesign = 16 + 1;   // h exchanged with its step: every value of h read a step
+        PersistentVariant x = persistentVariant(recognizer(), H200, exchange);
+        CHECK(x.fits);
+        CHECK(x.perInvocation == 1);   // 512 values of h over 512 invocations
+        CHECK(x.unitsMax >= 4);   // the slice's R beside h of both directions (2 KB)
+        CHECK(x.sharedBytes <= 49152);
         // Asked for more workgroups than compute units: no more than the units.
         s.persistentGroups = 500;
         CHECK(persistentVariant(recognizer(), H200, s).groups == 132);
@@ -133,7 +140,6 @@ TEST_SUITE("persistent kernel")
         CHECK(c.fits);
         CHECK(c.groups * c.unitsMax >= 128);
         CHECK(c.pollDelay > 0);
-        CHECK(c.design == 0);   // a CPU implementation's: the grid barrier
         // Batch 8 in 32 KB: fewer row threads leave room for the slice.
         PersistentVariant b8 = persistentVariant({ 20, 4, 1, 8, false }, cpu, table());
         CHECK(b8.fits);

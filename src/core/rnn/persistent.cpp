@@ -75,10 +75,10 @@ PersistentVariant
 persistentVariant(const PersistentShape& shape, const PersistentDevice& device, const VariantSettings& s)
 {
     PersistentVariant v;
-    // The shader's DESIGN: the settings' (+ 1), else the rule's: on GPUs the exchange (no grid
-    // barrier a step; docs/perf.md, "Kernel choices"); on CPU implementations the grid barrier,
-    // whose waits their fallback tests bound.
-    v.design = s.persistentDesign != BATCHED_TABLE ? s.persistentDesign - 1 : (device.cpu ? 0u : DESIGN_EXCHANGE);
+    // The shader's DESIGN: the settings' (+ 1), else the rule's, 0: one grid barrier a step, the
+    // design measured on GPUs (docs/perf.md, "Kernel choices"). The exchange (DESIGN_EXCHANGE,
+    // no grid barrier) gives the same bits on lavapipe and is not yet measured on a GPU.
+    v.design = s.persistentDesign != BATCHED_TABLE ? s.persistentDesign - 1 : 0u;
     uint64_t units = static_cast<uint64_t>(shape.dirs) * shape.hidden;
     uint64_t passRows = shape.gruTwoPass ? 2 : shape.gates;   // a unit's rows in its widest pass
     bool exchange = (v.design & DESIGN_EXCHANGE) != 0;
