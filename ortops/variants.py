@@ -89,7 +89,9 @@ SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); 
 #   PERSISTENT_SPINS      polls before a wait gives up; None: the rule
 #   PERSISTENT_DISCOVERY  occupancy discovery: None (on) or a bool (False, a test hook: every
 #                         dispatched workgroup takes part, whether or not it runs at once)
-#   PERSISTENT_DESIGN     the shader's DESIGN bits (glsl/step_persistent.comp); None: the rule
+#   PERSISTENT_DESIGN     the shader's DESIGN bits, 0-31 (glsl/step_persistent.comp; 16: h
+#                         exchanged with its step in 64-bit words instead of the grid barrier);
+#                         None: the rule (0)
 #   PERSISTENT_PIECE      None the whole kernel; "barriers": its barriers only, no arithmetic (a
 #                         profile for bench/persistent.py; the results are wrong)
 PERSISTENT_STEPS: bool | str = TABLE
