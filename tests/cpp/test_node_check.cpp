@@ -86,6 +86,24 @@ TEST_CASE("a plain node is taken with its config; its encoding decodes to the sa
     CHECK(encodeNodeConfig(decodeNodeConfig(text)) == text);
 }
 
+TEST_CASE("an Unsqueeze's axes make those dimensions of X 1 where the graph gives none")
+{
+    auto xDims = [](GraphDims dims, std::optional<std::vector<int64_t>> axes) {
+        NodeDescription d = gru();
+        d.inputs[0].dims = std::move(dims);
+        d.inputs[0].unsqueezed = std::move(axes);
+        NodeVerdict v = checkNode(d, question());
+        REQUIRE_MESSAGE(v.taken, v.reason);
+        return v.xDims;
+    };
+    using Dims = std::vector<int64_t>;
+    CHECK(xDims(std::nullopt, std::nullopt) == std::nullopt);             // nothing known
+    CHECK(xDims(std::nullopt, Dims{ 0 }) == Dims{ 1, -1, -1 });            // one frame: seq 1
+    CHECK(xDims(Dims{}, Dims{ -3 }) == Dims{ 1, -1, -1 });                 // ORT's rank 0: unknown
+    CHECK(xDims(Dims{ -1, 2, 3 }, Dims{ 0, 1 }) == Dims{ 1, 2, 3 });       // a known dim stays
+    CHECK(xDims(Dims{ -1, -1, 3 }, Dims{ 3, -4 }) == Dims{ -1, -1, 3 });   // axes beyond rank 3
+}
+
 TEST_CASE("a bad attribute value: the typed path and the JSON decoder give one message")
 {
     NodeVerdict v = checkNode(withInt("layout", 2), question());
