@@ -9,8 +9,10 @@ Why: on the GPU machine one device call may run 10 minutes, and the whole suite 
 than that under validation alone, so the gate's two runs (plainly, under validation) do not fit
 two calls. The machine has 16 cores and the suite keeps its GPU
 mostly idle, so shards run side by side. Files are dealt to shards by their expected seconds
-(greedy, longest first; SECONDS, else their test count at SECONDS_A_TEST); a file never splits,
-so module fixtures stay whole. Each shard writes DIR/<plain|validation>-<i>.txt and a JUnit
+(greedy, longest first; SECONDS, else their test count at SECONDS_A_TEST); a file expected to
+take longer than a shard's share splits into parts of its tests (in collection order, each
+part a shard's args by node id: its module fixtures then run once a part), so that the
+longest file no longer sets the wall time. Each shard writes DIR/<plain|validation>-<i>.txt and a JUnit
 report; DIR/file_seconds.txt gives each finished file's seconds (for SECONDS). The script
 prints every shard's summary and the totals, and exits
 1 if any shard failed, errored or did not finish. ``--validation-from FILE`` runs under
@@ -33,17 +35,16 @@ import time
 from collections import OrderedDict
 
 
-def collect() -> "OrderedDict[str, int]":
-    """Test files in collection order with their number of tests."""
+def collect() -> "OrderedDict[str, list]":
+    """Test files in collection order with their tests' node ids."""
     # Without PYTEST_ADDOPTS: options meant for the shards (-v, --durations) change this listing.
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     out = subprocess.run([sys.executable, "-P", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           "tests"], capture_output=True, text=True, env=env).stdout
-    files: "OrderedDict[str, int]" = OrderedDict()
+    files: "OrderedDict[str, list]" = OrderedDict()
     for line in out.splitlines():
         if "::" in line:
-            f = line.split("::", 1)[0]
-            files[f] = files.get(f, 0) + 1
+            files.setdefault(line.split("::", 1)[0], []).append(line.strip())
     return files
 
 
@@ -58,31 +59,55 @@ def unfinished(folder: str) -> dict:
         lines = open(os.path.join(folder, name)).read().strip().splitlines()
         done = lines and SUMMARY.search(lines[-1]) and re.search(r"\b(passed|failed)\b", lines[-1])
         if not done:
-            left[m.group(1)] += lines[0][2:].split() if lines else []
+            header = lines[0][2:] if lines else ""
+            left[m.group(1)] += header.split("\t") if "\t" in header else header.split()
     return left
 
 
-# Seconds a file took plainly on the GPU machine's H100 (gate 15, 2026-12-07: shards of one or a
-# few files; under validation up to 1.3 times as long), where its test count misleads: the
-# kernel files compile a pipeline for every tiling, the reference and decoder tests run in
-# microseconds. Other files: their test count at SECONDS_A_TEST (gate 15's other shards).
+# Seconds a file took plainly on the GPU machine's H200 (tree fbcb68e, 2026-12-07: the gate's
+# file_seconds.txt; under validation up to 1.2 times as long), where its test count misleads:
+# the kernel files compile a pipeline for every tiling, the reference and decoder tests run in
+# microseconds. Other files: their test count at SECONDS_A_TEST.
 SECONDS = {
-    "tests/test_step_kernels.py": 220, "tests/test_sequence_kernel.py": 150, "tests/test_kernels.py": 137,
+    "tests/test_step_kernels.py": 258, "tests/test_sequence_kernel.py": 201, "tests/test_kernels.py": 143,
+    "tests/test_coalesce.py": 98, "tests/test_special_values_exact.py": 87, "tests/test_special_values.py": 82,
+    "tests/test_conformance.py": 55, "tests/test_layer_api.py": 44, "tests/test_fuzz_smoke.py": 44,
+    "tests/test_cpu_projection.py": 43, "tests/test_fast_mode.py": 41, "tests/test_persistent_kernel.py": 38,
+    "tests/test_memory_growth.py": 31, "tests/test_projection_slices.py": 27, "tests/test_exact_digests.py": 23,
     "tests/test_reference.py": 4, "tests/test_validation.py": 12, "tests/test_node_config_decoder.py": 15,
 }
 SECONDS_A_TEST = 0.7
 
 
-def deal(files: "OrderedDict[str, int]", n: int) -> list:
-    """The files in n shards of about equal expected seconds (the longest file first)."""
-    shards = [[] for _ in range(max(1, n))]
+def units(files: "OrderedDict[str, list]", n: int) -> list:
+    """(args, tests, expected seconds) to deal: a file whole, or where it would take more than a
+    shard's share of the whole, its tests in that many parts (whole files named by their tests
+    stay whole: a resumed run names what it got)."""
+    cost = {f: SECONDS.get(f, SECONDS_A_TEST * len(ids)) for f, ids in files.items()}
+    share = sum(cost.values()) / max(1, n)
+    out = []
+    for f, ids in files.items():
+        parts = min(len(ids), int(cost[f] // share) + 1) if share > 0 and f.endswith(".py") else 1
+        if parts <= 1:
+            out.append(([f], len(ids), cost[f]))
+            continue
+        size = -(-len(ids) // parts)
+        for k in range(0, len(ids), size):
+            chunk = ids[k:k + size]
+            out.append((chunk, len(chunk), cost[f] * len(chunk) / len(ids)))
+    return out
+
+
+def deal(files: "OrderedDict[str, list]", n: int) -> list:
+    """The files (or their parts: units) in n shards of about equal expected seconds, the
+    longest first; each shard a list of pytest args and its number of tests."""
+    shards = [([], 0) for _ in range(max(1, n))]
     load = [0.0] * len(shards)
-    for f, seconds in sorted(((f, SECONDS.get(f, SECONDS_A_TEST * c)) for f, c in files.items()),
-                             key=lambda kv: -kv[1]):
+    for args, tests, seconds in sorted(units(files, n), key=lambda u: -u[2]):
         i = load.index(min(load))
-        shards[i].append(f)
+        shards[i] = (shards[i][0] + args, shards[i][1] + tests)
         load[i] += seconds
-    return [s for s in shards if s]
+    return [s for s in shards if s[0]]
 
 
 def file_seconds(folder: str) -> "dict[str, float]":
@@ -106,6 +131,15 @@ def file_seconds(folder: str) -> "dict[str, float]":
     return out
 
 
+def only(files: "OrderedDict[str, list]", names: list) -> "OrderedDict[str, list]":
+    """The files, or tests by node id, named, as collect() gives them: a node id stands for
+    itself (the part of a split file a cut shard ran)."""
+    out: "OrderedDict[str, list]" = OrderedDict()
+    for name in names:
+        out[name] = files[name] if name in files else [name]
+    return out
+
+
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)")
 
 
@@ -126,15 +160,19 @@ def main(argv=None) -> int:
         left = unfinished(args.resume)
         print(f"parallel_suite: resuming {args.resume}: plainly {left['plain'] or 'nothing'}; "
               f"under validation {left['validation'] or 'nothing'}", flush=True)
-        args.plain_only = ",".join(left["plain"]) or None
-        args.validation_only = ",".join(left["validation"]) or None
+        args.plain_only = left["plain"] or None
+        args.validation_only = left["validation"] or None
         args.shards = args.shards if left["plain"] else 0
         args.validation_shards = args.validation_shards if left["validation"] else 0
     if not files:
         print("parallel_suite: pytest collected nothing", file=sys.stderr)
         return 1
-    named = [f for opt in (args.validation_only, args.plain_only) if opt for f in opt.split(",")]
-    absent = [f for f in named if f not in files]
+    # The comma lists of the command line; a resumed run's lists as they are (node ids may hold commas).
+    for opt in ("validation_only", "plain_only"):
+        if isinstance(getattr(args, opt), str):
+            setattr(args, opt, getattr(args, opt).split(","))
+    named = [f for opt in (args.validation_only, args.plain_only) if opt for f in opt]
+    absent = [f for f in named if f.split("::", 1)[0] not in files]
     if absent:
         print(f"parallel_suite: {absent} collected no tests here (a collection error? run pytest --collect-only "
               "on them)", file=sys.stderr)
@@ -145,15 +183,15 @@ def main(argv=None) -> int:
         start = names.index(args.validation_from)
         vfiles = OrderedDict((f, files[f]) for f in names[start:])
     if args.validation_only:
-        vfiles = OrderedDict((f, files[f]) for f in args.validation_only.split(","))
+        vfiles = only(files, args.validation_only)
     pfiles = files
     if args.plain_only:
-        pfiles = OrderedDict((f, files[f]) for f in args.plain_only.split(","))
+        pfiles = only(files, args.plain_only)
     jobs = []
     for kind, chosen, n in (("plain", pfiles, args.shards), ("validation", vfiles, args.validation_shards)):
         if n <= 0:
             continue
-        for i, shard in enumerate(deal(chosen, n)):
+        for i, (shard, count) in enumerate(deal(chosen, n)):
             # -v: a shard cut at the time limit ends its log with the test it was running; -rs: why
             # each skip; --durations: the slow tests, for the next gate's shard sizes.
             cmd = [sys.executable, "-P", "-m", "pytest", "-v", "-rs", "--durations=15", "-p", "no:cacheprovider",
@@ -165,14 +203,14 @@ def main(argv=None) -> int:
                 cmd.insert(cmd.index("-v"), "--vk-validation")
             path = os.path.join(args.out, f"{kind}-{i}.txt")
             with open(path, "w") as log:
-                log.write(f"# {' '.join(shard)}\n")
+                log.write("# " + "\t".join(shard) + "\n")   # tabs: a node id may hold spaces
                 log.flush()
-                jobs.append((kind, i, path, sum(chosen[f] for f in shard),
+                jobs.append((kind, i, path, count,
                              subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)))
-    print(f"parallel_suite: {len(files)} files, {sum(files.values())} tests; "
+    print(f"parallel_suite: {len(files)} files, {sum(map(len, files.values()))} tests; "
           f"{sum(1 for j in jobs if j[0] == 'plain')} plain shards, "
           f"{sum(1 for j in jobs if j[0] == 'validation')} validation shards "
-          f"({sum(vfiles.values())} tests{' from ' + args.validation_from if args.validation_from else ''})",
+          f"({sum(map(len, vfiles.values()))} tests{' from ' + args.validation_from if args.validation_from else ''})",
           flush=True)
     t0 = time.monotonic()
     bad = False
