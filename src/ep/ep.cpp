@@ -61,6 +61,9 @@ takes(Ep& ep, const OrtNode* node, const std::string& path)
         d = readNode(ep.api, node).description;
         prefix = nodePrefix(d.opType, d.name);
         countReads("capability", d.name);
+        if (ep.options.placement == Placement::Auto && !d.inputs.empty()) {
+            d.inputs[0].unsqueezed = unsqueezedX(ep.api, node);
+        }
     } catch (const std::exception& e) {
         ep.verbose(prefix + "left to the next execution provider: " + e.what());
         return false;

@@ -115,6 +115,12 @@ struct ReadNode
 ReadNode
 readNode(const OrtApi* api, const OrtNode* node);
 
+// The axes of the ai.onnx Unsqueeze that makes the node's X, where one with constant axes does
+// (NodeInput::unsqueezed: placement auto's cost model reads them). Asked in GetCapability only:
+// the graph Compile gets holds the node alone, and ORT logs a warning for a producer outside it.
+std::optional<std::vector<int64_t>>
+unsqueezedX(const OrtApi* api, const OrtNode* node);
+
 // Where a graph ORT hands GetCapability is (decisions.hpp's path: the If/Loop/Scan node and
 // body graph holding it; "" for the main graph). Only the innermost: the graph ORT hands for
 // a body's own If/Loop node knows no parent of its own (onnxruntime 1.32).

@@ -250,6 +250,13 @@ unsqueezedAxes(const OrtApi* api, const OrtValueInfo* info)
 
 } // namespace
 
+std::optional<std::vector<int64_t>>
+unsqueezedX(const OrtApi* api, const OrtNode* node)
+{
+    std::vector<const OrtValueInfo*> in = valueInfos(api, node, true);
+    return in.empty() || in[0] == nullptr ? std::nullopt : unsqueezedAxes(api, in[0]);
+}
+
 bool
 isRecurrent(const OrtApi* api, const OrtNode* node)
 {
@@ -288,9 +295,7 @@ readNode(const OrtApi* api, const OrtNode* node)
             readInput(api, in[i], d.inputs[i], r.constants[i]);
         }
     }
-    if (!in.empty() && in[0] != nullptr) {
-        d.inputs[0].unsqueezed = unsqueezedAxes(api, in[0]);
-    }
+
     for (const OrtValueInfo* o : out) {
         text = nullptr;
         if (o != nullptr) {

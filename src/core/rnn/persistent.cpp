@@ -38,9 +38,7 @@ constexpr uint32_t CPU_WINDOW = 8000;
 // invocations).
 constexpr uint32_t MAX_ROW_THREADS = 32;
 
-// The shader's DESIGN bit of the exchange, and the most values of h an invocation reads a step
-// with it (a bit each in one word).
-constexpr uint32_t DESIGN_EXCHANGE = 16;
+// The most values of h an invocation reads a step with the exchange (a bit each in one word).
 constexpr uint64_t MAX_PER_INVOCATION = 32;
 
 // ORTOPS_PERSISTENT_STEPS=0 switches the kernel off where the settings leave it to the table
@@ -76,12 +74,12 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
 {
     PersistentVariant v;
     // The shader's DESIGN: the settings' (+ 1), else the rule's, 0: one grid barrier a step, the
-    // design measured on GPUs (docs/perf.md, "Kernel choices"). The exchange (DESIGN_EXCHANGE,
+    // design measured on GPUs (docs/perf.md, "Kernel choices"). The exchange (exchanges(),
     // no grid barrier) gives the same bits on lavapipe and is not yet measured on a GPU.
     v.design = s.persistentDesign != BATCHED_TABLE ? s.persistentDesign - 1 : 0u;
     uint64_t units = static_cast<uint64_t>(shape.dirs) * shape.hidden;
     uint64_t passRows = shape.gruTwoPass ? 2 : shape.gates;   // a unit's rows in its widest pass
-    bool exchange = (v.design & DESIGN_EXCHANGE) != 0;
+    bool exchange = v.exchanges();
     uint64_t plane = units * shape.batch;                     // h of every direction and batch row
     // Shared memory: per unit its rows of R and its sums; per row thread its 32 lane sums (+1
     // word against bank conflicts) of every batch row; the workgroup's role words; with the

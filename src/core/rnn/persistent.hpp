@@ -48,6 +48,11 @@ struct PersistentVariant
     uint32_t design = 0;   // the shader's DESIGN bits
     uint32_t perInvocation = 1;   // its PER_INVOCATION
     bool fits = false;
+
+    // DESIGN's exchange: h and its step in 64-bit words instead of the grid barrier (the shader's
+    // binding 7, zeroed every run).
+    bool exchanges() const { return (design & DESIGN_EXCHANGE) != 0; }
+    static constexpr uint32_t DESIGN_EXCHANGE = 16;
 };
 PersistentVariant
 persistentVariant(const PersistentShape& shape, const PersistentDevice& device, const VariantSettings& s);

@@ -61,6 +61,7 @@ struct Recording
     std::shared_ptr<Buffer> xw, st, lensB;
     uint32_t xwOff = 0, stOff = 0;   // in floats
     std::array<std::shared_ptr<Buffer>, 3> outs;
+    PersistentVariant persistent;   // the persistent kernel's split, where stepKernel is it
 
     Recording(const RecordingSource& layer, const PlanKey& k, const RunInputs& inputs, const PlanPool& pool,
               const Limits& l, StepKernel fallback)
@@ -193,9 +194,11 @@ struct Recording
             plan->syncStatus = std::make_shared<HostBuffer>(L.ctx, sizeof zeros, false);
             plan->keep.push_back(plan->sync);
             plan->keep.push_back(plan->syncStatus);
-            // The exchange's words (the shader's DESIGN), zeroed by every run's upload too: two
-            // slots (h, a GRU's r * h) by two parities of every (direction, batch row, unit).
-            std::vector<uint64_t> none(size_t(4) * plane(), 0);
+            // The exchange's words, zeroed by every run's upload too: two slots (h, a GRU's r * h)
+            // by two parities of every (direction, batch row, unit); one unused word for a
+            // design without it (its binding stays valid).
+            persistent = persistentVariant(persistentShape(s, key.batch), persistentDevice(L.device), settings.variants);
+            std::vector<uint64_t> none(persistent.exchanges() ? size_t(4) * plane() : 1, 0);
             plan->exchange = std::make_shared<Buffer>(L.ctx, none.size() * sizeof(uint64_t), "device");
             plan->exchange->write(none.data(), none.size() * sizeof(uint64_t), 0);
             plan->keep.push_back(plan->exchange);
@@ -267,7 +270,9 @@ struct Recording
         }
         if (stepKernel == StepKernel::Persistent) {
             inputs.push_back(plan->sync);
-            inputs.push_back(plan->exchange);
+            if (persistent.exchanges()) {
+                inputs.push_back(plan->exchange);
+            }
         }
         seq.upload(inputs);
         seq.barrier("transfer", "compute");
@@ -363,11 +368,10 @@ struct Recording
     }
 
     // glsl/step_persistent.comp's one program for every step: at most a workgroup a compute unit,
-    // R in their shared memory, the sync words at binding 6 (persistent.hpp).
+    // R in their shared memory, the sync words at binding 6, the exchange at 7 (persistent.hpp).
     Pass persistentPass(const Constants& common)
     {
-        PersistentVariant v = persistentVariant(persistentShape(s, key.batch), persistentDevice(L.device),
-                                                settings.variants);
+        const PersistentVariant& v = persistent;
         std::array<uint64_t, 3> groups{ v.groups, 1, 1 };
         limits.checkGroups("the persistent step pass", groups);
         auto p = program("step_persistent",

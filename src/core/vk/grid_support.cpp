@@ -23,21 +23,41 @@ offers(const vk::PhysicalDevice& device, const char* extension)
     return false;
 }
 
-// The device's memory-model features (core in Vulkan 1.2: not asked of an older device, whose
-// validation layer would report the structure).
-VkPhysicalDeviceVulkanMemoryModelFeatures
-memoryModelFeatures(const vk::PhysicalDevice& device)
+// A feature structure of Vulkan 1.2's core as the device fills it (all false on an older device:
+// not asked, as its validation layer would report the structure).
+template<typename Features>
+Features
+offeredFeatures(const vk::PhysicalDevice& device, VkStructureType type)
 {
-    VkPhysicalDeviceVulkanMemoryModelFeatures mm{};
-    mm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
+    Features f{};
+    f.sType = type;
     if (device.getProperties().apiVersion < VK_API_VERSION_1_2) {
-        return mm;
+        return f;
     }
     VkPhysicalDeviceFeatures2 f2{};
     f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    f2.pNext = &mm;
+    f2.pNext = &f;
     vkGetPhysicalDeviceFeatures2(static_cast<VkPhysicalDevice>(device), &f2);
-    return mm;
+    return f;
+}
+
+VkPhysicalDeviceVulkanMemoryModelFeatures
+memoryModelFeatures(const vk::PhysicalDevice& device)
+{
+    return offeredFeatures<VkPhysicalDeviceVulkanMemoryModelFeatures>(
+      device, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
+}
+
+// `features` ahead of `next` in a device's feature chain where enabled, else `next` alone.
+template<typename Features>
+void*
+chainIf(bool enabled, Features& features, void* next)
+{
+    if (!enabled) {
+        return next;
+    }
+    features.pNext = next;
+    return &features;
 }
 
 } // namespace
@@ -62,27 +82,16 @@ MemoryModelEnable::MemoryModelEnable(const vk::PhysicalDevice& device)
 void*
 MemoryModelEnable::chain(void* next)
 {
-    if (!enabled) {
-        return next;
-    }
-    features.pNext = next;
-    return &features;
+    return chainIf(enabled, features, next);
 }
 
 Int64AtomicsEnable::Int64AtomicsEnable(const vk::PhysicalDevice& device)
 {
     features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES;
-    if (persistentSwitchedOff() || device.getProperties().apiVersion < VK_API_VERSION_1_2
-        || !device.getFeatures().shaderInt64) {
+    if (persistentSwitchedOff() || !device.getFeatures().shaderInt64) {
         return;
     }
-    VkPhysicalDeviceShaderAtomicInt64Features offered{};
-    offered.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES;
-    VkPhysicalDeviceFeatures2 f2{};
-    f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    f2.pNext = &offered;
-    vkGetPhysicalDeviceFeatures2(static_cast<VkPhysicalDevice>(device), &f2);
-    enabled = offered.shaderBufferInt64Atomics;
+    enabled = offeredFeatures<VkPhysicalDeviceShaderAtomicInt64Features>(device, features.sType).shaderBufferInt64Atomics;
     features.shaderBufferInt64Atomics = enabled;
     core.shaderInt64 = enabled;
 }
@@ -90,11 +99,7 @@ Int64AtomicsEnable::Int64AtomicsEnable(const vk::PhysicalDevice& device)
 void*
 Int64AtomicsEnable::chain(void* next)
 {
-    if (!enabled) {
-        return next;
-    }
-    features.pNext = next;
-    return &features;
+    return chainIf(enabled, features, next);
 }
 
 void
