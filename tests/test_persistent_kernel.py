@@ -210,7 +210,7 @@ def _table_choice(**kw):
 
 def test_the_table_chooses_it_on_gpus_only(monkeypatch):
     # variants.hpp's PERSISTENT_STEPS: GPUs that report their compute units, from above the
-    # whole-sequence kernel's hidden sizes, batches 1-2 (the rule's maxBatch), where R fits; never
+    # whole-sequence kernel's hidden sizes, batches 1-4 (the rule's maxBatch), where R fits; never
     # CPU devices.
     monkeypatch.setattr(variants, "PERSISTENT_STEPS", variants.TABLE)
     monkeypatch.delenv("ORTOPS_PERSISTENT_STEPS", raising=False)

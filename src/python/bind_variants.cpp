@@ -49,7 +49,7 @@ batchedTables()
     d["sequence_steps_table"] = SEQUENCE_STEPS_TABLE;
     py::list persistentRules;
     for (const auto& r : PERSISTENT_STEPS) {
-        persistentRules.append(py::make_tuple(r.cpu ? "cpu" : "gpu", r.fromHidden, r.maxBatch));
+        persistentRules.append(py::make_tuple(r.cpu ? "cpu" : "gpu", r.fromHidden, r.maxBatch, r.design));
     }
     d["persistent_steps"] = persistentRules;
     d["persistent_steps_table"] = PERSISTENT_STEPS_TABLE;

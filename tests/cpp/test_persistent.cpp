@@ -60,17 +60,27 @@ struct ScopedEnv
     }
 };
 
+// The settings that force the exchange's design 16.
+VariantSettings
+exchangeOnly()
+{
+    VariantSettings s = table();
+    s.persistentDesign = 16 + 1;
+    return s;
+}
+
 } // namespace
 
 TEST_SUITE("persistent kernel")
 {
-    TEST_CASE("the table chooses it on GPUs that report their compute units, batches 1-2, where R fits")
+    TEST_CASE("the table chooses it on GPUs that report their compute units, batches 1-4, where R fits")
     {
         VariantSettings s = table();
         CHECK(persistentSteps(recognizer(), H200, Mode::Deterministic, true, s));
         CHECK(persistentSteps(recognizer(1), H200, Mode::Fast, true, s));
         CHECK(persistentSteps(recognizer(2), H200, Mode::Deterministic, true, s));
-        CHECK_FALSE(persistentSteps(recognizer(3), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(4), H200, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps(recognizer(5), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(8), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(), H200, Mode::Exact, true, s));
         CHECK_FALSE(persistentSteps(recognizer(), H200, Mode::Deterministic, false, s));   // not runnable
@@ -122,11 +132,19 @@ TEST_SUITE("persistent kernel")
         CHECK(v.sharedBytes <= 49152);
         CHECK(v.pollDelay == 0);
         CHECK(v.discovery);
-        CHECK(v.design == 0);   // the rule: one grid barrier a step
-        CHECK(v.perInvocation == 1);
-        VariantSettings exchange = table();
-        exchange.persistentDesign = 16 + 1;   // h exchanged with its step: every value of h read a step
-        PersistentVariant x = persistentVariant(recognizer(), H200, exchange);
+        CHECK(v.design == 28);   // the GPU rule: the exchange, prefetched rows, a shuffle tree
+        CHECK(v.exchanges());
+        CHECK(v.perInvocation == 1);   // 512 values of h over 512 invocations
+        // Where h beside the slice of R leaves too little shared memory, the rule's grid barrier
+        // (design 0), which fits: hidden 400, batch 4 (12.8 KB of h).
+        PersistentShape wide{ 400, 4, 2, 4, false };
+        CHECK_FALSE(persistentVariant(wide, H200, exchangeOnly()).fits);
+        PersistentVariant w = persistentVariant(wide, H200, s);
+        CHECK(w.fits);
+        CHECK(w.design == 0);
+        CHECK_FALSE(w.exchanges());
+        // Design 16 alone (h exchanged with its step: every value of h read a step).
+        PersistentVariant x = persistentVariant(recognizer(), H200, exchangeOnly());
         CHECK(x.fits);
         CHECK(x.perInvocation == 1);   // 512 values of h over 512 invocations
         CHECK(x.unitsMax >= 4);   // the slice's R beside h of both directions (2 KB)

@@ -67,16 +67,11 @@ orRule(uint32_t setting, uint32_t rule)
     return setting != BATCHED_TABLE ? setting : rule;
 }
 
-} // namespace
-
 PersistentVariant
-persistentVariant(const PersistentShape& shape, const PersistentDevice& device, const VariantSettings& s)
+split(const PersistentShape& shape, const PersistentDevice& device, const VariantSettings& s, uint32_t design)
 {
     PersistentVariant v;
-    // The shader's DESIGN: the settings' (+ 1), else the rule's, 0: one grid barrier a step, the
-    // design measured on GPUs (docs/perf.md, "Kernel choices"). The exchange (exchanges(),
-    // no grid barrier) gives the same bits on lavapipe and is not yet measured on a GPU.
-    v.design = s.persistentDesign != BATCHED_TABLE ? s.persistentDesign - 1 : 0u;
+    v.design = design;
     uint64_t units = static_cast<uint64_t>(shape.dirs) * shape.hidden;
     uint64_t passRows = shape.gruTwoPass ? 2 : shape.gates;   // a unit's rows in its widest pass
     bool exchange = v.exchanges();
@@ -128,6 +123,26 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     v.discovery = s.persistentDiscovery != 1;
     v.piece = orRule(s.persistentPiece, 0);
     return v;
+}
+
+} // namespace
+
+PersistentVariant
+persistentVariant(const PersistentShape& shape, const PersistentDevice& device, const VariantSettings& s)
+{
+    // The shader's DESIGN: the settings' (+ 1), else the device class's rule where its split
+    // fits, else 0 (one grid barrier a step: no h beside R in shared memory).
+    if (s.persistentDesign != BATCHED_TABLE) {
+        return split(shape, device, s, s.persistentDesign - 1);
+    }
+    uint32_t rule = 0;
+    for (const auto& r : PERSISTENT_STEPS) {
+        if (r.cpu == device.cpu) {
+            rule = r.design;
+        }
+    }
+    PersistentVariant v = split(shape, device, s, rule);
+    return v.fits || rule == 0 ? v : split(shape, device, s, 0);
 }
 
 bool

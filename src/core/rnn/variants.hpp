@@ -243,23 +243,25 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // The rules by device class, as SEQUENCE_STEPS: the last row of the class applies; a layer
 // is chosen from hidden `fromHidden` and up to batch `maxBatch` (0: never) where its R fits
 // the shared memory of one workgroup per compute unit (the device must report its compute
-// units: VK_NV_shader_sm_builtins). GPUs: batches 1 and 2, from above the whole-sequence
-// kernel's hidden sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins on the H200): at batch
-// 1 it beat the step kernels for LSTM and GRU in both precisions (H100 and H200), at batch 2 too
-// (H200), at batches 4 and 8 it lost (bench/persistent.py and bench/ab_bench.py; the figures:
-// docs/perf.md, "Kernel choices"); batch 3 and 5-7 are unmeasured and stay with the step
-// kernels. CPU implementations never: lavapipe runs a
-// workgroup a thread to its end, so a grid needs as many threads as workgroups and each
-// barrier a trip through the scheduler.
+// units: VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits,
+// else design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
+// 64-bit word, no grid barrier; prefetched rows, a shuffle tree), batches 1 to 4, from above the
+// whole-sequence kernel's hidden sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins). On the
+// H100, bidirectional 80xBx256 float32: 0.133 ms at batch 1 (design 0: 0.275, the step kernels
+// 0.325), 0.145 at batch 2 (0.288, 0.338), 0.197 at batch 4 (0.445, 0.370); batches above 4
+// stay with the step kernels (docs/perf.md, "Kernel choices"). CPU implementations never:
+// lavapipe runs a workgroup a thread to its end, so a grid needs as many threads as workgroups
+// and each wait a trip through the scheduler.
 struct PersistentRule
 {
     bool cpu;
     uint32_t fromHidden;
     uint32_t maxBatch;
+    uint32_t design;
 };
 inline constexpr PersistentRule PERSISTENT_STEPS[] = {
-    { true, 0, 0 },                                  // CPU implementations: never
-    { false, SEQUENCE_GPU_MAX_HIDDEN + 1, 2 },       // GPUs: batches 1 and 2
+    { true, 0, 0, 0 },                                  // CPU implementations: never
+    { false, SEQUENCE_GPU_MAX_HIDDEN + 1, 4, 28 },      // GPUs: batches 1 to 4, the exchange
 };
 // VariantSettings::persistentSteps: PERSISTENT_STEPS_TABLE (the rules above; the environment's
 // ORTOPS_PERSISTENT_STEPS=0 switches the kernel off), 0 never, 1 wherever it can run.
