@@ -76,11 +76,12 @@ SEQUENCE_BROADCAST: bool | None = None
 SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); None: the native rule
 
 # The persistent kernel (glsl/step_persistent.comp: every step in one grid of at most a
-# workgroup per compute unit, R held in their shared memory, a grid barrier a step; the step
-# kernels' bits, and a grid that fails runs again on them: docs/design.md, "Passes"):
+# workgroup per compute unit, R held in their shared memory, h exchanged through device memory
+# each step; the step kernels' bits, and a grid that fails runs again on them: docs/design.md,
+# "Passes"):
 #   PERSISTENT_STEPS      TABLE (the native core's rules by device class, hidden size and batch,
 #                         PERSISTENT_STEPS in variants.hpp: GPUs that report their compute units,
-#                         batches 1-2, never on CPU implementations; the environment's
+#                         batches 1-4, never on CPU implementations; the environment's
 #                         ORTOPS_PERSISTENT_STEPS=0 switches it off), False never, True wherever
 #                         it can run (batch 1-8, not in mode exact, R within the shared memory)
 #   PERSISTENT_GROUPS     workgroups dispatched; None: the rule (the device's compute units, else
@@ -89,9 +90,9 @@ SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); 
 #   PERSISTENT_SPINS      polls before a wait gives up; None: the rule
 #   PERSISTENT_DISCOVERY  occupancy discovery: None (on) or a bool (False, a test hook: every
 #                         dispatched workgroup takes part, whether or not it runs at once)
-#   PERSISTENT_DESIGN     the shader's DESIGN bits, 0-31 (glsl/step_persistent.comp; 16: h
-#                         exchanged with its step in 64-bit words instead of the grid barrier);
-#                         None: the rule (0)
+#   PERSISTENT_DESIGN     the shader's DESIGN bits, 0-31 (glsl/step_persistent.comp; 0: a grid
+#                         barrier a step; 16: h exchanged with its step in 64-bit words instead);
+#                         None: the rule (GPUs: 28 where its split fits, else 0)
 #   PERSISTENT_PIECE      None the whole kernel; "barriers": its barriers only, no arithmetic (a
 #                         profile for bench/persistent.py; the results are wrong)
 PERSISTENT_STEPS: bool | str = TABLE
