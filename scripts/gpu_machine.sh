@@ -45,7 +45,7 @@ cat "$OUT/devices.txt"
 py -m ortops demo | tee "$OUT/demo.txt"
 STAGE=${STAGE:-all}   # all, or a comma list of: library, recognizer, threads, test (or test_plain, test_validation,
                       # or shards: both at once in parallel processes),
-                      # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence,
+                      # bench, sweep, placement, portability, ab (OLD_SRC against this build), sequence, persistentrule,
                       # multigpu, servewheels, serve, gil, stream, streamrounds, threadrounds, f32, exact, fast, coopmat, cudaep, steps,
                       # host, ep, models, persistent, calibrate, cpp (none: build only); bench/README.md says what each study measures
 has() { [ "$STAGE" = all ] || [[ ",$STAGE," == *",$1,"* ]]; }
@@ -266,6 +266,12 @@ if has persistent; then
   [ -f models/recognizer.onnx ] || py scripts/make_models.py > /dev/null
   py bench/persistent.py --out "$OUT" ${PERSISTENT_ARGS:-} 2>&1 | tee "$OUT/persistent_log.txt"
   echo "bench/persistent.py exit status ${PIPESTATUS[0]}" | tee -a "$OUT/persistent_log.txt"
+fi
+if has persistentrule; then
+  # The persistent kernel's GPU rule (PERSISTENT_STEPS): per layer the tables' choice beside the
+  # kernel forced on, alternated in rounds, same bits checked (exit status 1 otherwise).
+  # PERSISTENTRULE_ARGS: e.g. "--layer LSTM,80,8,256,256,float32".
+  py bench/persistent_rule.py --out "$OUT" ${PERSISTENTRULE_ARGS:-} 2>&1 | tee "$OUT/persistent_rule_log.txt"
 fi
 if has f32; then
   # Float32 at large sizes, measured attempts (issue 32, item 5): what ships against each attempt

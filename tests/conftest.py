@@ -180,7 +180,8 @@ SLOW = {
     "test_concurrency": {"test_one_session_many_threads_equals_serial",
                          "test_separate_sessions_in_threads_equal_serial"},
     "test_cli": {"test_bench_small_writes_report"},
-    "test_lab": {"test_sweep_runs_every_mode_at_tiny_shapes"},   # exact-mode pipelines
+    "test_lab": {"test_sweep_runs_every_mode_at_tiny_shapes",   # exact-mode pipelines
+                 "test_persistent_rule_measures_the_table_beside_the_forced_kernel"},   # 2.9 s
     "test_doc_examples": {"test_block_runs"},   # a fresh interpreter a block: 3-7 s each
     "test_layer_api": {"test_layer_rebuilds_dropped_plans"},
     "test_policy": {"test_concurrent_writers_leave_every_entry",   # 4 spawned interpreters: 5 s
@@ -210,7 +211,8 @@ FULL_ONLY = {
     # tests, 7 min 8 s with set-up, over its 6): each runs a benchmark script end to end in a
     # process of its own, 37 s together; what they measure runs in the quick run's own tests.
     # test_serve's serve_bench --direct check (17.7 s): below, with the whole module.
-    "test_lab": {"test_sweep_runs_every_mode_at_tiny_shapes"},                            # 5.9 s
+    "test_lab": {"test_sweep_runs_every_mode_at_tiny_shapes",                             # 5.9 s
+                 "test_persistent_rule_measures_the_table_beside_the_forced_kernel"},     # 2.9 s
     "test_multi_device": {"test_multi_gpu_script_runs_what_the_devices_allow"},           # 4.9 s
     "test_silero_vad": {"test_stream_bench_reports_every_engine",                         # 3.7 s
                         "test_stream_bench_rounds_and_breakdown"},

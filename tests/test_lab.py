@@ -330,3 +330,19 @@ def test_webgpu_reports_through_the_logger(caplog, capsys, monkeypatch):
         assert perf.webgpu_ms(None, None, 1) is None
     assert [(r.name, r.levelname) for r in caplog.records] == [("ortops.bench", "WARNING")]
     assert capsys.readouterr().err == ""
+
+
+def test_persistent_rule_measures_the_table_beside_the_forced_kernel(tmp_path, capsys):
+    # bench/persistent_rule.py on the device (lavapipe here: the persistent kernel forced on runs a
+    # workgroup a thread), both cells and precisions: one row each, the same bits, times > 0.
+    rule = load_bench("persistent_rule")
+    out = tmp_path / "out"
+    assert rule.main(["--layer", "LSTM,3,1,8,8,float32", "--layer", "GRU,3,2,8,8,float16",
+                      "--rounds", "1", "--runs", "2", "--out", str(out)]) == 0
+    rows = json.loads((out / "persistent_rule.json").read_text())["rows"]
+    assert [(r["layer"], r["dtype"]) for r in rows] == [("LSTM 3x1x8->8", "float32"), ("GRU 3x2x8->8", "float16")]
+    for r in rows:
+        assert r["same_bits"] and r["table"][0] > 0 and r["persistent"][0] > 0, r
+        assert r["kernels"]["persistent"] == ["step_persistent"], r
+        assert "step_persistent" not in r["kernels"]["table"], r   # never by the table on a CPU device
+    assert "| LSTM 3x1x8->8 | float32 |" in capsys.readouterr().out
