@@ -81,7 +81,7 @@ SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); 
 # "Passes"):
 #   PERSISTENT_STEPS      TABLE (the native core's rules by device class, hidden size and batch,
 #                         PERSISTENT_STEPS in variants.hpp: GPUs that report their compute units,
-#                         batches 1-4, never on CPU implementations; the environment's
+#                         by cell, hidden size and batch, never on CPU implementations; the environment's
 #                         ORTOPS_PERSISTENT_STEPS=0 switches it off), False never, True wherever
 #                         it can run (batch 1-8, not in mode exact, R within the shared memory)
 #   PERSISTENT_GROUPS     workgroups dispatched; None: the rule (the device's compute units, else

@@ -202,28 +202,40 @@ def test_never_chosen_in_mode_exact_nor_above_batch_8(monkeypatch):
 
 
 def _table_choice(**kw):
-    shape = dict(hidden=256, gates=4, dirs=2, batch=1, gru_two_pass=False, cpu=False, compute_units=132,
+    shape = dict(cell="LSTM", hidden=256, dirs=2, batch=1, gru_two_pass=False, cpu=False, compute_units=132,
                  max_shared=49152, max_invocations=1024, mode="deterministic")
     shape.update(kw)
     return _vk.persistent_steps(**shape, settings=variants.settings())
 
 
 def test_the_table_chooses_it_on_gpus_only(monkeypatch):
-    # variants.hpp's PERSISTENT_STEPS: GPUs that report their compute units, from above the
-    # whole-sequence kernel's hidden sizes, batches 1-4 (the rule's maxBatch), where R fits; never
-    # CPU devices.
+    # variants.hpp's PERSISTENT_STEPS: on GPUs that report their compute units, the first row
+    # whose cells and hidden range hold the layer, up to its batch, where R fits; never CPU
+    # devices.
     monkeypatch.setattr(variants, "PERSISTENT_STEPS", variants.TABLE)
     monkeypatch.delenv("ORTOPS_PERSISTENT_STEPS", raising=False)
     rules = _vk.batched_tiles()["persistent_steps"]
-    assert [r[0] for r in rules] == ["cpu", "gpu"] and rules[0][2] == 0
+    assert rules[0][0] == "cpu" and rules[0][4] == 0 and all(r[0] == "gpu" for r in rules[1:])
     assert _table_choice()                                   # the recognizer's layer on an H200
-    assert rules[1][2] >= 1
-    assert _table_choice(batch=rules[1][2]) and not _table_choice(batch=rules[1][2] + 1)
-    assert not _table_choice(cpu=True)
+    for device, cells, low, high, batch, design in rules[1:]:
+        cell = "LSTM" if cells == "LSTM" else "GRU"
+        assert batch >= 1 and design == 28
+        # Each row decides from its first hidden size up to its batch (the first matching row
+        # wins: a row's hidden sizes that an earlier row holds are that row's).
+        first = next(r for r in rules[1:] if r[1] in ("any", cell) and r[2] <= low <= r[3])
+        assert _table_choice(cell=cell, hidden=low, batch=first[4])
+        assert not _table_choice(cell=cell, hidden=low, batch=first[4] + 1)
+        assert not _table_choice(cell=cell, hidden=low, cpu=True)
+    # Below every row's hidden sizes: the whole-sequence kernel's.
+    lowest = min(r[2] for r in rules[1:])
+    assert not _table_choice(hidden=lowest - 1) and not _table_choice(cell="GRU", hidden=lowest - 1)
+    # An LSTM-only row leaves a GRU to the next: at batch 8 and hidden 256 an LSTM, not a GRU.
+    assert _table_choice(batch=8) and not _table_choice(cell="GRU", batch=8)
     assert not _table_choice(compute_units=0)               # the device does not say
-    assert not _table_choice(hidden=rules[1][1] - 1) and _table_choice(hidden=rules[1][1])
     assert not _table_choice(hidden=1024)                   # R (32 MB) beyond 132 x 48 KB
     assert not _table_choice(mode="exact")
+    with pytest.raises(ValueError, match="unknown cell 'lstm'"):
+        _table_choice(cell="lstm")
     # This device (lavapipe here) by the table: never on a CPU device.
     weights, arrays, lens = _weights()
     layer = ortops.RecurrentLayer("LSTM", **weights, direction="bidirectional")
@@ -248,13 +260,13 @@ def test_the_switch_turns_it_off_where_the_table_decides(monkeypatch):
 
 def test_the_split_holds_r_in_one_workgroup_per_compute_unit():
     s = variants.settings()
-    v = _vk.persistent_variant(hidden=256, gates=4, dirs=2, batch=1, gru_two_pass=False, cpu=False,
+    v = _vk.persistent_variant(cell="LSTM", hidden=256, dirs=2, batch=1, gru_two_pass=False, cpu=False,
                                compute_units=132, max_shared=49152, max_invocations=1024, settings=s)
     # 512 units over 132 workgroups: 4 a workgroup (16 KB of R), 16 rows a round.
     assert v["groups"] == 132 and v["threads"] == 16 * 32 and v["fits"]
     assert v["units_max"] >= 4 and v["shared_bytes"] <= 49152 and v["poll_delay"] == 0
     # Batch 8 on lavapipe's 32 KB: fewer row threads, so that the lane sums leave room for R.
-    v = _vk.persistent_variant(hidden=20, gates=4, dirs=1, batch=8, gru_two_pass=False, cpu=True,
+    v = _vk.persistent_variant(cell="LSTM", hidden=20, dirs=1, batch=8, gru_two_pass=False, cpu=True,
                                compute_units=0, max_shared=32768, max_invocations=1024, settings=s)
     assert v["fits"] and v["shared_bytes"] <= 32768 and v["poll_delay"] > 0
 

@@ -49,7 +49,8 @@ batchedTables()
     d["sequence_steps_table"] = SEQUENCE_STEPS_TABLE;
     py::list persistentRules;
     for (const auto& r : PERSISTENT_STEPS) {
-        persistentRules.append(py::make_tuple(r.cpu ? "cpu" : "gpu", r.fromHidden, r.maxBatch, r.design));
+        persistentRules.append(py::make_tuple(r.cpu ? "cpu" : "gpu", r.lstmOnly ? "LSTM" : "any", r.fromHidden,
+                                               r.toHidden, r.maxBatch, r.design));
     }
     d["persistent_steps"] = persistentRules;
     d["persistent_steps_table"] = PERSISTENT_STEPS_TABLE;
@@ -60,12 +61,23 @@ batchedTables()
     return d;
 }
 
+// A layer as the persistent kernel's rules see it, its cell by name.
+PersistentShape
+persistentShapeOf(std::string_view cell, uint32_t hidden, uint32_t dirs, uint32_t batch, bool gruTwoPass)
+{
+    const Cell* c = findCell(cell);
+    if (c == nullptr) {
+        throw std::invalid_argument("ortops: the persistent kernel: unknown cell '" + std::string(cell) + "'");
+    }
+    return { hidden, c->gates, dirs, batch, gruTwoPass, c->op };
+}
+
 // The persistent kernel's split (persistent.hpp) as a dict.
 py::dict
-persistentSplit(uint32_t hidden, uint32_t gates, uint32_t dirs, uint32_t batch, bool gruTwoPass, bool cpu,
+persistentSplit(std::string_view cell, uint32_t hidden, uint32_t dirs, uint32_t batch, bool gruTwoPass, bool cpu,
                 uint32_t computeUnits, uint32_t maxShared, uint32_t maxInvocations, const VariantSettings& s)
 {
-    PersistentVariant v = persistentVariant({ hidden, gates, dirs, batch, gruTwoPass },
+    PersistentVariant v = persistentVariant(persistentShapeOf(cell, hidden, dirs, batch, gruTwoPass),
                                             { cpu, computeUnits, maxShared, maxInvocations }, s);
     py::dict d;
     d["groups"] = v.groups;
@@ -135,22 +147,22 @@ bindVariants(py::module_& m)
     m.def("projection_tpt", &projectionTpt, py::arg("outputs"), py::arg("large"));
     m.def("step_passes", &stepPasses, py::arg("gru_two_pass"), py::arg("gates"));
     m.def("grid_groups", &gridGroups, py::arg("n"), py::arg("max_groups"));
-    m.def("persistent_variant", &persistentSplit, py::arg("hidden"), py::arg("gates"), py::arg("dirs"),
+    m.def("persistent_variant", &persistentSplit, py::arg("cell"), py::arg("hidden"), py::arg("dirs"),
           py::arg("batch"), py::arg("gru_two_pass"), py::arg("cpu"), py::arg("compute_units"),
           py::arg("max_shared"), py::arg("max_invocations"), py::arg("settings"),
           "The persistent step kernel's split (src/core/rnn/persistent.hpp).");
     m.def("persistent_steps",
-          [](uint32_t hidden, uint32_t gates, uint32_t dirs, uint32_t batch, bool gruTwoPass, bool cpu,
+          [](std::string_view cell, uint32_t hidden, uint32_t dirs, uint32_t batch, bool gruTwoPass, bool cpu,
              uint32_t computeUnits, uint32_t maxShared, uint32_t maxInvocations, std::string_view mode,
              const VariantSettings& s) {
               std::optional<Mode> m = parseMode(mode);
               if (!m) {
                   throw std::invalid_argument("ortops: persistent_steps: unknown mode '" + std::string(mode) + "'");
               }
-              return persistentSteps({ hidden, gates, dirs, batch, gruTwoPass },
+              return persistentSteps(persistentShapeOf(cell, hidden, dirs, batch, gruTwoPass),
                                      { cpu, computeUnits, maxShared, maxInvocations }, *m, true, s);
           },
-          py::arg("hidden"), py::arg("gates"), py::arg("dirs"), py::arg("batch"), py::arg("gru_two_pass"),
+          py::arg("cell"), py::arg("hidden"), py::arg("dirs"), py::arg("batch"), py::arg("gru_two_pass"),
           py::arg("cpu"), py::arg("compute_units"), py::arg("max_shared"), py::arg("max_invocations"),
           py::arg("mode"), py::arg("settings"),
           "Whether a layer runs the persistent step kernel on such a device (its memory model assumed).");

@@ -22,7 +22,7 @@ namespace {
 PersistentShape
 recognizer(uint32_t batch = 1, uint32_t hidden = 256)
 {
-    return { hidden, 4, 2, batch, false };
+    return { hidden, 4, 2, batch, false, Op::LSTM };
 }
 
 constexpr PersistentDevice H200{ false, 132, 49152, 1024 };
@@ -73,20 +73,30 @@ exchangeOnly()
 
 TEST_SUITE("persistent kernel")
 {
-    TEST_CASE("the table chooses it on GPUs that report their compute units, batches 1-4, where R fits")
+    TEST_CASE("the table chooses it on GPUs that report their compute units, by cell, hidden and batch, where R fits")
     {
         VariantSettings s = table();
         CHECK(persistentSteps(recognizer(), H200, Mode::Deterministic, true, s));
         CHECK(persistentSteps(recognizer(1), H200, Mode::Fast, true, s));
         CHECK(persistentSteps(recognizer(2), H200, Mode::Deterministic, true, s));
-        CHECK(persistentSteps(recognizer(4), H200, Mode::Deterministic, true, s));
-        CHECK_FALSE(persistentSteps(recognizer(5), H200, Mode::Deterministic, true, s));
-        CHECK_FALSE(persistentSteps(recognizer(8), H200, Mode::Deterministic, true, s));
+        // LSTMs from hidden 96 to 256: batches 1-8 (the kernel's most); above: 1-4.
+        CHECK(persistentSteps(recognizer(8), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(8, 96), H200, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps(recognizer(8, 95), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(4, 384), H200, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps(recognizer(5, 384), H200, Mode::Deterministic, true, s));
+        // Other cells from above the whole-sequence kernel's hidden sizes: batches 1-4.
+        PersistentShape gru{ 256, 3, 2, 4, false, Op::GRU };
+        CHECK(persistentSteps(gru, H200, Mode::Deterministic, true, s));
+        gru.batch = 5;
+        CHECK_FALSE(persistentSteps(gru, H200, Mode::Deterministic, true, s));
+        gru.batch = 1;
+        gru.hidden = SEQUENCE_GPU_MAX_HIDDEN;
+        CHECK_FALSE(persistentSteps(gru, H200, Mode::Deterministic, true, s));
+        gru.hidden = SEQUENCE_GPU_MAX_HIDDEN + 1;
+        CHECK(persistentSteps(gru, H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(), H200, Mode::Exact, true, s));
         CHECK_FALSE(persistentSteps(recognizer(), H200, Mode::Deterministic, false, s));   // not runnable
-        // From above the whole-sequence kernel's GPU hidden sizes.
-        CHECK_FALSE(persistentSteps(recognizer(1, SEQUENCE_GPU_MAX_HIDDEN), H200, Mode::Deterministic, true, s));
-        CHECK(persistentSteps(recognizer(1, SEQUENCE_GPU_MAX_HIDDEN + 1), H200, Mode::Deterministic, true, s));
         // R of hidden 512 (8 MB) does not fit 132 x 48 KB.
         CHECK_FALSE(persistentSteps(recognizer(1, 512), H200, Mode::Deterministic, true, s));
         // A device that does not say its compute units, and CPU devices, never by the table.
@@ -94,7 +104,7 @@ TEST_SUITE("persistent kernel")
         unknown.computeUnits = 0;
         CHECK_FALSE(persistentSteps(recognizer(), unknown, Mode::Deterministic, true, s));
         PersistentDevice cpu{ true, 0, 32768, 1024 };
-        CHECK_FALSE(persistentSteps({ 16, 4, 1, 1, false }, cpu, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps({ 16, 4, 1, 1, false, Op::LSTM }, cpu, Mode::Deterministic, true, s));
     }
 
     TEST_CASE("forced on it runs wherever it can; off, the switch and the whole-sequence kernel forced win")
@@ -102,12 +112,12 @@ TEST_SUITE("persistent kernel")
         VariantSettings on = table();
         on.persistentSteps = 1;
         PersistentDevice cpu{ true, 0, 32768, 1024 };
-        CHECK(persistentSteps({ 16, 4, 1, 1, false }, cpu, Mode::Deterministic, true, on));
-        CHECK_FALSE(persistentSteps({ 16, 4, 1, 9, false }, cpu, Mode::Deterministic, true, on));
-        CHECK_FALSE(persistentSteps({ 16, 4, 1, 1, false }, cpu, Mode::Exact, true, on));
+        CHECK(persistentSteps({ 16, 4, 1, 1, false, Op::LSTM }, cpu, Mode::Deterministic, true, on));
+        CHECK_FALSE(persistentSteps({ 16, 4, 1, 9, false, Op::LSTM }, cpu, Mode::Deterministic, true, on));
+        CHECK_FALSE(persistentSteps({ 16, 4, 1, 1, false, Op::LSTM }, cpu, Mode::Exact, true, on));
         // Never where the fallback would be a batched kernel (its scratch is another's).
         on.batchedFrom = 1;
-        CHECK_FALSE(persistentSteps({ 16, 4, 1, 1, false }, cpu, Mode::Deterministic, true, on));
+        CHECK_FALSE(persistentSteps({ 16, 4, 1, 1, false, Op::LSTM }, cpu, Mode::Deterministic, true, on));
         VariantSettings off = table();
         off.persistentSteps = 0;
         CHECK_FALSE(persistentSteps(recognizer(), H200, Mode::Deterministic, true, off));
@@ -137,7 +147,7 @@ TEST_SUITE("persistent kernel")
         CHECK(v.perInvocation == 1);   // 512 values of h over 512 invocations
         // Where h beside the slice of R leaves too little shared memory, the rule's grid barrier
         // (design 0), which fits: hidden 400, batch 4 (12.8 KB of h).
-        PersistentShape wide{ 400, 4, 2, 4, false };
+        PersistentShape wide{ 400, 4, 2, 4, false, Op::LSTM };
         CHECK_FALSE(persistentVariant(wide, H200, exchangeOnly()).fits);
         PersistentVariant w = persistentVariant(wide, H200, s);
         CHECK(w.fits);
@@ -154,12 +164,12 @@ TEST_SUITE("persistent kernel")
         CHECK(persistentVariant(recognizer(), H200, s).groups == 132);
         // Where the device does not say: the fewest whose shared memory holds R.
         PersistentDevice cpu{ true, 0, 32768, 1024 };
-        PersistentVariant c = persistentVariant({ 64, 4, 2, 3, false }, cpu, table());
+        PersistentVariant c = persistentVariant({ 64, 4, 2, 3, false, Op::LSTM }, cpu, table());
         CHECK(c.fits);
         CHECK(c.groups * c.unitsMax >= 128);
         CHECK(c.pollDelay > 0);
         // Batch 8 in 32 KB: fewer row threads leave room for the slice.
-        PersistentVariant b8 = persistentVariant({ 20, 4, 1, 8, false }, cpu, table());
+        PersistentVariant b8 = persistentVariant({ 20, 4, 1, 8, false, Op::LSTM }, cpu, table());
         CHECK(b8.fits);
         CHECK(b8.threads < 32 * 32);
         CHECK(b8.sharedBytes <= 32768);

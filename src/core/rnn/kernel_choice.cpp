@@ -60,7 +60,7 @@ coopmatStepsShared(uint32_t gatesInPass, uint32_t blocks)
 PersistentShape
 persistentShape(const Spec& s, uint32_t batch)
 {
-    return { s.hidden, s.gates, s.dirs, batch, s.gruTwoPass() };
+    return { s.hidden, s.gates, s.dirs, batch, s.gruTwoPass(), s.cell->op };
 }
 
 PersistentDevice

@@ -49,16 +49,41 @@ switchedOff()
     return persistentSwitchedOff();
 }
 
+// The row of PERSISTENT_STEPS that decides a layer (variants.hpp), nullptr where none does.
+const PersistentRule*
+ruleFor(const PersistentShape& shape, const PersistentDevice& device)
+{
+    for (const auto& r : PERSISTENT_STEPS) {
+        if (r.cpu == device.cpu && (!r.lstmOnly || shape.op == Op::LSTM) && shape.hidden >= r.fromHidden &&
+            shape.hidden <= r.toHidden) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
 bool
 tableChooses(const PersistentShape& shape, const PersistentDevice& device)
 {
-    bool chosen = false;
+    const PersistentRule* rule = ruleFor(shape, device);
+    return rule != nullptr && shape.batch <= rule->maxBatch && device.computeUnits > 0;
+}
+
+// The DESIGN the rules give a layer: its row's, else (the kernel forced on) the last of its
+// device class's rows.
+uint32_t
+ruleDesign(const PersistentShape& shape, const PersistentDevice& device)
+{
+    if (const PersistentRule* rule = ruleFor(shape, device)) {
+        return rule->design;
+    }
+    uint32_t design = 0;
     for (const auto& r : PERSISTENT_STEPS) {
         if (r.cpu == device.cpu) {
-            chosen = shape.hidden >= r.fromHidden && shape.batch <= r.maxBatch;
+            design = r.design;
         }
     }
-    return chosen && device.computeUnits > 0;
+    return design;
 }
 
 uint32_t
@@ -135,12 +160,7 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     if (s.persistentDesign != BATCHED_TABLE) {
         return split(shape, device, s, s.persistentDesign - 1);
     }
-    uint32_t rule = 0;
-    for (const auto& r : PERSISTENT_STEPS) {
-        if (r.cpu == device.cpu) {
-            rule = r.design;
-        }
-    }
+    uint32_t rule = ruleDesign(shape, device);
     PersistentVariant v = split(shape, device, s, rule);
     return v.fits || rule == 0 ? v : split(shape, device, s, 0);
 }

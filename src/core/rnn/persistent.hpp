@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "config/cells.hpp"
 #include "config/types.hpp"
 #include "rnn/variants.hpp"
 
@@ -27,6 +28,7 @@ struct PersistentShape
 {
     uint32_t hidden, gates, dirs, batch;
     bool gruTwoPass;
+    Op op;
 };
 struct PersistentDevice
 {

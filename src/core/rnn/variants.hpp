@@ -240,28 +240,37 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // latency regime, where a layer is a chain of dependent dispatches: on the H200 the
 // recognizer's layer (bidirectional 80x1x256 float32) took 0.369 ms, about 4.6 us a step
 // against well under a microsecond of arithmetic.
-// The rules by device class, as SEQUENCE_STEPS: the last row of the class applies; a layer
-// is chosen from hidden `fromHidden` and up to batch `maxBatch` (0: never) where its R fits
-// the shared memory of one workgroup per compute unit (the device must report its compute
-// units: VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits,
-// else design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
-// 64-bit word, no grid barrier; prefetched rows, a shuffle tree), batches 1 to 4, from above the
-// whole-sequence kernel's hidden sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins). On the
-// H100, bidirectional 80xBx256 float32: 0.133 ms at batch 1 (design 0: 0.275, the step kernels
-// 0.325), 0.145 at batch 2 (0.288, 0.338), 0.197 at batch 4 (0.445, 0.370); batches above 4
-// stay with the step kernels (docs/perf.md, "Kernel choices"). CPU implementations never:
-// lavapipe runs a workgroup a thread to its end, so a grid needs as many threads as workgroups
-// and each wait a trip through the scheduler.
+// The rules: the first row of the device's class whose cells and hidden range hold a layer
+// decides it, chosen up to batch `maxBatch` (0: never; no row: never) where its R fits the
+// shared memory of one workgroup per compute unit (the device must report its compute units:
+// VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits, else
+// design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
+// 64-bit word, no grid barrier; prefetched rows, a shuffle tree). Measured on the H100
+// (bench/persistent_rule.py; docs/perf.md, "Kernel choices"), bidirectional, GPU ms, the kernel
+// against what the table took before:
+// - LSTM from hidden 96 to 256, batches 1-8: 48x8x192->96 0.125 against the whole-sequence
+//   kernel's 0.140 (float16 0.124 against 0.138), 48x4x192->96 0.121 against 0.170, 80x8x128
+//   0.216 against 0.316 for the step kernels, 80x6x256 0.243 against 0.405, 80x8x256 0.394
+//   against 0.454 (float16 0.388 against 0.509); below hidden 96 the whole-sequence kernel
+//   won at batch 8 (hidden 64 0.099 against 0.142, 32 0.063 against 0.111);
+// - every other layer from above the whole-sequence kernel's hidden sizes, batches 1-4:
+//   80x1x256 0.134 against 0.327 (the grid barrier 0.280), 80x4x256 0.191 against 0.369; at
+//   batch 8 the step kernels won for hidden 384 (0.682 against 1.059) and a GRU (0.641 against
+//   0.673).
+// CPU implementations never: lavapipe runs a workgroup a thread to its end, so a grid needs as
+// many threads as workgroups and each wait a trip through the scheduler.
 struct PersistentRule
 {
     bool cpu;
-    uint32_t fromHidden;
+    bool lstmOnly;   // LSTM layers only, else every cell
+    uint32_t fromHidden, toHidden;
     uint32_t maxBatch;
     uint32_t design;
 };
 inline constexpr PersistentRule PERSISTENT_STEPS[] = {
-    { true, 0, 0, 0 },                                  // CPU implementations: never
-    { false, SEQUENCE_GPU_MAX_HIDDEN + 1, 4, 28 },      // GPUs: batches 1 to 4, the exchange
+    { true, false, 0, ANY_HIDDEN, 0, 0 },                               // CPU implementations: never
+    { false, true, 96, 256, 8, 28 },                                    // GPU LSTMs to hidden 256
+    { false, false, SEQUENCE_GPU_MAX_HIDDEN + 1, ANY_HIDDEN, 4, 28 },   // other GPU layers
 };
 // VariantSettings::persistentSteps: PERSISTENT_STEPS_TABLE (the rules above; the environment's
 // ORTOPS_PERSISTENT_STEPS=0 switches the kernel off), 0 never, 1 wherever it can run.
