@@ -49,16 +49,24 @@ switchedOff()
     return persistentSwitchedOff();
 }
 
+// The device class's row of PERSISTENT_STEPS (variants.hpp: the last of its class).
+const PersistentRule&
+ruleOf(const PersistentDevice& device)
+{
+    const PersistentRule* rule = nullptr;
+    for (const auto& r : PERSISTENT_STEPS) {
+        if (r.cpu == device.cpu) {
+            rule = &r;
+        }
+    }
+    return *rule;   // every class has a row (variants.hpp)
+}
+
 bool
 tableChooses(const PersistentShape& shape, const PersistentDevice& device)
 {
-    bool chosen = false;
-    for (const auto& r : PERSISTENT_STEPS) {
-        if (r.cpu == device.cpu) {
-            chosen = shape.hidden >= r.fromHidden && shape.batch <= r.maxBatch;
-        }
-    }
-    return chosen && device.computeUnits > 0;
+    const PersistentRule& r = ruleOf(device);
+    return shape.hidden >= r.fromHidden && shape.batch <= r.maxBatch && device.computeUnits > 0;
 }
 
 uint32_t
@@ -135,12 +143,7 @@ persistentVariant(const PersistentShape& shape, const PersistentDevice& device, 
     if (s.persistentDesign != BATCHED_TABLE) {
         return split(shape, device, s, s.persistentDesign - 1);
     }
-    uint32_t rule = 0;
-    for (const auto& r : PERSISTENT_STEPS) {
-        if (r.cpu == device.cpu) {
-            rule = r.design;
-        }
-    }
+    uint32_t rule = ruleOf(device).design;
     PersistentVariant v = split(shape, device, s, rule);
     return v.fits || rule == 0 ? v : split(shape, device, s, 0);
 }

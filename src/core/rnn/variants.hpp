@@ -246,10 +246,9 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // units: VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits,
 // else design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
 // 64-bit word, no grid barrier; prefetched rows, a shuffle tree), batches 1 to 4, from above the
-// whole-sequence kernel's hidden sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins). On the
-// H100, bidirectional 80xBx256 float32: 0.133 ms at batch 1 (design 0: 0.275, the step kernels
-// 0.325), 0.145 at batch 2 (0.288, 0.338), 0.197 at batch 4 (0.445, 0.370); batches above 4
-// stay with the step kernels (docs/perf.md, "Kernel choices"). CPU implementations never:
+// whole-sequence kernel's hidden sizes (SEQUENCE_GPU_MAX_HIDDEN, which that kernel wins): there
+// it beat the grid barrier and the step kernels, and above batch 4 it is not yet measured as the
+// rule would take it (docs/perf.md, "Kernel choices", has the figures). CPU implementations never:
 // lavapipe runs a workgroup a thread to its end, so a grid needs as many threads as workgroups
 // and each wait a trip through the scheduler.
 struct PersistentRule
@@ -263,6 +262,16 @@ inline constexpr PersistentRule PERSISTENT_STEPS[] = {
     { true, 0, 0, 0 },                                  // CPU implementations: never
     { false, SEQUENCE_GPU_MAX_HIDDEN + 1, 4, 28 },      // GPUs: batches 1 to 4, the exchange
 };
+constexpr bool
+persistentClassesHaveRows()
+{
+    bool cpu = false, gpu = false;
+    for (const auto& r : PERSISTENT_STEPS) {
+        (r.cpu ? cpu : gpu) = true;
+    }
+    return cpu && gpu;
+}
+static_assert(persistentClassesHaveRows(), "PERSISTENT_STEPS: a row for CPU implementations and one for GPUs");
 // VariantSettings::persistentSteps: PERSISTENT_STEPS_TABLE (the rules above; the environment's
 // ORTOPS_PERSISTENT_STEPS=0 switches the kernel off), 0 never, 1 wherever it can run.
 inline constexpr uint32_t PERSISTENT_STEPS_TABLE = 0xFFFFFFFFu;
