@@ -295,7 +295,6 @@ readNode(const OrtApi* api, const OrtNode* node)
             readInput(api, in[i], d.inputs[i], r.constants[i]);
         }
     }
-
     for (const OrtValueInfo* o : out) {
         text = nullptr;
         if (o != nullptr) {

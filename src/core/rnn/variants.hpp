@@ -245,18 +245,11 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // shared memory of one workgroup per compute unit (the device must report its compute units:
 // VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits, else
 // design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
-// 64-bit word, no grid barrier; prefetched rows, a shuffle tree). Measured on the H100
-// (bench/persistent_rule.py; docs/perf.md, "Kernel choices"), bidirectional, GPU ms, the kernel
-// against what the table took before:
-// - LSTM from hidden 96 to 256, batches 1-8: 48x8x192->96 0.125 against the whole-sequence
-//   kernel's 0.140 (float16 0.124 against 0.138), 48x4x192->96 0.121 against 0.170, 80x8x128
-//   0.216 against 0.316 for the step kernels, 80x6x256 0.243 against 0.405, 80x8x256 0.394
-//   against 0.454 (float16 0.388 against 0.509); below hidden 96 the whole-sequence kernel
-//   won at batch 8 (hidden 64 0.099 against 0.142, 32 0.063 against 0.111);
-// - every other layer from above the whole-sequence kernel's hidden sizes, batches 1-4:
-//   80x1x256 0.134 against 0.327 (the grid barrier 0.280), 80x4x256 0.191 against 0.369; at
-//   batch 8 the step kernels won for hidden 384 (0.682 against 1.059) and a GRU (0.641 against
-//   0.673).
+// 64-bit word, no grid barrier; prefetched rows, a shuffle tree), LSTMs of hidden 96 to 256 at
+// batches 1-8 (where it beat the whole-sequence and step kernels; below hidden 96 at batch 8 the
+// whole-sequence kernel won), every other layer from above the whole-sequence kernel's hidden
+// sizes at batches 1-4 (at batch 8 the step kernels won for hidden 384 and a GRU). The figures:
+// docs/perf.md, "Kernel choices" (bench/persistent_rule.py).
 // CPU implementations never: lavapipe runs a workgroup a thread to its end, so a grid needs as
 // many threads as workgroups and each wait a trip through the scheduler.
 struct PersistentRule
