@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The persistent kernel's GPU rule (PERSISTENT_STEPS in src/core/rnn/variants.hpp), measured: per
-layer, what the tables choose beside the persistent kernel forced on
-(`ortops.variants.PERSISTENT_STEPS = True`), alternated in rounds in one process, GPU time from
-the layers' timestamps, the bits of both compared (they must agree: exit status 1 otherwise).
+layer, what the tables choose beside the persistent kernel forced off
+(`ortops.variants.PERSISTENT_STEPS = False`) and forced on (`True`), alternated in rounds in one process, GPU time from
+the layers' timestamps, the bits of all three compared (they must agree: exit status 1 otherwise).
 
     python3 -P bench/persistent_rule.py --out DIR [--rounds 3] [--runs 100]
         [--layer CELL,SEQ,BATCH,INPUT,HIDDEN,DTYPE ...]
@@ -32,8 +32,11 @@ LAYERS = ["LSTM,48,8,192,96,float16", "LSTM,48,8,192,96,float32", "LSTM,48,8,192
           "GRU,80,1,256,256,float32", "GRU,80,4,256,256,float16", "GRU,80,8,256,256,float32"]
 
 
-def _engine(forced: bool) -> None:
-    variants.PERSISTENT_STEPS = True if forced else variants.TABLE
+ENGINES = {"table": variants.TABLE, "off": False, "persistent": True}
+
+
+def _engine(name: str) -> None:
+    variants.PERSISTENT_STEPS = ENGINES[name]
 
 
 def _kernels(layer) -> list:
@@ -45,21 +48,22 @@ def measure(spec: str, rounds: int, runs: int) -> dict:
     seq, batch, inp, hidden = map(int, (seq, batch, inp, hidden))
     W, R, B = weights(cell, inp, hidden, 2, np.dtype(dtype))
     X = np.random.default_rng(1).standard_normal((seq, batch, inp)).astype(dtype)
-    layers, bits, gpu = {}, {}, {"table": [], "persistent": []}
+    layers, bits, gpu = {}, {}, {name: [] for name in ENGINES}
     for name in gpu:
-        _engine(name == "persistent")
+        _engine(name)
         layers[name] = ortops.RecurrentLayer(cell, W, R, B, direction="bidirectional", timestamps=True)
         bits[name] = [np.asarray(y).tobytes() for y in layers[name](X)]
     for _ in range(rounds):
         for name, layer in layers.items():
-            _engine(name == "persistent")
+            _engine(name)
             times = []
             for _ in range(runs):
                 layer(X)
                 times.append(layer.last_gpu_time_ms)
             gpu[name].append(statistics.median(times))
-    _engine(False)
-    row = dict(layer=f"{cell} {seq}x{batch}x{inp}->{hidden}", dtype=dtype, same_bits=bits["table"] == bits["persistent"],
+    _engine("table")
+    row = dict(layer=f"{cell} {seq}x{batch}x{inp}->{hidden}", dtype=dtype,
+               same_bits=bits["table"] == bits["persistent"] == bits["off"],
                kernels={name: _kernels(layer) for name, layer in layers.items()})
     for name, values in gpu.items():
         row[name] = [statistics.median(values), min(values), max(values)]
@@ -67,12 +71,12 @@ def measure(spec: str, rounds: int, runs: int) -> dict:
 
 
 def markdown(rows: list) -> str:
-    lines = ["| layer | dtype | table GPU ms | persistent forced GPU ms | the table's kernels | same bits |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| layer | dtype | table GPU ms | persistent off GPU ms | persistent forced GPU ms | the table's kernels "
+             "| same bits |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        t, p = r["table"], r["persistent"]
-        lines.append(f"| {r['layer']} | {r['dtype']} | {t[0]:.4f} ({t[1]:.4f}–{t[2]:.4f}) | {p[0]:.4f} "
-                     f"({p[1]:.4f}–{p[2]:.4f}) | {', '.join(r['kernels']['table'])} | {'yes' if r['same_bits'] else 'NO'} |")
+        cells = " | ".join(f"{r[n][0]:.4f} ({r[n][1]:.4f}–{r[n][2]:.4f})" for n in ENGINES)
+        lines.append(f"| {r['layer']} | {r['dtype']} | {cells} | {', '.join(r['kernels']['table'])} "
+                     f"| {'yes' if r['same_bits'] else 'NO'} |")
     return "\n".join(lines)
 
 
