@@ -380,7 +380,7 @@ if has models; then
   # exit status 1 if ortops' outputs break the rule against ORT CPU). The peers' wheels for this
   # Python (onnxruntime_ep_webgpu-0.4.0, onnxruntime_ggml-0.2.0; 29 MB) come in .whl-peers/; with
   # .gl, .whl and the silero-vad wheel they are over 64 MiB, so scripts/gpu/models_carry.sh makes
-  # smaller ones (its header gives the call); about 3 minutes on the H200 after the build.
+  # smaller ones that hold the gate too (its header gives the call); about 2 minutes after the build.
   if compgen -G ".whl-peers/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site-peers .whl-peers/*.whl || exit 1
