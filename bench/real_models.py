@@ -18,7 +18,7 @@ here is reported with its message, not measured.
 Method: every engine's session is made and warmed (one run, then ``--warmup`` seconds); then
 ``--rounds`` rounds, the engines alternated inside each round (the order rotated round by
 round), each round's figure the median of ``--runs`` session.run calls (fewer once ``--budget``
-seconds have passed, at least one: the stacked BiLSTM takes 15 s a run on lavapipe) after
+seconds have passed, at least one: the stacked BiLSTM takes 2-5 s a run on lavapipe) after
 ``--settle`` seconds of untimed runs (none where a run takes longer). Reported per engine: the median of the
 rounds and their spread (min-max), the scaled error of its outputs against ORT CPU's
 (ortops.compare), and the recurrent nodes each EP took (ONNX Runtime's graph-assignment report,
