@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The persistent kernel's GPU rule (PERSISTENT_STEPS in src/core/rnn/variants.hpp), measured: per
 layer, what the tables choose beside the persistent kernel forced off
-(`ortops.variants.PERSISTENT_STEPS = False`) and forced on (`True`), alternated in rounds in one process, GPU time from
-the layers' timestamps, the bits of all three compared (they must agree: exit status 1 otherwise).
+(`ortops.variants.PERSISTENT_STEPS = False`) and forced on (`True`), alternated in rounds in one
+process, GPU time from the layers' timestamps, the bits of all three compared (they must agree:
+exit status 1 otherwise).
 
     python3 -P bench/persistent_rule.py --out DIR [--rounds 3] [--runs 100]
         [--layer CELL,SEQ,BATCH,INPUT,HIDDEN,DTYPE ...]

@@ -19,15 +19,14 @@ Method: every engine's session is made and warmed (one run, then ``--warmup`` se
 ``--rounds`` rounds, the engines alternated inside each round (the order rotated round by
 round), each round's figure the median of ``--runs`` session.run calls (fewer once ``--budget``
 seconds have passed, at least one: the stacked BiLSTM takes 2-5 s a run on lavapipe) after
-``--settle`` seconds of untimed runs (none where a run takes longer). Reported per engine: the median of the
-rounds and their spread (min-max), the scaled error of its outputs against ORT CPU's
+``--settle`` seconds of untimed runs (none where a run takes longer). Reported per engine: the
+median of the rounds and their spread (min-max), the scaled error of its outputs against ORT CPU's
 (ortops.compare), and the recurrent nodes each EP took (ONNX Runtime's graph-assignment report,
 ``session.record_ep_graph_assignment_info``); per row, placement auto against the faster of ORT
 CPU and placement gpu (target: within 1.1x).
 
     python -P bench/real_models.py [--rounds 3] [--runs 200] [--budget 2] [--warmup 1] [--settle 0.2]
-        [--seq 200]
-        [--batches 32,64] [--models crnn,stacked] [--engines "ORT CPU,ortops gpu"] [--out DIR]
+        [--seq 200] [--batches 32,64] [--models crnn,stacked] [--engines "ORT CPU,ortops gpu"] [--out DIR]
 
 Writes DIR/real_models.json and DIR/real_models.md. Exit status 1 when an ortops engine fails
 or its outputs break the project's rule against ORT CPU (the float32 tolerance; the quantized
@@ -261,10 +260,10 @@ def start(row: Row, name: str, want: list, warmup_s: float):
 
 
 def settle(run, seconds: float, run_ms: float) -> None:
-    """Untimed runs for ``seconds`` before an engine's round: the engine before leaves its
-    session's threads spinning on every core for a while (H100, silero's frame: 0.196 ms in a
-    round right after the GPU path's, 0.122 in the round it opened), which is the bench's doing,
-    not the engine's. None where one run takes longer (the stacked BiLSTM on lavapipe)."""
+    """Untimed runs for ``seconds`` before an engine's round, so that the engine before is no
+    longer at work (H100, silero's frame with ORT CPU's placement: 0.196 ms in a round of 20
+    runs right after the GPU path's, 0.122 in the round it opened; docs/real_models.md). None
+    where one run takes longer (the stacked BiLSTM on lavapipe)."""
     if run_ms <= 1e3 * seconds:
         warm(run, seconds)
 
@@ -383,7 +382,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--budget", type=float, default=2.0, help="seconds an engine's round takes, about (at least a run)")
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds of untimed runs per engine first")
     ap.add_argument("--settle", type=float, default=0.2,
-                    help="seconds of untimed runs of an engine before each of its rounds (at least a run)")
+                    help="seconds of untimed runs of an engine before each of its rounds (none where a run takes longer)")
     ap.add_argument("--seq", type=int, default=200, help="the stacked BiLSTM's sequence length")
     ap.add_argument("--batches", default="32,64", help="the stacked BiLSTM's batch sizes")
     ap.add_argument("--out", default=None)
