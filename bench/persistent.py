@@ -40,6 +40,7 @@ import cudnn  # noqa: E402
 import ortops
 import ortops.device
 from ortops import _vk, variants
+from ortops.tools.bench import write_report
 from ortops.tools.measure import weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -272,13 +273,9 @@ def main(argv=None) -> int:
           f"{dev.memory_model_device_scope}", flush=True)
     layers = [run_layer(*shape, a.rounds, a.runs, not a.no_cudnn) for shape in shapes]
     recognizer = None if a.no_ep else run_recognizer(a.rounds, a.runs, not a.no_cudnn)
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "persistent.json"), "w") as f:
-        json.dump(dict(device=str(dev), layers=layers, recognizer=recognizer), f, indent=1)
     text = markdown(layers, recognizer)
     print(text)
-    with open(os.path.join(a.out, "persistent.md"), "w") as f:
-        f.write(text + "\n")
+    write_report(a.out, "persistent", dict(device=str(dev), layers=layers, recognizer=recognizer), text)
     same = all(r["same_bits"] for r in layers) and (recognizer is None or recognizer["same_bits"])
     ran = all(r["fallbacks"] == 0 and all(k == ["step_persistent"] for e, k in r["kernels"].items()
                                           if e.startswith("persistent")) for r in layers)

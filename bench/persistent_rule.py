@@ -13,8 +13,6 @@ Bidirectional layers, seeded weights. Writes DIR/persistent_rule.json and .md; p
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
 
@@ -23,6 +21,7 @@ import numpy as np
 import ortops
 import ortops.device
 from ortops import variants
+from ortops.tools.bench import write_report
 from ortops.tools.measure import weights
 
 LAYERS = ["LSTM,48,8,192,96,float16", "LSTM,48,8,192,96,float32", "LSTM,48,8,192,64,float32",
@@ -90,13 +89,9 @@ def main(argv=None) -> int:
                     help="a layer (instead of the list above)")
     a = ap.parse_args(argv)
     rows = [measure(spec, a.rounds, a.runs) for spec in (a.layer or LAYERS)]
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "persistent_rule.json"), "w") as f:
-        json.dump(dict(device=str(ortops.device.select(None)), rows=rows), f, indent=1)
     text = markdown(rows)
     print(text)
-    with open(os.path.join(a.out, "persistent_rule.md"), "w") as f:
-        f.write(text + "\n")
+    write_report(a.out, "persistent_rule", dict(device=str(ortops.device.select(None)), rows=rows), text)
     if not all(r["same_bits"] for r in rows):
         print("persistent_rule: NOT the same bits", file=sys.stderr)
         return 1

@@ -251,11 +251,9 @@ def start(row: Row, name: str, want: list, warmup_s: float):
 
     def run():
         return sess.run(None, row.feeds)
-    t0, n = time.perf_counter(), 0
-    while not n or time.perf_counter() - t0 < warmup_s:   # as ortops.timing.warm, counted
-        run()
-        n += 1
-    figures["warm_run_ms"] = 1e3 * (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    runs = warm(run, warmup_s)
+    figures["warm_run_ms"] = 1e3 * (time.perf_counter() - t0) / runs
     return run, figures
 
 

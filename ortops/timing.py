@@ -8,14 +8,17 @@ import time
 from typing import Callable, List, Optional
 
 
-def warm(run: Callable[[], object], seconds: float) -> None:
+def warm(run: Callable[[], object], seconds: float) -> int:
     """One untimed run always (pipelines, caches), then runs for ``seconds``: a GPU that idled
     drops its clocks (the H200 to 345 of 1980 MHz) and a light model alone raises them only
-    after a few hundred ms of work (docs/perf.md, "GPU clocks")."""
+    after a few hundred ms of work (docs/perf.md, "GPU clocks"). Returns the runs made."""
     t0 = time.perf_counter()
     run()
+    n = 1
     while time.perf_counter() - t0 < seconds:
         run()
+        n += 1
+    return n
 
 
 def median_s(run: Callable[[], object], repeat: int, *, warmup_runs: int = 1,
