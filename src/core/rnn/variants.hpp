@@ -248,8 +248,8 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // 64-bit word, no grid barrier; prefetched rows, a shuffle tree), LSTMs of hidden 64 to 95 at
 // batch 1 and of hidden 96 to 256 at batches 1-8 (where it beat the whole-sequence and step
 // kernels; below hidden 96 at batch 8 the whole-sequence kernel won), every other layer from
-// above the whole-sequence kernel's hidden sizes at batches 1-4 (at batch 8 the step kernels won for hidden 384 and a GRU). The figures:
-// docs/perf.md, "Kernel choices" (bench/persistent_rule.py).
+// above the whole-sequence kernel's hidden sizes at batches 1-4 (at batch 8 the step kernels won
+// for hidden 384 and a GRU). The figures: docs/perf.md, "Kernel choices" (bench/persistent_rule.py).
 // CPU implementations never: lavapipe runs a workgroup a thread to its end, so a grid needs as
 // many threads as workgroups and each wait a trip through the scheduler.
 struct PersistentRule
