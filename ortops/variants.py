@@ -79,9 +79,9 @@ SEQUENCE_UNITS: int | None = None   # with the broadcast, units a thread (1-8); 
 # workgroup per compute unit, R held in their shared memory, h exchanged through device memory
 # each step; the step kernels' bits, and a grid that fails runs again on them: docs/design.md,
 # "Passes"):
-#   PERSISTENT_STEPS      TABLE (the native core's rules by device class, hidden size and batch,
-#                         PERSISTENT_STEPS in variants.hpp: GPUs that report their compute units,
-#                         by cell, hidden size and batch, never on CPU implementations; the environment's
+#   PERSISTENT_STEPS      TABLE (the native core's rules by device class, cell, hidden size and
+#                         batch, PERSISTENT_STEPS in variants.hpp: GPUs that report their compute
+#                         units, never CPU implementations; the environment's
 #                         ORTOPS_PERSISTENT_STEPS=0 switches it off), False never, True wherever
 #                         it can run (batch 1-8, not in mode exact, R within the shared memory)
 #   PERSISTENT_GROUPS     workgroups dispatched; None: the rule (the device's compute units, else
