@@ -83,10 +83,10 @@ TEST_SUITE("persistent kernel")
         CHECK(persistentSteps(recognizer(8), H200, Mode::Deterministic, true, s));
         CHECK(persistentSteps(recognizer(8, 96), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(8, 95), H200, Mode::Deterministic, true, s));
-        // LSTMs of hidden 64 to 95: batch 1 only; below 64 never.
+        // LSTMs of hidden 64 to 95: batches 1-2 only; below 64 never.
         CHECK(persistentSteps(recognizer(1, 64), H200, Mode::Deterministic, true, s));
-        CHECK(persistentSteps(recognizer(1, 95), H200, Mode::Deterministic, true, s));
-        CHECK_FALSE(persistentSteps(recognizer(2, 64), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(2, 95), H200, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps(recognizer(3, 64), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(1, 63), H200, Mode::Deterministic, true, s));
         CHECK(persistentSteps(recognizer(4, 384), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(5, 384), H200, Mode::Deterministic, true, s));

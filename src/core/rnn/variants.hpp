@@ -246,7 +246,7 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits, else
 // design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
 // 64-bit word, no grid barrier; prefetched rows, a shuffle tree), LSTMs of hidden 64 to 95 at
-// batch 1 and of hidden 96 to 256 at batches 1-8 (where it beat the whole-sequence and step
+// batches 1-2 and of hidden 96 to 256 at batches 1-8 (where it beat the whole-sequence and step
 // kernels; below hidden 96 at batch 8 the whole-sequence kernel won), every other layer from
 // above the whole-sequence kernel's hidden sizes at batches 1-4 (at batch 8 the step kernels won
 // for hidden 384 and a GRU). The figures: docs/perf.md, "Kernel choices" (bench/persistent_rule.py).
@@ -262,7 +262,7 @@ struct PersistentRule
 };
 inline constexpr PersistentRule PERSISTENT_STEPS[] = {
     { true, false, 0, ANY_HIDDEN, 0, 0 },                               // CPU implementations: never
-    { false, true, 64, 95, 1, 28 },                                     // GPU LSTMs below 96: batch 1
+    { false, true, 64, 95, 2, 28 },                                     // GPU LSTMs below 96: batches 1-2
     { false, true, 96, 256, 8, 28 },                                    // GPU LSTMs to hidden 256
     { false, false, SEQUENCE_GPU_MAX_HIDDEN + 1, ANY_HIDDEN, 4, 28 },   // other GPU layers
 };
