@@ -17,6 +17,13 @@ for f in ${GL_DIR:-.gl}/*.deb; do dpkg -x "$f" /; done   # GL_DIR, WHL_DIR: scri
 ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site ${WHL_DIR:-.whl}/*.whl && export PYTHONPATH=/tmp/site || exit 1
+# The silero-vad wheel that scripts/gpu/models_carry.sh puts beside GL_DIR, unless named: without
+# it the 39 tests that read the model stop before running.
+if [ -z "${ORTOPS_SILERO_WHEEL:-}" ]; then
+  for w in "${GL_DIR:-.gl}"/../silero/silero_vad-*.whl; do
+    [ -f "$w" ] && export ORTOPS_SILERO_WHEEL=$(realpath "$w")
+  done
+fi
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && \
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export ORTOPS_KOMPUTE_SDIST=$PWD/build/deps/kp-0.9.0.tar.gz KOMPUTE_PYTHON_NUM_PARALLEL_THREADS=8

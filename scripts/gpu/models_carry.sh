@@ -7,9 +7,8 @@
 #            (libSPIRV-Tools-shared.so; 12 MB less),
 #   silero/  the silero-vad wheel with its ONNX detectors only, every one the suite runs
 #            (8 MB, not 11: the TorchScript and safetensors copies out).
-# 62 MiB with the tree (2026-12-07). Then:
+# 62 MiB with the tree (2026-12-07); gpu_machine.sh finds silero/ beside GL_DIR. Then:
 #   GL_DIR=build/carry-lite/gl WHL_DIR=build/carry-lite/whl \
-#   ORTOPS_SILERO_WHEEL=$PWD/build/carry-lite/silero/silero_vad-6.2.3-py3-none-any.whl \
 #   STAGE=cpp,shards,models SHARDS=8 VALIDATION_SHARDS=8 bash scripts/gpu_machine.sh
 #   carry: build/carry-lite .whl-peers build/deps/kp-0.9.0.tar.gz build/deps/onnxruntime
 set -euo pipefail
