@@ -26,8 +26,8 @@ def _case(op, direction, hidden, batch, dtype, seq=6, inp=11):
 
 def _layer(monkeypatch, op, direction, arrays, *, sequence, rows=None, mode=None, **kw):
     """A layer whose plans record the whole-sequence kernel (sequence True) or the step kernels
-    (False), with ``rows`` batch rows a workgroup; the persistent kernel, which the table takes
-    before either on GPUs (an LSTM of hidden 64 at batch 1), off."""
+    (False), with ``rows`` batch rows a workgroup; the persistent kernel, which the table
+    (variants.hpp's PERSISTENT_STEPS) takes before either at some GPU shapes, off."""
     monkeypatch.setattr(variants, "PERSISTENT_STEPS", False)
     monkeypatch.setattr(variants, "SEQUENCE_STEPS", sequence)
     monkeypatch.setattr(variants, "SEQUENCE_ROWS", rows)
