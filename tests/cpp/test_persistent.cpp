@@ -83,10 +83,14 @@ TEST_SUITE("persistent kernel")
         CHECK(persistentSteps(recognizer(8), H200, Mode::Deterministic, true, s));
         CHECK(persistentSteps(recognizer(8, 96), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(8, 95), H200, Mode::Deterministic, true, s));
-        // LSTMs of hidden 64 to 95: batches 1-2 only; below 64 never.
+        // LSTMs of hidden 64 to 79: batches 1-2; 80 to 95: batches 1-4; below 64 never.
         CHECK(persistentSteps(recognizer(1, 64), H200, Mode::Deterministic, true, s));
-        CHECK(persistentSteps(recognizer(2, 95), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(2, 79), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(3, 64), H200, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps(recognizer(3, 79), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(4, 80), H200, Mode::Deterministic, true, s));
+        CHECK(persistentSteps(recognizer(4, 95), H200, Mode::Deterministic, true, s));
+        CHECK_FALSE(persistentSteps(recognizer(5, 80), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(1, 63), H200, Mode::Deterministic, true, s));
         CHECK(persistentSteps(recognizer(4, 384), H200, Mode::Deterministic, true, s));
         CHECK_FALSE(persistentSteps(recognizer(5, 384), H200, Mode::Deterministic, true, s));
