@@ -11,7 +11,8 @@ tests choose their kernels themselves (tests/cpp/support.hpp), and check the tab
 it is their subject. Under --vk-validation it runs under the validation layer too, and any
 validation message fails it (tests/cpp/main.cpp names the case that caused it). Two rounds of
 the race test's sweep, as scripts/test.sh always ran them
-(ORTOPS_TEST_ROUNDS; the ThreadSanitizer job runs 32).
+(ORTOPS_TEST_ROUNDS; the ThreadSanitizer job runs 32). The summary it records carries the
+program's count of persistent grids a device ran and of those that went to the step kernels.
 """
 
 import os
@@ -36,6 +37,7 @@ def test_the_cores_cpp_unit_tests_pass(request, record_property):
     assertions = re.search(r"\[doctest\] assertions:\s*(\d+)", out)
     record_property("cpp_summary", f"{cases.group(2) if cases else '?'} of {cases.group(1) if cases else '?'} "
                                    f"test cases passed, {assertions.group(1) if assertions else '?'} assertions, "
-                                   f"{seconds:.0f} s ({program})")
+                                   f"{seconds:.0f} s ({program})"
+                                   + "".join(f"; {line}" for line in re.findall(r"^persistent grids on .*$", out, re.M)))
     assert r.returncode == 0 and cases is not None and cases.group(3) == "0", \
         f"{program} exited with status {r.returncode}:\n{out[-6000:]}"

@@ -4,17 +4,22 @@
 // naming tests/vk_layer_settings.txt: synchronization validation) every context the core makes
 // has the layer, whose warnings and errors the core collects (vk/context.hpp, takeMessages), as
 // the Python suite's --vk-validation does: each test case's messages are taken when it ends, and
-// any message fails the run, naming the case that caused it.
+// any message fails the run, naming the case that caused it. Last it says, for every device a
+// persistent grid ran on, how many grids ran and how many went to the step kernels: the tests
+// allow a fallback (it gives the same bits), and this line is where a real GPU's shows.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "rnn/persistent.hpp"
 #include "vk/context.hpp"
+#include "vk/devices.hpp"
 
 namespace {
 
@@ -59,6 +64,27 @@ struct ValidationListener : doctest::IReporter
 
 REGISTER_LISTENER("validation", 1, ValidationListener);
 
+void
+reportPersistentGrids()
+{
+    std::vector<ortops::DeviceDescription> found;
+    try {
+        found = ortops::devices();
+    } catch (const std::exception&) {
+        return;   // no Vulkan device: no grid ran
+    }
+    for (const ortops::DeviceDescription& d : found) {
+        ortops::PersistentState s = ortops::persistentState(d.index);
+        if (s.runs == 0 && s.fallbacks == 0) {
+            continue;
+        }
+        std::printf("persistent grids on %s: %llu ran, %llu went to the step kernels%s%s\n",
+                    ortops::deviceLabel(d).c_str(), static_cast<unsigned long long>(s.runs),
+                    static_cast<unsigned long long>(s.fallbacks), s.off ? "; marked: " : "",
+                    s.why.c_str());
+    }
+}
+
 } // namespace
 
 int
@@ -66,6 +92,7 @@ main(int argc, char** argv)
 {
     doctest::Context context(argc, argv);
     int status = context.run();
+    reportPersistentGrids();
     for (const auto& [testCase, message] : g_found) {
         std::fprintf(stderr, "validation message in \"%s\": %s\n", testCase.c_str(), message.c_str());
     }
