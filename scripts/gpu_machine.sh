@@ -118,16 +118,20 @@ if has cpp; then
   # The core's C++ unit tests (tests/cpp, doctest: the persistent grid, the coalescer, the kernel
   # choice, concurrency) on the real GPU, in the build directory pip just used (doctest's headers
   # from Debian's doctest-dev, carried in .gl/).
-  # Each run's whole output is kept; its summary and the persistent grids' line (how many fell
-  # back to the step kernels, and why) come to the log.
+  # Each run's whole output is kept; its summary, the persistent grids' line (how many fell back
+  # to the step kernels, and why) and any validation message come to the log.
+  cpp_summary() {
+    grep '^\[doctest\] \(test cases\|assertions\|Status\)\|^persistent grids\|^validation message\|^ortops_core_tests' "$1" \
+      | tee -a "$OUT/cpp.txt"
+  }
+  : > "$OUT/cpp.txt"
   scripts/cpp_tests.sh plain > "$OUT/cpp-plain.txt" 2>&1
-  grep '^\[doctest\] \(test cases\|assertions\|Status\)\|^persistent grids' "$OUT/cpp-plain.txt" | tee "$OUT/cpp.txt"
+  cpp_summary "$OUT/cpp-plain.txt"
   # Again under the validation layer (synchronization validation): any message fails the run,
   # naming its test case (tests/cpp/main.cpp).
   ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH=$PWD/tests VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d \
     scripts/cpp_tests.sh plain > "$OUT/cpp-validation.txt" 2>&1
-  grep '^\[doctest\] \(test cases\|assertions\|Status\)\|^persistent grids\|^validation message\|^ortops_core_tests' \
-    "$OUT/cpp-validation.txt" | tee -a "$OUT/cpp.txt"
+  cpp_summary "$OUT/cpp-validation.txt"
 fi
 if has portability; then
   # Portability enumeration (docs/packaging.md): what the loader offers, what the instance
