@@ -125,12 +125,13 @@ if has cpp; then
       | tee -a "$OUT/cpp.txt"
   }
   : > "$OUT/cpp.txt"
-  scripts/cpp_tests.sh plain > "$OUT/cpp-plain.txt" 2>&1
+  # CPP_ARGS (split on spaces) go to both runs: e.g. -s, every passing check, to compare them.
+  scripts/cpp_tests.sh plain ${CPP_ARGS:-} > "$OUT/cpp-plain.txt" 2>&1
   cpp_summary "$OUT/cpp-plain.txt"
   # Again under the validation layer (synchronization validation): any message fails the run,
   # naming its test case (tests/cpp/main.cpp).
   ORTOPS_VALIDATION=1 VK_LAYER_SETTINGS_PATH=$PWD/tests VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d \
-    scripts/cpp_tests.sh plain > "$OUT/cpp-validation.txt" 2>&1
+    scripts/cpp_tests.sh plain ${CPP_ARGS:-} > "$OUT/cpp-validation.txt" 2>&1
   cpp_summary "$OUT/cpp-validation.txt"
 fi
 if has portability; then

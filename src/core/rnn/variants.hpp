@@ -245,10 +245,10 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // shared memory of one workgroup per compute unit (the device must report its compute units:
 // VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits, else
 // design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
-// 64-bit word, no grid barrier; prefetched rows, a shuffle tree), LSTMs of hidden 64 to 71 at
-// batches 1-2, 72 to 79 at 1-4, 80 to 87 at 1-5 and 88 to 256 at 1-8 (where it beat the
-// whole-sequence and step kernels; at hidden 64 from batch 3 and at hidden 80 at batch 8 the
-// whole-sequence kernel won), every other layer from above the whole-sequence kernel's hidden
+// 64-bit word, no grid barrier; prefetched rows, a shuffle tree), LSTMs of hidden 64 to 67 at
+// batches 1-2, 68 to 79 at 1-4, 80 to 87 at 1-6 and 88 to 256 at 1-8 (where it beat the
+// whole-sequence and step kernels; at hidden 64 from batch 3, 79 at batch 5 and 80 at batch 8
+// the whole-sequence kernel won), every other layer from above the whole-sequence kernel's hidden
 // sizes at batches 1-4 (at batch 8 the step kernels won for hidden 384 and a GRU). The figures:
 // docs/perf.md, "Kernel choices" (bench/persistent_rule.py).
 // CPU implementations never: lavapipe runs a workgroup a thread to its end, so a grid needs as
@@ -263,9 +263,9 @@ struct PersistentRule
 };
 inline constexpr PersistentRule PERSISTENT_STEPS[] = {
     { true, false, 0, ANY_HIDDEN, 0, 0 },                               // CPU implementations: never
-    { false, true, 64, 71, 2, 28 },                                     // GPU LSTMs of 64-71: batches 1-2
-    { false, true, 72, 79, 4, 28 },                                     // 72-79: 1-4
-    { false, true, 80, 87, 5, 28 },                                     // 80-87: 1-5
+    { false, true, 64, 67, 2, 28 },                                     // GPU LSTMs of 64-67: batches 1-2
+    { false, true, 68, 79, 4, 28 },                                     // 68-79: 1-4
+    { false, true, 80, 87, 6, 28 },                                     // 80-87: 1-6
     { false, true, 88, 256, 8, 28 },                                    // GPU LSTMs to hidden 256
     { false, false, SEQUENCE_GPU_MAX_HIDDEN + 1, ANY_HIDDEN, 4, 28 },   // other GPU layers
 };
