@@ -245,12 +245,12 @@ inline constexpr uint32_t SEQUENCE_STEPS_TABLE = 0xFFFFFFFFu;
 // shared memory of one workgroup per compute unit (the device must report its compute units:
 // VK_NV_shader_sm_builtins), with the shader's DESIGN `design` where that split fits, else
 // design 0 (one grid barrier a step). GPUs: the exchange (DESIGN 28: h and its step in one
-// 64-bit word, no grid barrier; prefetched rows, a shuffle tree), LSTMs of hidden 64 to 67 at
-// batches 1-2, 68 to 79 at 1-4, 80 to 87 at 1-6 and 88 to 256 at 1-8 (where it beat the
-// whole-sequence and step kernels; at hidden 64 from batch 3, 79 at batch 5 and 80 at batch 8
-// the whole-sequence kernel won), every other layer from above the whole-sequence kernel's hidden
-// sizes at batches 1-4 (at batch 8 the step kernels won for hidden 384 and a GRU). The figures:
-// docs/perf.md, "Kernel choices" (bench/persistent_rule.py).
+// 64-bit word, no grid barrier; prefetched rows, a shuffle tree), for LSTMs from hidden 64 the
+// batches of the rows below, where it beat the whole-sequence and step kernels (each row ends
+// where the whole-sequence kernel won: hidden 64 at batch 3, 79 at 5, 80 at 7), every other
+// layer from above the whole-sequence kernel's hidden sizes at batches 1-4 (at batch 8 the step
+// kernels won for hidden 384 and a GRU). The figures: docs/perf.md, "Kernel choices"
+// (bench/persistent_rule.py).
 // CPU implementations never: lavapipe runs a workgroup a thread to its end, so a grid needs as
 // many threads as workgroups and each wait a trip through the scheduler.
 struct PersistentRule
